@@ -1,0 +1,172 @@
+//! Liveness over control-flow graphs with loops, by fixpoint iteration.
+//!
+//! A write kills a variable; a read (including a `pop`, as in the reference) makes it live.
+//! A block that leaves its function (`return`, `indirect_jump`) has the function's return
+//! variables live out. Unlike the reference, back edges are fine: the analysis iterates to a
+//! fixpoint instead of rejecting them.
+
+use crate::program::{Op, Program, Terminator};
+use crate::{Block, Var};
+use std::collections::BTreeSet;
+
+/// A set of variables, ordered for deterministic output.
+pub type VarSet = BTreeSet<Var>;
+
+/// Liveness facts for one block.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BlockLiveness {
+    /// Live on entry to the block.
+    pub live_in: VarSet,
+    /// `after_op[i]`: live just after op `i` (the last one includes a branch condition).
+    pub after_op: Vec<VarSet>,
+    /// Live on exit from the block (the union of the successors' `live_in`).
+    pub live_out: VarSet,
+}
+
+/// Liveness facts for every block of a program, indexed by [`Block`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Liveness {
+    /// Per-block facts, indexed by block.
+    pub blocks: Vec<BlockLiveness>,
+}
+
+impl Liveness {
+    /// The facts of block `b`.
+    pub fn block(&self, b: Block) -> &BlockLiveness {
+        &self.blocks[b.index()]
+    }
+
+    /// Variables live after op `i` of block `b`.
+    pub fn after_op(&self, b: Block, i: usize) -> &VarSet {
+        &self.blocks[b.index()].after_op[i]
+    }
+
+    /// Variables live just before the terminator of `b` (a branch condition included).
+    pub fn before_terminator(&self, program: &Program, b: Block) -> VarSet {
+        let facts = self.block(b);
+        let mut live = facts.live_out.clone();
+        if let Terminator::Branch { cond, .. } = program.block(b).term {
+            live.insert(cond);
+        }
+        live
+    }
+}
+
+/// Computes liveness for every block of every function of `program`.
+pub fn liveness(program: &Program) -> Liveness {
+    let mut facts = vec![BlockLiveness::default(); program.blocks.len()];
+    for func in &program.functions {
+        let exit: VarSet = func.returns.iter().copied().collect();
+        loop {
+            let mut changed = false;
+            for &b in func.blocks.iter().rev() {
+                let block = program.block(b);
+                let live_in_of =
+                    |t: Block, facts: &[BlockLiveness]| facts[t.index()].live_in.clone();
+                let live_out: VarSet = match &block.term {
+                    Terminator::Goto(t) => live_in_of(*t, &facts),
+                    Terminator::Branch { then_, else_, .. } => {
+                        let mut s = live_in_of(*then_, &facts);
+                        s.extend(live_in_of(*else_, &facts));
+                        s
+                    }
+                    Terminator::PushGoto { ret, target } => {
+                        let mut s = live_in_of(*target, &facts);
+                        s.extend(live_in_of(*ret, &facts));
+                        s
+                    }
+                    Terminator::Return | Terminator::IndirectGoto => exit.clone(),
+                };
+                let mut live = live_out.clone();
+                if let Terminator::Branch { cond, .. } = block.term {
+                    live.insert(cond);
+                }
+                let mut after_op = vec![VarSet::new(); block.ops.len()];
+                for (i, op) in block.ops.iter().enumerate().rev() {
+                    after_op[i] = live.clone();
+                    transfer(op, &mut live);
+                }
+                let entry = &mut facts[b.index()];
+                if entry.live_in != live || entry.live_out != live_out {
+                    changed = true;
+                }
+                *entry = BlockLiveness {
+                    live_in: live,
+                    after_op,
+                    live_out,
+                };
+            }
+            if !changed {
+                break;
+            }
+        }
+    }
+    Liveness { blocks: facts }
+}
+
+/// Backward transfer of one op: kill its writes, then add its reads.
+pub fn transfer(op: &Op, live: &mut VarSet) {
+    for v in op.writes() {
+        live.remove(v);
+    }
+    live.extend(op.reads().iter().copied());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{KernelId, ProgramBuilder, Type};
+
+    fn set(vars: &[Var]) -> VarSet {
+        vars.iter().copied().collect()
+    }
+
+    /// `countdown(n) { while n > 0 { n -= 1; acc += 2 } return acc }` with the loop header
+    /// *before* the body in block order, so a single reverse pass would miss the back edge.
+    #[test]
+    fn loops_reach_a_fixpoint() {
+        let mut b = ProgramBuilder::new();
+        let n = b.var("n", Type::I64);
+        let acc = b.var("acc", Type::I64);
+        let c = b.var("c", Type::BOOL);
+        let f = b.function("countdown");
+        b.signature(f, &[n, acc], &[acc]);
+        let entry = b.block(f, "entry");
+        let head = b.block(f, "head");
+        let body = b.block(f, "body");
+        let exit = b.block(f, "exit");
+        b.goto(entry, head);
+        b.prim(head, &[c], &[n], KernelId(0), "n > 0");
+        b.branch(head, c, body, exit);
+        b.prim(body, &[n], &[n], KernelId(1), "n - 1");
+        b.prim(body, &[acc], &[acc], KernelId(2), "acc + 2");
+        b.goto(body, head);
+        b.ret(exit);
+        let p = b.finish(f).unwrap();
+        let l = liveness(&p);
+        // `n` is live into the exit-bound header only because the body loops back to it.
+        assert_eq!(l.block(head).live_in, set(&[n, acc]));
+        assert_eq!(l.block(body).live_out, set(&[n, acc]));
+        assert_eq!(l.block(body).live_in, set(&[n, acc]));
+        assert_eq!(l.block(exit).live_in, set(&[acc]));
+        assert_eq!(l.after_op(head, 0), &set(&[n, acc, c]));
+        assert_eq!(l.block(entry).live_in, set(&[n, acc]));
+    }
+
+    #[test]
+    fn pops_count_as_uses_and_writes_kill() {
+        let mut b = ProgramBuilder::new();
+        let x = b.var("x", Type::I64);
+        let y = b.var("y", Type::I64);
+        let f = b.function("f");
+        b.signature(f, &[x], &[y]);
+        let e = b.block(f, "e");
+        b.prim(e, &[y], &[x], KernelId(0), "x");
+        b.pop(e, &[x]);
+        b.ret(e);
+        let p = b.finish(f).unwrap();
+        let l = liveness(&p);
+        assert_eq!(l.after_op(e, 0), &set(&[x, y]));
+        assert_eq!(l.block(e).live_in, set(&[x]));
+    }
+}

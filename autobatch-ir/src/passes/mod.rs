@@ -1,0 +1,13 @@
+//! Analyses and transformations on programs; each is a pure function of its input program.
+
+pub mod allocation;
+pub mod fusion;
+pub mod liveness;
+pub mod lowering;
+pub mod priority;
+
+pub use allocation::allocate;
+pub use fusion::fuse_pop_push;
+pub use liveness::{liveness, BlockLiveness, Liveness, VarSet};
+pub use lowering::{lower, LowerError};
+pub use priority::prioritize_blocks;

@@ -1,0 +1,1 @@
+//! `#[autobatch]`: compiles ordinary scalar Rust functions into autobatch Programs at compile time.
