@@ -5,6 +5,7 @@
 //! compile time and the runtime executes it. See `ARCHITECTURE.md` at the workspace root.
 
 pub mod builder;
+pub mod conformance;
 pub mod entity;
 pub mod passes;
 pub mod print;
