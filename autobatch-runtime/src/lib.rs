@@ -1,1 +1,227 @@
 //! Executes autobatch Programs over a batch of lanes: stackless and the full VM, on ndarray.
+//!
+//! Build an [`Executable`] from a [`Program`] and its kernel table once, then
+//! [`run`](Executable::run) it on batches. Inputs and outputs are [`Column`]s, one per leaf of
+//! each input / output variable, with one row per lane.
+//!
+//! ```
+//! use autobatch_ir::{KernelId, ProgramBuilder, Type};
+//! use autobatch_runtime::{Column, Config, Executable, Kernel, Mode};
+//!
+//! // double(x) = x + x
+//! let mut b = ProgramBuilder::new();
+//! let x = b.var("x", Type::I64);
+//! let y = b.var("y", Type::I64);
+//! let f = b.function("double");
+//! b.signature(f, &[x], &[y]);
+//! let e = b.block(f, "entry");
+//! b.prim(e, &[y], &[x, x], KernelId(0), "x + x");
+//! b.ret(e);
+//! let program = b.finish(f).unwrap();
+//!
+//! let exe = Executable::new(program, vec![Kernel::map2(|a: i64, b: i64| a + b)]).unwrap();
+//! let input = Column::from_scalars(&[1i64, 2, 3]);
+//! for mode in [Mode::FullVm, Mode::Stackless] {
+//!     let run = exe.run(&[input.clone()], &Config::with_mode(mode)).unwrap();
+//!     assert_eq!(run.outputs[0].as_slice::<i64>().unwrap(), &[2, 4, 6]);
+//! }
+//! ```
+
+pub mod column;
+pub mod config;
+mod env;
+pub mod error;
+pub mod kernel;
+pub mod link;
+mod reference;
+mod stackless;
+mod vm;
+
+pub use autobatch_ir as ir;
+pub use autobatch_macros::autobatch;
+pub use column::{Column, Element};
+pub use config::{Config, Mode, Stats};
+pub use error::{Result, RuntimeError};
+pub use kernel::{output_slice, Kernel, KernelError, LaneInputs, Rows};
+
+use autobatch_ir::passes::{allocate, fuse_pop_push, liveness, lower, prioritize_blocks};
+use autobatch_ir::{verify, Form, Program, Shape, TensorType};
+use env::{Env, Stacks};
+
+/// The result of a run: one column per output leaf, and what the run did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Run {
+    /// One column per leaf of each output variable, rows in lane order.
+    pub outputs: Vec<Column>,
+    /// Execution statistics.
+    pub stats: Stats,
+}
+
+/// A program ready to run: verified, allocated, lowered for the full VM, with its kernels.
+#[derive(Clone, Debug)]
+pub struct Executable {
+    high: Option<(Program, stackless::Plan)>,
+    lowered: Program,
+    kernels: Vec<Kernel>,
+}
+
+impl Executable {
+    /// Verifies `program`, computes its allocation (high-level programs) and lowers it.
+    pub fn new(program: Program, kernels: Vec<Kernel>) -> Result<Self> {
+        verify(&program)?;
+        let program = if program.form == Form::High { allocate(&program) } else { program };
+        Self::with_allocations(program, kernels)
+    }
+
+    /// Like [`new`](Self::new) but trusts the allocations the program carries (for example
+    /// computed by `#[autobatch]` at compile time). They must be sound: every variable live
+    /// across a call that may overwrite it must be FULL.
+    pub fn with_allocations(program: Program, kernels: Vec<Kernel>) -> Result<Self> {
+        verify(&program)?;
+        let (high, lowered) = match program.form {
+            Form::High => {
+                let lowered = prioritize_blocks(&fuse_pop_push(&lower(&program)?));
+                let plan = stackless::Plan::new(&program, &liveness(&program));
+                (Some((program, plan)), lowered)
+            }
+            Form::Lowered => (None, prioritize_blocks(&program)),
+        };
+        verify(&lowered)?;
+        Ok(Executable { high, lowered, kernels })
+    }
+
+    /// The high-level program stackless runs (`None` for a hand-lowered program).
+    pub fn program(&self) -> Option<&Program> {
+        self.high.as_ref().map(|(p, _)| p)
+    }
+
+    /// The lowered, fused, priority-ordered program the full VM runs.
+    pub fn lowered(&self) -> &Program {
+        &self.lowered
+    }
+
+    /// The kernel table.
+    pub fn kernels(&self) -> &[Kernel] {
+        &self.kernels
+    }
+
+    /// Runs the program on a batch: `inputs` holds one column per input leaf.
+    pub fn run(&self, inputs: &[Column], config: &Config) -> Result<Run> {
+        let program = match config.mode {
+            Mode::FullVm => &self.lowered,
+            Mode::Stackless => self.high_program()?,
+        };
+        let (batch, vector_len) = check_inputs(program, inputs, config)?;
+        let (stacks, names) = match config.mode {
+            Mode::FullVm => (Stacks::Honour, block_names(program)),
+            Mode::Stackless => (Stacks::Ignore, block_names(program)),
+        };
+        let mut env = Env::new(
+            program,
+            &self.kernels,
+            batch,
+            vector_len,
+            config.max_stack_depth,
+            config.safety_checks,
+            stacks,
+        );
+        let all: Vec<usize> = (0..batch).collect();
+        let entry = program.main_function().entry();
+        let mut rest = inputs;
+        for &v in program.inputs() {
+            let n = program.var(v).ty.leaves().len();
+            env.write(v, &all, &rest[..n], true, entry)?;
+            rest = &rest[n..];
+        }
+        let mut stats = Stats::new(batch, names);
+        match config.mode {
+            Mode::FullVm => vm::run(&mut env, config, &mut stats)?,
+            Mode::Stackless => {
+                let (_, plan) = self.high.as_ref().expect("checked by high_program");
+                stackless::run(&mut env, plan, config, &mut stats)?
+            }
+        }
+        let mut outputs = Vec::new();
+        for &v in program.outputs() {
+            outputs.extend(env.read(v, &all, entry)?.iter().cloned());
+        }
+        Ok(Run { outputs, stats })
+    }
+
+    /// Runs every lane on its own through the single-lane reference interpreter (the oracle),
+    /// on the high-level program if there is one.
+    pub fn run_reference(&self, inputs: &[Column], config: &Config) -> Result<Run> {
+        let program = self.program().unwrap_or(&self.lowered);
+        let (batch, vector_len) = check_inputs(program, inputs, config)?;
+        let (outputs, stats) = reference::run(program, &self.kernels, inputs, batch, vector_len, config)?;
+        Ok(Run { outputs, stats })
+    }
+
+    fn high_program(&self) -> Result<&Program> {
+        self.program().ok_or_else(|| {
+            RuntimeError::ModeUnsupported(
+                "stackless needs a high-level program; this one was built lowered".to_string(),
+            )
+        })
+    }
+}
+
+fn block_names(program: &Program) -> Vec<String> {
+    program.blocks.iter().map(|b| b.name.clone()).collect()
+}
+
+/// Checks the inputs against the program's input leaves; returns (batch size, vector length).
+fn check_inputs(program: &Program, inputs: &[Column], config: &Config) -> Result<(usize, usize)> {
+    let mut leaves: Vec<(String, TensorType)> = Vec::new();
+    for &v in program.inputs() {
+        let d = program.var(v);
+        let ts = d.ty.leaves();
+        let many = ts.len() > 1;
+        for (i, t) in ts.into_iter().enumerate() {
+            let name = if many { format!("{}.{i}", d.name) } else { d.name.clone() };
+            leaves.push((name, t));
+        }
+    }
+    if leaves.len() != inputs.len() {
+        let names = leaves.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ");
+        return Err(RuntimeError::InputCount { expected: leaves.len(), found: inputs.len(), names });
+    }
+    let mut batch: Option<(usize, &str)> = None;
+    let mut vector_len: Option<(usize, &str)> = config.vector_len.map(|n| (n, "the configuration"));
+    for ((name, ty), col) in leaves.iter().zip(inputs) {
+        if col.dtype() != ty.dtype || (ty.shape == Shape::Scalar && col.width() != 1) {
+            return Err(RuntimeError::InputType {
+                input: name.clone(),
+                expected: *ty,
+                found: format!("{} with {} elements per lane", col.dtype(), col.width()),
+            });
+        }
+        match batch {
+            Some((rows, first)) if rows != col.rows() => {
+                return Err(RuntimeError::BatchMismatch {
+                    input: name.clone(),
+                    found: col.rows(),
+                    first: first.to_string(),
+                    expected: rows,
+                })
+            }
+            None => batch = Some((col.rows(), name)),
+            _ => {}
+        }
+        if ty.shape == Shape::Vector {
+            match vector_len {
+                Some((len, _)) if len != col.width() => {
+                    return Err(RuntimeError::VectorLength {
+                        input: name.clone(),
+                        found: col.width(),
+                        expected: len,
+                    })
+                }
+                None => vector_len = Some((col.width(), name)),
+                _ => {}
+            }
+        }
+    }
+    let batch = batch.map(|(b, _)| b).or(config.batch_size).unwrap_or(1);
+    Ok((batch, vector_len.map_or(0, |(n, _)| n)))
+}

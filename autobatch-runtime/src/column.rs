@@ -1,0 +1,219 @@
+//! `Column`: a typed `[rows, width]` ndarray holding one tensor leaf for many lanes.
+//!
+//! Storage, kernel inputs and kernel outputs are all columns. A scalar leaf has width 1, a
+//! vector leaf the program's vector length. Rows are lanes (storage) or active-lane positions
+//! (dense kernel inputs and outputs).
+
+use autobatch_ir::{DType, Shape, TensorType};
+use ndarray::{Array2, ArrayView1, ArrayView2};
+use std::fmt::Debug;
+
+/// A typed column of rows, one per lane (or per active lane).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Column {
+    /// `bool` elements.
+    Bool(Array2<bool>),
+    /// `i32` elements.
+    I32(Array2<i32>),
+    /// `i64` elements.
+    I64(Array2<i64>),
+    /// `f32` elements.
+    F32(Array2<f32>),
+    /// `f64` elements.
+    F64(Array2<f64>),
+}
+
+/// Applies `$body` to the typed array inside a column, binding it to `$a`.
+macro_rules! with_array {
+    ($col:expr, $a:ident => $body:expr) => {
+        match $col {
+            Column::Bool($a) => $body,
+            Column::I32($a) => $body,
+            Column::I64($a) => $body,
+            Column::F32($a) => $body,
+            Column::F64($a) => $body,
+        }
+    };
+}
+
+/// An element type a column can hold.
+pub trait Element: Copy + Default + PartialEq + Debug + Send + Sync + 'static {
+    /// The IR dtype of this element type.
+    const DTYPE: DType;
+    /// The typed array inside `column`, if it holds this type.
+    fn array(column: &Column) -> Option<&Array2<Self>>;
+    /// The typed array inside `column`, mutably, if it holds this type.
+    fn array_mut(column: &mut Column) -> Option<&mut Array2<Self>>;
+    /// Wraps a typed array.
+    fn column(array: Array2<Self>) -> Column;
+}
+
+macro_rules! element {
+    ($t:ty, $variant:ident, $dtype:ident) => {
+        impl Element for $t {
+            const DTYPE: DType = DType::$dtype;
+            fn array(column: &Column) -> Option<&Array2<Self>> {
+                match column {
+                    Column::$variant(a) => Some(a),
+                    _ => None,
+                }
+            }
+            fn array_mut(column: &mut Column) -> Option<&mut Array2<Self>> {
+                match column {
+                    Column::$variant(a) => Some(a),
+                    _ => None,
+                }
+            }
+            fn column(array: Array2<Self>) -> Column {
+                Column::$variant(array)
+            }
+        }
+    };
+}
+element!(bool, Bool, Bool);
+element!(i32, I32, I32);
+element!(i64, I64, I64);
+element!(f32, F32, F32);
+element!(f64, F64, F64);
+
+impl Column {
+    /// A zero-filled (`false`, `0`) column.
+    pub fn zeros(dtype: DType, rows: usize, width: usize) -> Column {
+        match dtype {
+            DType::Bool => Column::Bool(Array2::from_elem((rows, width), false)),
+            DType::I32 => Column::I32(Array2::zeros((rows, width))),
+            DType::I64 => Column::I64(Array2::zeros((rows, width))),
+            DType::F32 => Column::F32(Array2::zeros((rows, width))),
+            DType::F64 => Column::F64(Array2::zeros((rows, width))),
+        }
+    }
+
+    /// A column of scalars (width 1) from a slice.
+    pub fn from_scalars<T: Element>(values: &[T]) -> Column {
+        T::column(Array2::from_shape_fn((values.len(), 1), |(r, _)| values[r]))
+    }
+
+    /// A column of scalars from a 1-d view (one row per lane).
+    pub fn from_view1<T: Element>(values: ArrayView1<'_, T>) -> Column {
+        T::column(values.to_owned().insert_axis(ndarray::Axis(1)).as_standard_layout().into_owned())
+    }
+
+    /// A column of vectors from a 2-d view (`[lanes, len]`).
+    pub fn from_view2<T: Element>(values: ArrayView2<'_, T>) -> Column {
+        T::column(values.as_standard_layout().into_owned())
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        match self {
+            Column::Bool(_) => DType::Bool,
+            Column::I32(_) => DType::I32,
+            Column::I64(_) => DType::I64,
+            Column::F32(_) => DType::F32,
+            Column::F64(_) => DType::F64,
+        }
+    }
+
+    /// Number of rows.
+    pub fn rows(&self) -> usize {
+        with_array!(self, a => a.nrows())
+    }
+
+    /// Elements per row (1 for scalars).
+    pub fn width(&self) -> usize {
+        with_array!(self, a => a.ncols())
+    }
+
+    /// True if this column can hold leaves of type `ty` with vector length `vector_len`.
+    pub fn fits(&self, ty: TensorType, vector_len: usize) -> bool {
+        self.dtype() == ty.dtype && self.width() == width_of(ty, vector_len)
+    }
+
+    /// The typed array, if the column holds `T`.
+    pub fn as_array<T: Element>(&self) -> Option<&Array2<T>> {
+        T::array(self)
+    }
+
+    /// The typed array, mutably, if the column holds `T`.
+    pub fn as_array_mut<T: Element>(&mut self) -> Option<&mut Array2<T>> {
+        T::array_mut(self)
+    }
+
+    /// The typed elements in row-major order, if the column holds `T`.
+    pub fn as_slice<T: Element>(&self) -> Option<&[T]> {
+        T::array(self).and_then(|a| a.as_slice())
+    }
+
+    /// The typed elements in row-major order, mutably, if the column holds `T`.
+    pub fn as_slice_mut<T: Element>(&mut self) -> Option<&mut [T]> {
+        T::array_mut(self).and_then(|a| a.as_slice_mut())
+    }
+
+    /// Copies row `from` of `src` into row `to` of `self` (same dtype and width required).
+    pub(crate) fn copy_row_from(&mut self, to: usize, src: &Column, from: usize) -> bool {
+        fn copy<T: Copy>(dst: &mut Array2<T>, to: usize, src: &Array2<T>, from: usize) {
+            let w = dst.ncols();
+            let (d, s) = (dst.as_slice_mut().expect("standard layout"), src.as_slice().expect("standard layout"));
+            d[to * w..(to + 1) * w].copy_from_slice(&s[from * w..(from + 1) * w]);
+        }
+        match (self, src) {
+            (Column::Bool(d), Column::Bool(s)) => copy(d, to, s, from),
+            (Column::I32(d), Column::I32(s)) => copy(d, to, s, from),
+            (Column::I64(d), Column::I64(s)) => copy(d, to, s, from),
+            (Column::F32(d), Column::F32(s)) => copy(d, to, s, from),
+            (Column::F64(d), Column::F64(s)) => copy(d, to, s, from),
+            _ => return false,
+        }
+        true
+    }
+
+    /// A new dense column holding `rows` of `self` in order.
+    pub fn gather(&self, rows: &[usize]) -> Column {
+        let mut out = Column::zeros(self.dtype(), rows.len(), self.width());
+        for (k, &r) in rows.iter().enumerate() {
+            out.copy_row_from(k, self, r);
+        }
+        out
+    }
+
+    /// Writes row `k` of dense `src` into row `rows[k]` of `self`, for every `k`.
+    pub fn scatter(&mut self, rows: &[usize], src: &Column) {
+        for (k, &r) in rows.iter().enumerate() {
+            self.copy_row_from(r, src, k);
+        }
+    }
+}
+
+/// The row width of a leaf of type `ty` when vectors have `vector_len` elements.
+pub fn width_of(ty: TensorType, vector_len: usize) -> usize {
+    match ty.shape {
+        Shape::Scalar => 1,
+        Shape::Vector => vector_len,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gather_scatter_round_trip() {
+        let c = Column::from_scalars(&[10i64, 11, 12, 13]);
+        let g = c.gather(&[3, 1]);
+        assert_eq!(g.as_slice::<i64>().unwrap(), &[13, 11]);
+        let mut d = Column::zeros(DType::I64, 4, 1);
+        d.scatter(&[0, 2], &g);
+        assert_eq!(d.as_slice::<i64>().unwrap(), &[13, 0, 11, 0]);
+        assert_eq!(c.dtype(), DType::I64);
+        assert!(c.as_slice::<f64>().is_none());
+    }
+
+    #[test]
+    fn vector_rows_copy_whole_rows() {
+        let c = Column::from_view2(ndarray::array![[1.0, 2.0], [3.0, 4.0]].view());
+        let g = c.gather(&[1]);
+        assert_eq!(g.as_slice::<f64>().unwrap(), &[3.0, 4.0]);
+        assert!(c.fits(TensorType::vector(DType::F64), 2));
+        assert!(!c.fits(TensorType::scalar(DType::F64), 2));
+    }
+}

@@ -1,0 +1,101 @@
+//! Run configuration (mode, limits, checks) and execution statistics.
+
+use std::time::Duration;
+
+/// Which interpreter runs the program.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// Host recursion with active-lane sets; lanes re-converge within one activation.
+    Stackless,
+    /// Per-lane program counters and per-variable stacks; lanes re-converge across depths.
+    #[default]
+    FullVm,
+}
+
+/// How to run a program.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Interpreter.
+    pub mode: Mode,
+    /// Maximum frames on any variable's stack (full VM) or nested calls (stackless).
+    pub max_stack_depth: usize,
+    /// Maximum block executions before giving up (`None`: unlimited).
+    pub step_budget: Option<u64>,
+    /// Check reads of never-written variables per lane (costs a little per op).
+    pub safety_checks: bool,
+    /// Vector length when no vector input fixes it.
+    pub vector_len: Option<usize>,
+    /// Batch size when the program has no inputs.
+    pub batch_size: Option<usize>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            mode: Mode::FullVm,
+            max_stack_depth: 256,
+            step_budget: Some(100_000_000),
+            safety_checks: true,
+            vector_len: None,
+            batch_size: None,
+        }
+    }
+}
+
+impl Config {
+    /// The default configuration in `mode`.
+    pub fn with_mode(mode: Mode) -> Self {
+        Config { mode, ..Config::default() }
+    }
+}
+
+/// What a run did: steps, per-block runs and lanes, time in kernels.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Stats {
+    /// Lanes in the batch.
+    pub batch_size: usize,
+    /// Block executions in total.
+    pub steps: u64,
+    /// Per block (indexed like the program that ran): how many times it ran.
+    pub block_runs: Vec<u64>,
+    /// Per block: the sum over its runs of the number of active lanes.
+    pub block_lanes: Vec<u64>,
+    /// Per block: name, for reports.
+    pub block_names: Vec<String>,
+    /// Wall time spent inside batched kernels.
+    pub batched_kernel_time: Duration,
+    /// Wall time spent inside lane-wise kernels.
+    pub lane_kernel_time: Duration,
+}
+
+impl Stats {
+    /// Mean fraction of the batch active per block execution (1.0 when every run used every lane).
+    pub fn utilisation(&self) -> f64 {
+        let lanes: u64 = self.block_lanes.iter().sum();
+        if self.steps == 0 || self.batch_size == 0 {
+            return 0.0;
+        }
+        lanes as f64 / (self.steps as f64 * self.batch_size as f64)
+    }
+
+    /// How many times the block named `name` ran.
+    pub fn runs_of(&self, name: &str) -> Option<u64> {
+        self.block_names.iter().position(|n| n == name).map(|i| self.block_runs[i])
+    }
+
+    pub(crate) fn new(batch_size: usize, names: Vec<String>) -> Self {
+        Stats {
+            batch_size,
+            block_runs: vec![0; names.len()],
+            block_lanes: vec![0; names.len()],
+            block_names: names,
+            ..Stats::default()
+        }
+    }
+
+    pub(crate) fn record(&mut self, block: usize, lanes: usize) {
+        self.steps += 1;
+        self.block_runs[block] += 1;
+        self.block_lanes[block] += lanes as u64;
+    }
+}

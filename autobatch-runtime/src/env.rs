@@ -1,0 +1,309 @@
+//! Variable storage by allocation, and the execution of straight-line ops on a set of lanes.
+//!
+//! NULL variables have no storage (writes are dropped, reads are errors); TEMPORARY and
+//! REGISTER variables hold one `[batch, width]` column per leaf; FULL variables add saved
+//! frames (`levels[d]`, allocated on first use) and a per-lane depth. Every operation touches
+//! only the rows of the lanes it is given, so its cost scales with the active lanes.
+
+use crate::column::{width_of, Column};
+use crate::config::Stats;
+use crate::error::{Result, RuntimeError};
+use crate::kernel::{Kernel, KernelError, LaneInputs};
+use autobatch_ir::{Allocation, Block, KernelRef, PrimOp, Program, Var};
+use std::cell::Cell;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::Instant;
+
+struct VarStore {
+    alloc: Allocation,
+    leaves: Vec<Column>,
+    levels: Vec<Vec<Column>>,
+    depth: Vec<u32>,
+    set: Vec<bool>,
+}
+
+/// How writes treat FULL variables' stacks.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Stacks {
+    /// Full VM semantics: pushes and pops act on FULL variables.
+    Honour,
+    /// Stackless semantics: every variable behaves as a register; pushes and pops are no-ops.
+    Ignore,
+}
+
+/// The storage of every variable for one batch.
+pub(crate) struct Env<'p> {
+    pub(crate) program: &'p Program,
+    kernels: &'p [Kernel],
+    vars: Vec<VarStore>,
+    pub(crate) batch: usize,
+    pub(crate) vector_len: usize,
+    max_depth: usize,
+    safety: bool,
+    stacks: Stacks,
+}
+
+fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        format!("panicked: {s}")
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        format!("panicked: {s}")
+    } else {
+        "panicked".to_string()
+    }
+}
+
+impl<'p> Env<'p> {
+    /// Storage for every variable of `program` over `batch` lanes.
+    pub(crate) fn new(
+        program: &'p Program,
+        kernels: &'p [Kernel],
+        batch: usize,
+        vector_len: usize,
+        max_depth: usize,
+        safety: bool,
+        stacks: Stacks,
+    ) -> Self {
+        let vars = program
+            .vars
+            .iter()
+            .map(|d| {
+                let leaves = if d.alloc == Allocation::Null {
+                    Vec::new()
+                } else {
+                    d.ty.leaves()
+                        .into_iter()
+                        .map(|t| Column::zeros(t.dtype, batch, width_of(t, vector_len)))
+                        .collect()
+                };
+                let full = d.alloc == Allocation::Full && stacks == Stacks::Honour;
+                VarStore {
+                    alloc: d.alloc,
+                    leaves,
+                    levels: Vec::new(),
+                    depth: if full { vec![0; batch] } else { Vec::new() },
+                    set: if safety { vec![false; batch] } else { Vec::new() },
+                }
+            })
+            .collect();
+        Env { program, kernels, vars, batch, vector_len, max_depth, safety, stacks }
+    }
+
+    fn name(&self, v: Var) -> String {
+        self.program.var(v).name.clone()
+    }
+
+    fn block_name(&self, b: Block) -> String {
+        self.program.block(b).name.clone()
+    }
+
+    fn is_stacked(&self, v: Var) -> bool {
+        self.vars[v.index()].alloc == Allocation::Full && self.stacks == Stacks::Honour
+    }
+
+    /// The leaf columns of `v`, checking that it is readable in `lanes`.
+    pub(crate) fn read(&self, v: Var, lanes: &[usize], block: Block) -> Result<&[Column]> {
+        let store = &self.vars[v.index()];
+        if store.alloc == Allocation::Null {
+            return Err(RuntimeError::ReadNull { var: self.name(v), block: self.block_name(block) });
+        }
+        if self.safety {
+            if let Some(&lane) = lanes.iter().find(|&&l| !store.set[l]) {
+                return Err(RuntimeError::ReadUnset {
+                    var: self.name(v),
+                    lane,
+                    block: self.block_name(block),
+                });
+            }
+        }
+        Ok(&store.leaves)
+    }
+
+    /// Saves the current value of `v` in `lanes` (a duplicating push); no-op unless stacked.
+    pub(crate) fn push(&mut self, v: Var, lanes: &[usize], block: Block) -> Result<()> {
+        if !self.is_stacked(v) {
+            return Ok(());
+        }
+        let max = self.max_depth;
+        let store = &mut self.vars[v.index()];
+        for &lane in lanes {
+            let d = store.depth[lane] as usize;
+            if d + 1 >= max {
+                return Err(RuntimeError::StackOverflow {
+                    var: self.program.var(v).name.clone(),
+                    lane,
+                    block: self.program.block(block).name.clone(),
+                    max_depth: max,
+                });
+            }
+            if store.levels.len() <= d {
+                store.levels.push(
+                    store.leaves.iter().map(|c| Column::zeros(c.dtype(), c.rows(), c.width())).collect(),
+                );
+            }
+            for (saved, cur) in store.levels[d].iter_mut().zip(&store.leaves) {
+                saved.copy_row_from(lane, cur, lane);
+            }
+            store.depth[lane] += 1;
+        }
+        Ok(())
+    }
+
+    /// Restores the last saved value of `v` in `lanes`; no-op unless stacked.
+    pub(crate) fn pop(&mut self, v: Var, lanes: &[usize], block: Block) -> Result<()> {
+        if !self.is_stacked(v) {
+            return Ok(());
+        }
+        let store = &mut self.vars[v.index()];
+        for &lane in lanes {
+            let d = store.depth[lane] as usize;
+            if d == 0 {
+                return Err(RuntimeError::PopEmpty {
+                    var: self.program.var(v).name.clone(),
+                    lane,
+                    block: self.program.block(block).name.clone(),
+                });
+            }
+            for (cur, saved) in store.leaves.iter_mut().zip(&store.levels[d - 1]) {
+                cur.copy_row_from(lane, saved, lane);
+            }
+            store.depth[lane] -= 1;
+        }
+        Ok(())
+    }
+
+    /// Writes dense `values` (one column per leaf, row `k` for `lanes[k]`) into `v`, pushing
+    /// first if `push`; writes to NULL variables are dropped.
+    pub(crate) fn write(
+        &mut self,
+        v: Var,
+        lanes: &[usize],
+        values: &[Column],
+        push: bool,
+        block: Block,
+    ) -> Result<()> {
+        if self.vars[v.index()].alloc == Allocation::Null {
+            return Ok(());
+        }
+        if push {
+            self.push(v, lanes, block)?;
+        }
+        let store = &mut self.vars[v.index()];
+        for (leaf, value) in store.leaves.iter_mut().zip(values) {
+            leaf.scatter(lanes, value);
+        }
+        if self.safety {
+            for &lane in lanes {
+                store.set[lane] = true;
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies the rows of `lanes` of `v`'s leaves into new dense columns.
+    pub(crate) fn gather(&self, v: Var, lanes: &[usize], block: Block) -> Result<Vec<Column>> {
+        Ok(self.read(v, lanes, block)?.iter().map(|c| c.gather(lanes)).collect())
+    }
+
+    /// Reads a scalar `bool` variable for `lanes`.
+    pub(crate) fn read_bools(&self, v: Var, lanes: &[usize], block: Block) -> Result<Vec<bool>> {
+        let col = &self.read(v, lanes, block)?[0];
+        let data = col.as_slice::<bool>().ok_or_else(|| RuntimeError::ModeUnsupported(format!(
+            "branch condition `{}` is not bool",
+            self.name(v)
+        )))?;
+        Ok(lanes.iter().map(|&l| data[l]).collect())
+    }
+
+    /// Dense zeroed columns for the leaves of `outs`, `rows` rows each.
+    fn output_columns(&self, outs: &[Var], rows: usize) -> Vec<Column> {
+        outs.iter()
+            .flat_map(|&v| self.program.var(v).ty.leaves())
+            .map(|t| Column::zeros(t.dtype, rows, width_of(t, self.vector_len)))
+            .collect()
+    }
+
+    /// Runs one primitive op on `lanes`: kernel on the active lanes, then the writes.
+    pub(crate) fn run_prim(
+        &mut self,
+        op: &PrimOp,
+        lanes: &[usize],
+        block: Block,
+        stats: &mut Stats,
+    ) -> Result<()> {
+        let mut outputs = self.output_columns(&op.outs, lanes.len());
+        let expected: Vec<(autobatch_ir::DType, usize)> =
+            outputs.iter().map(|c| (c.dtype(), c.width())).collect();
+        {
+            let mut inputs: Vec<&Column> = Vec::new();
+            for &v in &op.ins {
+                inputs.extend(self.read(v, lanes, block)?.iter());
+            }
+            match op.kernel {
+                KernelRef::Assign => {
+                    for (out, input) in outputs.iter_mut().zip(&inputs) {
+                        *out = input.gather(lanes);
+                    }
+                }
+                KernelRef::User(id) => {
+                    let kernel = self.kernels.get(id.index()).ok_or_else(|| RuntimeError::MissingKernel {
+                        block: self.block_name(block),
+                        kernel: id.index(),
+                        source_text: op.source.clone(),
+                        table: self.kernels.len(),
+                    })?;
+                    let progress = Cell::new(0usize);
+                    let start = Instant::now();
+                    let result = match kernel {
+                        Kernel::LaneWise(f) => {
+                            let ins = LaneInputs::new(&inputs, lanes, &progress);
+                            let r = catch_unwind(AssertUnwindSafe(|| f(&ins, &mut outputs)));
+                            stats.lane_kernel_time += start.elapsed();
+                            r
+                        }
+                        Kernel::Batched(f) => {
+                            let dense: Vec<Column> = inputs.iter().map(|c| c.gather(lanes)).collect();
+                            let r = catch_unwind(AssertUnwindSafe(|| f(&dense, &mut outputs)));
+                            stats.batched_kernel_time += start.elapsed();
+                            r
+                        }
+                    };
+                    let failure = match result {
+                        Ok(Ok(())) => None,
+                        Ok(Err(e)) => Some(e),
+                        Err(payload) => Some(KernelError::at(progress.get(), panic_message(payload))),
+                    };
+                    if let Some(e) = failure {
+                        let lane = e.position.and_then(|k| lanes.get(k)).or(lanes.first()).copied().unwrap_or(0);
+                        return Err(RuntimeError::Kernel {
+                            block: self.block_name(block),
+                            source_text: op.source.clone(),
+                            lane,
+                            message: e.message,
+                        });
+                    }
+                }
+            }
+        }
+        for (leaf, (c, (dtype, width))) in outputs.iter().zip(&expected).enumerate() {
+            if c.dtype() != *dtype || c.width() != *width || c.rows() != lanes.len() {
+                return Err(RuntimeError::KernelOutput {
+                    block: self.block_name(block),
+                    source_text: op.source.clone(),
+                    leaf,
+                    expected: format!("{dtype} [{}, {width}]", lanes.len()),
+                    found: format!("{} [{}, {}]", c.dtype(), c.rows(), c.width()),
+                });
+            }
+        }
+        let mut rest = outputs.as_slice();
+        for (i, &v) in op.outs.iter().enumerate() {
+            let n = self.program.var(v).ty.leaves().len();
+            let (mine, tail) = rest.split_at(n);
+            rest = tail;
+            let in_place = op.in_place.get(i).copied().unwrap_or(false);
+            self.write(v, lanes, mine, !in_place, block)?;
+        }
+        Ok(())
+    }
+}

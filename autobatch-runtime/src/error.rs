@@ -1,0 +1,167 @@
+//! `RuntimeError`: every way running a program can fail, naming function, block, variable and lane.
+
+use autobatch_ir::passes::LowerError;
+use autobatch_ir::{FuncId, TensorType, VerifyErrors};
+use thiserror::Error;
+
+/// Why running a program failed. Nothing panics: each failure is one of these.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum RuntimeError {
+    /// The program breaks an IR invariant.
+    #[error("invalid program:\n{0}")]
+    Invalid(#[from] VerifyErrors),
+    /// The program could not be lowered for the full VM.
+    #[error("cannot lower the program for the full VM: {0}")]
+    Lower(#[from] LowerError),
+    /// The program's form does not suit the requested mode.
+    #[error("{0}")]
+    ModeUnsupported(String),
+    /// A kernel id has no entry in the kernel table.
+    #[error("block `{block}`: kernel {kernel} (`{source_text}`) is not in the kernel table ({table} kernels)")]
+    MissingKernel {
+        /// Block of the op.
+        block: String,
+        /// The missing id.
+        kernel: usize,
+        /// The op's source text.
+        source_text: String,
+        /// Size of the table given.
+        table: usize,
+    },
+    /// Wrong number of input leaves.
+    #[error("expected {expected} input leaves ({names}), got {found}")]
+    InputCount {
+        /// Expected count.
+        expected: usize,
+        /// Given count.
+        found: usize,
+        /// The input variables.
+        names: String,
+    },
+    /// Two inputs disagree about the batch size.
+    #[error("input `{input}` has {found} lanes but input `{first}` has {expected}")]
+    BatchMismatch {
+        /// The input that disagrees.
+        input: String,
+        /// Its row count.
+        found: usize,
+        /// The first input's name.
+        first: String,
+        /// The first input's row count.
+        expected: usize,
+    },
+    /// An input has the wrong dtype or event shape.
+    #[error("input `{input}` should be {expected}, got {found}")]
+    InputType {
+        /// The input's name (with its leaf index for tuples).
+        input: String,
+        /// Its declared leaf type.
+        expected: TensorType,
+        /// What was given (dtype and row width).
+        found: String,
+    },
+    /// Vector inputs of different lengths.
+    #[error("vector input `{input}` has length {found}, but vectors in this run have length {expected}")]
+    VectorLength {
+        /// The input.
+        input: String,
+        /// Its length.
+        found: usize,
+        /// The length of the first vector input (or the configured one).
+        expected: usize,
+    },
+    /// A push would exceed the configured maximum stack depth.
+    #[error("stack depth {max_depth} exceeded: variable `{var}` in lane {lane} (block `{block}`)")]
+    StackOverflow {
+        /// Variable being pushed.
+        var: String,
+        /// Lane.
+        lane: usize,
+        /// Block.
+        block: String,
+        /// The configured limit.
+        max_depth: usize,
+    },
+    /// Stackless recursion deeper than the configured maximum.
+    #[error("recursion depth {max_depth} exceeded calling `{function}` from block `{block}` (lane {lane})")]
+    RecursionLimit {
+        /// The callee.
+        function: String,
+        /// The calling block.
+        block: String,
+        /// One lane making the call.
+        lane: usize,
+        /// The configured limit.
+        max_depth: usize,
+    },
+    /// A pop of a stack with no saved frame.
+    #[error("pop of empty stack: variable `{var}` in lane {lane} (block `{block}`)")]
+    PopEmpty {
+        /// Variable.
+        var: String,
+        /// Lane.
+        lane: usize,
+        /// Block.
+        block: String,
+    },
+    /// The step budget ran out before every lane halted.
+    #[error("step budget of {budget} block executions exhausted with {running} lanes still running")]
+    StepBudget {
+        /// The configured budget.
+        budget: u64,
+        /// Lanes that had not halted.
+        running: usize,
+    },
+    /// A read of a NULL-allocated variable.
+    #[error("block `{block}` reads variable `{var}`, which is allocated NULL")]
+    ReadNull {
+        /// Variable.
+        var: String,
+        /// Block.
+        block: String,
+    },
+    /// A read of a variable no write has reached in this lane.
+    #[error("block `{block}` reads variable `{var}` in lane {lane} before any write")]
+    ReadUnset {
+        /// Variable.
+        var: String,
+        /// Lane.
+        lane: usize,
+        /// Block.
+        block: String,
+    },
+    /// A kernel failed or panicked in an active lane.
+    #[error("kernel `{source_text}` in block `{block}` failed in lane {lane}: {message}")]
+    Kernel {
+        /// Block.
+        block: String,
+        /// The op's source text.
+        source_text: String,
+        /// The lane at fault (or the first active lane if the failure is not per lane).
+        lane: usize,
+        /// The kernel's message or the panic payload.
+        message: String,
+    },
+    /// A kernel's output has the wrong dtype, width or row count.
+    #[error("kernel `{source_text}` in block `{block}` returned {found} for output leaf {leaf}, expected {expected}")]
+    KernelOutput {
+        /// Block.
+        block: String,
+        /// The op's source text.
+        source_text: String,
+        /// Output leaf index.
+        leaf: usize,
+        /// What it should be.
+        expected: String,
+        /// What it was.
+        found: String,
+    },
+}
+
+/// Shorthand for results of the runtime.
+pub type Result<T, E = RuntimeError> = std::result::Result<T, E>;
+
+/// Names a function for messages.
+pub(crate) fn function_name(program: &autobatch_ir::Program, f: FuncId) -> String {
+    program.functions.get(f.index()).map_or_else(|| f.to_string(), |d| d.name.clone())
+}

@@ -1,0 +1,226 @@
+//! The kernel interface: what a primitive op runs, lane-wise or batched, on active lanes only.
+//!
+//! * A **lane-wise** kernel reads its inputs straight from storage at the active lanes and
+//!   writes dense outputs (row `k` belongs to `lanes[k]`). The `#[autobatch]` macro generates
+//!   these from the user's own Rust expressions.
+//! * A **batched** kernel receives its inputs gathered into dense columns (row `k` is active
+//!   lane `k`) and writes dense outputs: one call sees every active lane, e.g. one GEMM.
+//!
+//! Inactive lanes are never passed to a kernel. A kernel reports failure with [`KernelError`];
+//! a panic inside a kernel is caught by the interpreter and reported with the lane.
+
+use crate::column::{Column, Element};
+use std::cell::Cell;
+use std::fmt;
+use std::sync::Arc;
+
+/// Why a kernel failed; `position` is the index into the active lanes of the lane at fault.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelError {
+    /// Index into the active lanes (`None` if the failure is not about one lane).
+    pub position: Option<usize>,
+    /// What went wrong.
+    pub message: String,
+}
+
+impl KernelError {
+    /// A failure of the lane at `position` among the active lanes.
+    pub fn at(position: usize, message: impl Into<String>) -> Self {
+        KernelError { position: Some(position), message: message.into() }
+    }
+
+    /// A failure not tied to one lane (e.g. an input of the wrong dtype).
+    pub fn whole(message: impl Into<String>) -> Self {
+        KernelError { position: None, message: message.into() }
+    }
+}
+
+impl fmt::Display for KernelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// The inputs of one lane-wise kernel call: storage columns indexed by lane, and the active lanes.
+pub struct LaneInputs<'a> {
+    columns: &'a [&'a Column],
+    lanes: &'a [usize],
+    progress: &'a Cell<usize>,
+}
+
+impl<'a> LaneInputs<'a> {
+    /// Inputs over `columns` (one per input leaf) for `lanes`; `progress` records the position
+    /// being computed so a panic can be attributed to its lane.
+    pub fn new(columns: &'a [&'a Column], lanes: &'a [usize], progress: &'a Cell<usize>) -> Self {
+        LaneInputs { columns, lanes, progress }
+    }
+
+    /// The active lanes (rows of the input columns), in order.
+    pub fn lanes(&self) -> &'a [usize] {
+        self.lanes
+    }
+
+    /// Number of input leaves.
+    pub fn len(&self) -> usize {
+        self.columns.len()
+    }
+
+    /// True if the kernel has no inputs.
+    pub fn is_empty(&self) -> bool {
+        self.columns.is_empty()
+    }
+
+    /// Input leaf `i` as a raw column.
+    pub fn column(&self, i: usize) -> Result<&'a Column, KernelError> {
+        self.columns
+            .get(i)
+            .copied()
+            .ok_or_else(|| KernelError::whole(format!("kernel input {i} is missing")))
+    }
+
+    /// Input leaf `i`'s elements (row-major), typed.
+    pub fn slice<T: Element>(&self, i: usize) -> Result<&'a [T], KernelError> {
+        let c = self.column(i)?;
+        c.as_slice::<T>().ok_or_else(|| {
+            KernelError::whole(format!("kernel input {i} is {}, expected {}", c.dtype(), T::DTYPE))
+        })
+    }
+
+    /// Input leaf `i` as a per-lane row accessor (scalars: width 1; vectors: the row).
+    pub fn rows<T: Element>(&self, i: usize) -> Result<Rows<'a, T>, KernelError> {
+        let width = self.column(i)?.width();
+        Ok(Rows { data: self.slice::<T>(i)?, width })
+    }
+
+    /// Records that the kernel is computing active position `k` (for panic attribution).
+    pub fn at(&self, k: usize) {
+        self.progress.set(k);
+    }
+}
+
+/// Row access to one input leaf.
+#[derive(Clone, Copy)]
+pub struct Rows<'a, T> {
+    data: &'a [T],
+    width: usize,
+}
+
+impl<'a, T: Copy> Rows<'a, T> {
+    /// The scalar in row `r` (the first element of the row).
+    pub fn scalar(&self, r: usize) -> T {
+        self.data[r * self.width]
+    }
+
+    /// The elements of row `r`.
+    pub fn row(&self, r: usize) -> &'a [T] {
+        &self.data[r * self.width..(r + 1) * self.width]
+    }
+
+    /// Elements per row.
+    pub fn width(&self) -> usize {
+        self.width
+    }
+}
+
+/// Typed mutable access to dense output leaf `i`.
+pub fn output_slice<T: Element>(outputs: &mut [Column], i: usize) -> Result<&mut [T], KernelError> {
+    let c = outputs
+        .get_mut(i)
+        .ok_or_else(|| KernelError::whole(format!("kernel output {i} is missing")))?;
+    let dtype = c.dtype();
+    c.as_slice_mut::<T>().ok_or_else(|| {
+        KernelError::whole(format!("kernel output {i} is {dtype}, expected {}", T::DTYPE))
+    })
+}
+
+/// A lane-wise kernel body: reads inputs at the active lanes, writes dense outputs.
+pub type LaneWiseFn =
+    dyn Fn(&LaneInputs<'_>, &mut [Column]) -> Result<(), KernelError> + Send + Sync;
+
+/// A batched kernel body: dense gathered inputs in, dense outputs written.
+pub type BatchedFn = dyn Fn(&[Column], &mut [Column]) -> Result<(), KernelError> + Send + Sync;
+
+/// A primitive's implementation, resolved by [`KernelId`](autobatch_ir::KernelId).
+#[derive(Clone)]
+pub enum Kernel {
+    /// Runs per active lane, reading storage directly.
+    LaneWise(Arc<LaneWiseFn>),
+    /// Runs once over all active lanes' gathered inputs.
+    Batched(Arc<BatchedFn>),
+}
+
+impl fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Kernel::LaneWise(_) => f.write_str("Kernel::LaneWise"),
+            Kernel::Batched(_) => f.write_str("Kernel::Batched"),
+        }
+    }
+}
+
+impl Kernel {
+    /// A lane-wise kernel from its body.
+    pub fn lane_wise(
+        f: impl Fn(&LaneInputs<'_>, &mut [Column]) -> Result<(), KernelError> + Send + Sync + 'static,
+    ) -> Kernel {
+        Kernel::LaneWise(Arc::new(f))
+    }
+
+    /// A batched kernel from its body.
+    pub fn batched(
+        f: impl Fn(&[Column], &mut [Column]) -> Result<(), KernelError> + Send + Sync + 'static,
+    ) -> Kernel {
+        Kernel::Batched(Arc::new(f))
+    }
+
+    /// A lane-wise kernel with no inputs and one scalar output.
+    pub fn constant<O: Element>(value: O) -> Kernel {
+        Kernel::lane_wise(move |ins, outs| {
+            output_slice::<O>(outs, 0)?[..ins.lanes().len()].fill(value);
+            Ok(())
+        })
+    }
+
+    /// A lane-wise kernel mapping one scalar input to one scalar output.
+    pub fn map1<A: Element, O: Element>(f: impl Fn(A) -> O + Send + Sync + 'static) -> Kernel {
+        Kernel::lane_wise(move |ins, outs| {
+            let a = ins.rows::<A>(0)?;
+            let out = output_slice::<O>(outs, 0)?;
+            for (k, &lane) in ins.lanes().iter().enumerate() {
+                ins.at(k);
+                out[k] = f(a.scalar(lane));
+            }
+            Ok(())
+        })
+    }
+
+    /// A lane-wise kernel mapping two scalar inputs to one scalar output.
+    pub fn map2<A: Element, B: Element, O: Element>(
+        f: impl Fn(A, B) -> O + Send + Sync + 'static,
+    ) -> Kernel {
+        Kernel::lane_wise(move |ins, outs| {
+            let (a, b) = (ins.rows::<A>(0)?, ins.rows::<B>(1)?);
+            let out = output_slice::<O>(outs, 0)?;
+            for (k, &lane) in ins.lanes().iter().enumerate() {
+                ins.at(k);
+                out[k] = f(a.scalar(lane), b.scalar(lane));
+            }
+            Ok(())
+        })
+    }
+
+    /// A lane-wise kernel mapping one scalar input to one scalar output that may fail.
+    pub fn try_map1<A: Element, O: Element>(
+        f: impl Fn(A) -> Result<O, String> + Send + Sync + 'static,
+    ) -> Kernel {
+        Kernel::lane_wise(move |ins, outs| {
+            let a = ins.rows::<A>(0)?;
+            let out = output_slice::<O>(outs, 0)?;
+            for (k, &lane) in ins.lanes().iter().enumerate() {
+                ins.at(k);
+                out[k] = f(a.scalar(lane)).map_err(|m| KernelError::at(k, m))?;
+            }
+            Ok(())
+        })
+    }
+}

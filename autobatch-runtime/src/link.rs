@@ -1,0 +1,1 @@
+//! Linking `#[autobatch]` functions into one Program with its kernel table.

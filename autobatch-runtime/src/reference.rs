@@ -1,0 +1,235 @@
+//! The single-lane reference interpreter: the test oracle for both modes.
+//!
+//! It follows the reference's definitional `interpret` literally and ignores allocations:
+//! every variable is a stack of values (starting with one unset value), a write pushes a copy
+//! then sets the top (or sets the top for in-place outputs), `pop` drops the top, a call runs
+//! the callee in a fresh environment, and `push_goto` / `indirect_jump` use a return stack.
+//! One lane at a time, nothing shared: simple enough to trust.
+
+use crate::column::{width_of, Column};
+use crate::config::{Config, Stats};
+use crate::error::{function_name, Result, RuntimeError};
+use crate::kernel::{Kernel, KernelError, LaneInputs};
+use autobatch_ir::{Block, FuncId, KernelRef, Op, PrimOp, Program, Terminator, Var};
+use std::cell::Cell;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+type Value = Vec<Column>;
+
+struct Frame {
+    stacks: Vec<Vec<Option<Value>>>,
+}
+
+struct Interp<'a> {
+    program: &'a Program,
+    kernels: &'a [Kernel],
+    config: &'a Config,
+    vector_len: usize,
+    lane: usize,
+    steps: u64,
+}
+
+/// Runs `program` on one lane: `inputs` holds one single-row column per input leaf.
+pub(crate) fn run_lane(
+    program: &Program,
+    kernels: &[Kernel],
+    inputs: &[Column],
+    vector_len: usize,
+    lane: usize,
+    config: &Config,
+) -> Result<Vec<Column>> {
+    let mut interp = Interp { program, kernels, config, vector_len, lane, steps: 0 };
+    let main = program.main_function();
+    let mut args = Vec::new();
+    let mut rest = inputs;
+    for &v in &main.params {
+        let n = program.var(v).ty.leaves().len();
+        args.push(rest[..n].to_vec());
+        rest = &rest[n..];
+    }
+    let results = interp.call(program.main, args, 0)?;
+    Ok(results.into_iter().flatten().collect())
+}
+
+impl Interp<'_> {
+    fn block_name(&self, b: Block) -> String {
+        self.program.block(b).name.clone()
+    }
+
+    fn read(&self, frame: &Frame, v: Var, block: Block) -> Result<Value> {
+        frame.stacks[v.index()].last().cloned().flatten().ok_or_else(|| RuntimeError::ReadUnset {
+            var: self.program.var(v).name.clone(),
+            lane: self.lane,
+            block: self.block_name(block),
+        })
+    }
+
+    fn write(&self, frame: &mut Frame, v: Var, value: Value, push: bool) {
+        let stack = &mut frame.stacks[v.index()];
+        if push || stack.is_empty() {
+            stack.push(Some(value));
+        } else if let Some(top) = stack.last_mut() {
+            *top = Some(value);
+        }
+    }
+
+    fn call(&mut self, func: FuncId, args: Vec<Value>, depth: usize) -> Result<Vec<Value>> {
+        let program = self.program;
+        let f = program.function(func);
+        let mut frame = Frame { stacks: vec![vec![None]; program.vars.len()] };
+        for (&p, value) in f.params.iter().zip(args) {
+            self.write(&mut frame, p, value, true);
+        }
+        let mut returns: Vec<Block> = Vec::new();
+        let mut block = f.entry();
+        loop {
+            self.steps += 1;
+            if self.steps > self.config.step_budget.unwrap_or(u64::MAX) {
+                return Err(RuntimeError::StepBudget {
+                    budget: self.config.step_budget.unwrap_or(u64::MAX),
+                    running: 1,
+                });
+            }
+            let data = program.block(block);
+            for op in &data.ops {
+                match op {
+                    Op::Prim(prim) => {
+                        let outs = self.prim(&frame, prim, block)?;
+                        let mut rest = outs.as_slice();
+                        for (i, &v) in prim.outs.iter().enumerate() {
+                            let n = program.var(v).ty.leaves().len();
+                            let in_place = prim.in_place.get(i).copied().unwrap_or(false);
+                            self.write(&mut frame, v, rest[..n].to_vec(), !in_place);
+                            rest = &rest[n..];
+                        }
+                    }
+                    Op::Call(c) => {
+                        if depth + 1 >= self.config.max_stack_depth {
+                            return Err(RuntimeError::RecursionLimit {
+                                function: function_name(program, c.func),
+                                block: data.name.clone(),
+                                lane: self.lane,
+                                max_depth: self.config.max_stack_depth,
+                            });
+                        }
+                        let args =
+                            c.ins.iter().map(|&v| self.read(&frame, v, block)).collect::<Result<Vec<_>>>()?;
+                        let results = self.call(c.func, args, depth + 1)?;
+                        for (&v, value) in c.outs.iter().zip(results) {
+                            self.write(&mut frame, v, value, true);
+                        }
+                    }
+                    Op::Pop(vars) => {
+                        for &v in vars {
+                            let stack = &mut frame.stacks[v.index()];
+                            if stack.len() <= 1 {
+                                return Err(RuntimeError::PopEmpty {
+                                    var: program.var(v).name.clone(),
+                                    lane: self.lane,
+                                    block: data.name.clone(),
+                                });
+                            }
+                            stack.pop();
+                        }
+                    }
+                }
+            }
+            block = match &data.term {
+                Terminator::Goto(t) => *t,
+                Terminator::Branch { cond, then_, else_ } => {
+                    let c = self.read(&frame, *cond, block)?;
+                    if c[0].as_slice::<bool>().is_some_and(|s| s[0]) { *then_ } else { *else_ }
+                }
+                Terminator::Return => break,
+                Terminator::PushGoto { ret, target } => {
+                    if returns.len() + 1 >= self.config.max_stack_depth {
+                        return Err(RuntimeError::StackOverflow {
+                            var: autobatch_ir::PC_NAME.to_string(),
+                            lane: self.lane,
+                            block: data.name.clone(),
+                            max_depth: self.config.max_stack_depth,
+                        });
+                    }
+                    returns.push(*ret);
+                    *target
+                }
+                Terminator::IndirectGoto => match returns.pop() {
+                    Some(r) => r,
+                    None => break,
+                },
+            };
+        }
+        f.returns.iter().map(|&v| self.read(&frame, v, block)).collect()
+    }
+
+    fn prim(&self, frame: &Frame, prim: &PrimOp, block: Block) -> Result<Value> {
+        let mut inputs: Vec<Column> = Vec::new();
+        for &v in &prim.ins {
+            inputs.extend(self.read(frame, v, block)?);
+        }
+        let mut outputs: Vec<Column> = prim
+            .outs
+            .iter()
+            .flat_map(|&v| self.program.var(v).ty.leaves())
+            .map(|t| Column::zeros(t.dtype, 1, width_of(t, self.vector_len)))
+            .collect();
+        let kernel_error = |message: String| RuntimeError::Kernel {
+            block: self.block_name(block),
+            source_text: prim.source.clone(),
+            lane: self.lane,
+            message,
+        };
+        match prim.kernel {
+            KernelRef::Assign => return Ok(inputs),
+            KernelRef::User(id) => {
+                let kernel = self.kernels.get(id.index()).ok_or_else(|| RuntimeError::MissingKernel {
+                    block: self.block_name(block),
+                    kernel: id.index(),
+                    source_text: prim.source.clone(),
+                    table: self.kernels.len(),
+                })?;
+                let refs: Vec<&Column> = inputs.iter().collect();
+                let progress = Cell::new(0);
+                let result = catch_unwind(AssertUnwindSafe(|| match kernel {
+                    Kernel::LaneWise(f) => f(&LaneInputs::new(&refs, &[0], &progress), &mut outputs),
+                    Kernel::Batched(f) => f(&inputs, &mut outputs),
+                }));
+                match result {
+                    Ok(Ok(())) => {}
+                    Ok(Err(KernelError { message, .. })) => return Err(kernel_error(message)),
+                    Err(_) => return Err(kernel_error("panicked".to_string())),
+                }
+            }
+        }
+        Ok(outputs)
+    }
+}
+
+/// Runs every lane separately through the reference interpreter and stacks the results.
+pub(crate) fn run(
+    program: &Program,
+    kernels: &[Kernel],
+    inputs: &[Column],
+    batch: usize,
+    vector_len: usize,
+    config: &Config,
+) -> Result<(Vec<Column>, Stats)> {
+    let mut per_lane: Vec<Vec<Column>> = Vec::with_capacity(batch);
+    for lane in 0..batch {
+        let lane_inputs: Vec<Column> = inputs.iter().map(|c| c.gather(&[lane])).collect();
+        per_lane.push(run_lane(program, kernels, &lane_inputs, vector_len, lane, config)?);
+    }
+    let leaves: Vec<_> = program.outputs().iter().flat_map(|&v| program.var(v).ty.leaves()).collect();
+    let outputs = leaves
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let mut col = Column::zeros(t.dtype, batch, width_of(*t, vector_len));
+            for (lane, outs) in per_lane.iter().enumerate() {
+                col.copy_row_from(lane, &outs[i], 0);
+            }
+            col
+        })
+        .collect();
+    Ok((outputs, Stats { batch_size: batch, ..Stats::default() }))
+}

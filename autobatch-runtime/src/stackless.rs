@@ -1,0 +1,183 @@
+//! Stackless execution: the un-lowered program, with every call recursing on the host stack
+//! for the lanes active at the call.
+//!
+//! Within one activation, a priority queue of (block, lanes) runs the lowest block first and
+//! merges lanes waiting at the same block, so lanes re-converge after branches and loops. All
+//! variables behave as registers. Around a call, the values the callee may overwrite and the
+//! caller still needs (live across the call and FULL) are saved for the calling lanes and
+//! restored afterwards, so a call costs in proportion to its lanes, not to the batch.
+
+use crate::config::{Config, Stats};
+use crate::env::Env;
+use crate::error::{function_name, Result, RuntimeError};
+use autobatch_ir::passes::Liveness;
+use autobatch_ir::{Allocation, Block, CallOp, FuncId, Op, Program, Terminator, Var};
+use std::collections::BTreeSet;
+
+/// Per-program facts stackless needs: block positions and per-call save sets.
+#[derive(Clone, Debug)]
+pub(crate) struct Plan {
+    /// Position of each block in its function's block list.
+    position: Vec<usize>,
+    /// `saves[block][op]`: variables to save around the call at that op.
+    saves: Vec<Vec<Vec<Var>>>,
+}
+
+impl Plan {
+    /// Precomputes block positions and save sets for `program` (high form, allocated).
+    pub(crate) fn new(program: &Program, liveness: &Liveness) -> Plan {
+        let mut position = vec![0; program.blocks.len()];
+        for f in &program.functions {
+            for (i, b) in f.blocks.iter().enumerate() {
+                position[b.index()] = i;
+            }
+        }
+        let saves = program
+            .blocks
+            .iter()
+            .enumerate()
+            .map(|(b, data)| {
+                data.ops
+                    .iter()
+                    .enumerate()
+                    .map(|(i, op)| match op {
+                        Op::Call(call) => liveness
+                            .after_op(Block::new(b), i)
+                            .iter()
+                            .copied()
+                            .filter(|v| {
+                                !call.outs.contains(v) && program.var(*v).alloc == Allocation::Full
+                            })
+                            .collect(),
+                        _ => Vec::new(),
+                    })
+                    .collect()
+            })
+            .collect();
+        Plan { position, saves }
+    }
+}
+
+/// Runs `env.program`'s entry function on every lane.
+pub(crate) fn run(env: &mut Env<'_>, plan: &Plan, config: &Config, stats: &mut Stats) -> Result<()> {
+    let lanes: Vec<usize> = (0..env.batch).collect();
+    let main = env.program.main;
+    Activation { plan, config }.run_function(env, stats, main, lanes, 0)
+}
+
+struct Activation<'a> {
+    plan: &'a Plan,
+    config: &'a Config,
+}
+
+impl Activation<'_> {
+    fn run_function(
+        &self,
+        env: &mut Env<'_>,
+        stats: &mut Stats,
+        func: FuncId,
+        lanes: Vec<usize>,
+        depth: usize,
+    ) -> Result<()> {
+        let program = env.program;
+        let blocks = &program.function(func).blocks;
+        let mut waiting: Vec<Vec<usize>> = vec![Vec::new(); blocks.len()];
+        let mut pending: BTreeSet<usize> = BTreeSet::new();
+        waiting[0] = lanes;
+        pending.insert(0);
+        let budget = self.config.step_budget.unwrap_or(u64::MAX);
+        while let Some(pos) = pending.pop_first() {
+            if stats.steps >= budget {
+                let running = waiting.iter().map(Vec::len).sum::<usize>();
+                return Err(RuntimeError::StepBudget { budget, running });
+            }
+            let block = blocks[pos];
+            let mut lanes = std::mem::take(&mut waiting[pos]);
+            lanes.sort_unstable();
+            stats.record(block.index(), lanes.len());
+            let data = program.block(block);
+            for (i, op) in data.ops.iter().enumerate() {
+                match op {
+                    Op::Prim(prim) => env.run_prim(prim, &lanes, block, stats)?,
+                    Op::Pop(_) => {}
+                    Op::Call(call) => self.call(env, stats, call, &lanes, block, i, depth)?,
+                }
+            }
+            let mut send = |target: Block, lanes: Vec<usize>, waiting: &mut Vec<Vec<usize>>| {
+                if lanes.is_empty() {
+                    return;
+                }
+                let p = self.plan.position[target.index()];
+                waiting[p].extend_from_slice(&lanes);
+                pending.insert(p);
+            };
+            match &data.term {
+                Terminator::Goto(t) => send(*t, lanes, &mut waiting),
+                Terminator::Branch { cond, then_, else_ } => {
+                    let values = env.read_bools(*cond, &lanes, block)?;
+                    let (t, f): (Vec<(usize, bool)>, Vec<(usize, bool)>) =
+                        lanes.iter().copied().zip(values).partition(|&(_, c)| c);
+                    send(*then_, t.into_iter().map(|(l, _)| l).collect(), &mut waiting);
+                    send(*else_, f.into_iter().map(|(l, _)| l).collect(), &mut waiting);
+                }
+                Terminator::Return => {}
+                Terminator::PushGoto { .. } | Terminator::IndirectGoto => {
+                    return Err(RuntimeError::ModeUnsupported(format!(
+                        "block `{}` is lowered; stackless runs high-level programs",
+                        data.name
+                    )))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn call(
+        &self,
+        env: &mut Env<'_>,
+        stats: &mut Stats,
+        call: &CallOp,
+        lanes: &[usize],
+        block: Block,
+        op_index: usize,
+        depth: usize,
+    ) -> Result<()> {
+        let program = env.program;
+        if depth + 1 >= self.config.max_stack_depth {
+            return Err(RuntimeError::RecursionLimit {
+                function: function_name(program, call.func),
+                block: program.block(block).name.clone(),
+                lane: lanes.first().copied().unwrap_or(0),
+                max_depth: self.config.max_stack_depth,
+            });
+        }
+        let callee = program.function(call.func);
+        let args = call
+            .ins
+            .iter()
+            .map(|&v| env.gather(v, lanes, block))
+            .collect::<Result<Vec<_>>>()?;
+        let saves = &self.plan.saves[block.index()][op_index];
+        let saved = saves
+            .iter()
+            .map(|&v| env.gather(v, lanes, block))
+            .collect::<Result<Vec<_>>>()?;
+        for (&formal, value) in callee.params.iter().zip(&args) {
+            env.write(formal, lanes, value, false, block)?;
+        }
+        self.run_function(env, stats, call.func, lanes.to_vec(), depth + 1)?;
+        let results = callee
+            .returns
+            .iter()
+            .map(|&v| env.gather(v, lanes, block))
+            .collect::<Result<Vec<_>>>()?;
+        for (&out, value) in call.outs.iter().zip(&results) {
+            env.write(out, lanes, value, false, block)?;
+        }
+        for (&v, value) in saves.iter().zip(&saved) {
+            env.write(v, lanes, value, false, block)?;
+        }
+        Ok(())
+    }
+}
