@@ -11,6 +11,10 @@ use crate::env::Env;
 use crate::error::{Result, RuntimeError};
 use autobatch_ir::{Block, Op, Terminator, PC_NAME};
 
+/// Frames the reference's program-counter stack holds before the first call (an unset value and
+/// the halt address); counted so `max_stack_depth` means what it means in the reference.
+const PC_BASE_FRAMES: usize = 2;
+
 /// Runs the lowered `env.program` from its entry until every lane halts.
 pub(crate) fn run(env: &mut Env<'_>, config: &Config, stats: &mut Stats) -> Result<()> {
     let program = env.program;
@@ -54,7 +58,11 @@ pub(crate) fn run(env: &mut Env<'_>, config: &Config, stats: &mut Stats) -> Resu
                 cond_true.clear();
                 cond_false.clear();
                 for (&lane, &c) in lanes.iter().zip(&values) {
-                    if c { cond_true.push(lane) } else { cond_false.push(lane) }
+                    if c {
+                        cond_true.push(lane)
+                    } else {
+                        cond_false.push(lane)
+                    }
                 }
                 waiting[then_.index()].extend_from_slice(&cond_true);
                 waiting[else_.index()].extend_from_slice(&cond_false);
@@ -62,7 +70,7 @@ pub(crate) fn run(env: &mut Env<'_>, config: &Config, stats: &mut Stats) -> Resu
             Terminator::Return => {}
             Terminator::PushGoto { ret, target } => {
                 for &lane in &lanes {
-                    if returns[lane].len() + 1 >= config.max_stack_depth {
+                    if returns[lane].len() + PC_BASE_FRAMES + 1 >= config.max_stack_depth {
                         return Err(RuntimeError::StackOverflow {
                             var: PC_NAME.to_string(),
                             lane,

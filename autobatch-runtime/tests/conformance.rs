@@ -1,0 +1,220 @@
+//! The reference's conformance programs (notes sections 9.1 and 9.2) run in both modes, checked
+//! against the expected outputs and the single-lane reference interpreter.
+
+mod common;
+
+use autobatch_runtime::ir::conformance as programs;
+use autobatch_runtime::ir::DType;
+use autobatch_runtime::{Column, Config, Executable, Mode, Run};
+use common::{as_bools, as_i64s, build_counting, executable, i64s};
+
+/// Runs `exe` in `mode`, checks the outputs equal the reference interpreter's, returns the run.
+fn run_checked(exe: &Executable, inputs: &[Column], mode: Mode) -> Run {
+    let config = Config::with_mode(mode);
+    let run = exe
+        .run(inputs, &config)
+        .unwrap_or_else(|e| panic!("{mode:?}: {e}"));
+    let oracle = exe
+        .run_reference(inputs, &config)
+        .expect("reference interpreter");
+    assert_eq!(
+        run.outputs, oracle.outputs,
+        "{mode:?} disagrees with the reference interpreter"
+    );
+    run
+}
+
+macro_rules! suite {
+    ($name:ident, $mode:expr) => {
+        mod $name {
+            use super::*;
+            const MODE: Mode = $mode;
+
+            #[test]
+            fn constant() {
+                let exe = executable(programs::constant_program);
+                assert_eq!(
+                    as_i64s(&run_checked(&exe, &[i64s(&[5])], MODE).outputs[0]),
+                    [2]
+                );
+                let run = run_checked(&exe, &[i64s(&[5, 10, 15])], MODE);
+                assert_eq!(as_i64s(&run.outputs[0]), [2, 2, 2]);
+            }
+
+            #[test]
+            fn single_if() {
+                let exe = executable(programs::single_if_program);
+                for (input, expected) in [
+                    (vec![1], vec![0]),
+                    (vec![3], vec![2]),
+                    (vec![0, 5, -15], vec![0, 2, 0]),
+                ] {
+                    let run = run_checked(&exe, &[i64s(&input)], MODE);
+                    assert_eq!(as_i64s(&run.outputs[0]), expected);
+                }
+            }
+
+            #[test]
+            fn synthetic_pattern() {
+                let exe = executable(programs::synthetic_pattern_program);
+                let run = run_checked(&exe, &[], MODE);
+                let got: Vec<i64> = run.outputs.iter().flat_map(as_i64s).collect();
+                assert_eq!(got, [1, 3, 4, 5, 6]);
+            }
+
+            #[test]
+            fn synthetic_pattern_variable() {
+                let exe = executable(programs::synthetic_pattern_variable_program);
+                let run = run_checked(&exe, &[i64s(&[3, 4, 5])], MODE);
+                assert_eq!(as_i64s(&run.outputs[0]), [5, 6, 7]);
+                assert_eq!(as_i64s(&run.outputs[1]), [6, 7, 8]);
+            }
+
+            #[test]
+            fn fibonacci_function_calls() {
+                for dtype in [DType::I64, DType::I32] {
+                    let exe = executable(|k| programs::fibonacci_function_calls(k, dtype));
+                    let input = |v: &[i64]| match dtype {
+                        DType::I32 => {
+                            Column::from_scalars(&v.iter().map(|&x| x as i32).collect::<Vec<_>>())
+                        }
+                        _ => i64s(v),
+                    };
+                    let out = |c: &Column| match dtype {
+                        DType::I32 => c
+                            .as_slice::<i32>()
+                            .unwrap()
+                            .iter()
+                            .map(|&x| x as i64)
+                            .collect(),
+                        _ => as_i64s(c),
+                    };
+                    for (inp, expected) in [
+                        (vec![5], vec![8]),
+                        (vec![5, 6, 8, 9], vec![8, 13, 34, 55]),
+                        (vec![0, 1, 3], vec![1, 1, 3]),
+                    ] {
+                        let run = run_checked(&exe, &[input(&inp)], MODE);
+                        assert_eq!(out(&run.outputs[0]), expected);
+                    }
+                }
+            }
+
+            #[test]
+            fn is_even_with_and_without_pops() {
+                for with_pops in [true, false] {
+                    let exe =
+                        executable(|k| programs::is_even_function_calls(k, DType::I64, with_pops));
+                    for (inp, expected) in [
+                        (vec![0], vec![true]),
+                        (vec![1], vec![false]),
+                        (vec![2], vec![true]),
+                        (vec![5, 6, 8, 9, 0], vec![false, true, true, false, true]),
+                    ] {
+                        let run = run_checked(&exe, &[i64s(&inp)], MODE);
+                        assert_eq!(as_bools(&run.outputs[0]), expected, "with_pops={with_pops}");
+                    }
+                }
+            }
+
+            #[test]
+            fn iota_sum() {
+                let exe = executable(programs::iota_sum);
+                let run = run_checked(&exe, &[i64s(&[12, -13, 100]), i64s(&[0, 0, 0])], MODE);
+                assert_eq!(as_i64s(&run.outputs[0]), [78, 0, 5050]);
+            }
+
+            #[test]
+            fn gcd_with_swapped_arguments() {
+                let exe = executable(programs::gcd);
+                let run = run_checked(&exe, &[i64s(&[7, 12, 49]), i64s(&[9, 9, 56])], MODE);
+                assert_eq!(as_i64s(&run.outputs[0]), [1, 3, 7]);
+            }
+
+            #[test]
+            fn countdown_loop() {
+                let exe = executable(programs::countdown);
+                let run = run_checked(&exe, &[i64s(&[3, 0, -1, 7])], MODE);
+                assert_eq!(as_i64s(&run.outputs[0]), [6, 0, 0, 14]);
+            }
+
+            #[test]
+            fn fibonacci_sync_results() {
+                let exe = executable(programs::fibonacci_sync);
+                let run = run_checked(&exe, &[i64s(&[3, 7, 4, 5])], MODE);
+                assert_eq!(as_i64s(&run.outputs[0]), [3, 21, 5, 8]);
+            }
+        }
+    };
+}
+
+suite!(full_vm, Mode::FullVm);
+suite!(stackless, Mode::Stackless);
+
+#[test]
+fn hand_lowered_fibonacci_runs_on_the_full_vm() {
+    let exe = executable(programs::fibonacci_program);
+    for (inp, expected) in [
+        (vec![5], vec![8]),
+        (vec![5, 6, 8, 9], vec![8, 13, 34, 55]),
+        (vec![0, 1, 3], vec![1, 1, 3]),
+    ] {
+        let run = run_checked(&exe, &[i64s(&inp)], Mode::FullVm);
+        assert_eq!(as_i64s(&run.outputs[0]), expected);
+    }
+    assert!(exe
+        .run(&[i64s(&[5])], &Config::with_mode(Mode::Stackless))
+        .is_err());
+}
+
+#[test]
+fn hand_lowered_fibonacci_needs_stack_depth_8_for_input_5() {
+    let exe = executable(programs::fibonacci_program);
+    let at = |depth| Config {
+        max_stack_depth: depth,
+        ..Config::with_mode(Mode::FullVm)
+    };
+    assert!(exe.run(&[i64s(&[5])], &at(8)).is_ok());
+    assert!(exe.run(&[i64s(&[5])], &at(7)).is_err());
+}
+
+#[test]
+fn pea_nuts_runs_and_matches_the_reference() {
+    let exe = executable(programs::pea_nuts_program);
+    let state = Column::F32(ndarray::Array2::from_shape_fn((4, 3), |(i, j)| {
+        (i * 3 + j) as f32
+    }));
+    let run = run_checked(&exe, &[i64s(&[3, 3, 3, 3]), state], Mode::FullVm);
+    assert_eq!((run.outputs[0].rows(), run.outputs[0].width()), (4, 3));
+}
+
+/// Notes 5.4: with the full VM, lanes re-converge across recursion depths, so the addition in
+/// the sync-test fibonacci runs exactly as often as fib(7) alone needs (20 times) on [3, 7, 4, 5].
+#[test]
+fn full_vm_synchronises_additions_across_depths() {
+    let (program, kernels, calls, _) = build_counting(programs::fibonacci_sync, "x + y");
+    let exe = Executable::new(program, kernels).unwrap();
+    let run = exe
+        .run(&[i64s(&[3, 7, 4, 5])], &Config::with_mode(Mode::FullVm))
+        .unwrap();
+    assert_eq!(as_i64s(&run.outputs[0]), [3, 21, 5, 8]);
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 20);
+}
+
+/// Notes 5.4: fibonacci through calls on [5, 6, 8, 9] runs the addition 54 times, fib(9)'s own
+/// count, on the full VM; stackless cannot merge lanes at different depths and runs it more.
+#[test]
+fn full_vm_addition_count_equals_the_deepest_lane() {
+    let count = |mode| {
+        let (program, kernels, calls, _) = build_counting(
+            |k| programs::fibonacci_function_calls(k, DType::I64),
+            "x + y",
+        );
+        let exe = Executable::new(program, kernels).unwrap();
+        exe.run(&[i64s(&[5, 6, 8, 9])], &Config::with_mode(mode))
+            .unwrap();
+        calls.load(std::sync::atomic::Ordering::SeqCst)
+    };
+    assert_eq!(count(Mode::FullVm), 54);
+    assert!(count(Mode::Stackless) > 54);
+}
