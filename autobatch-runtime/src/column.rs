@@ -95,7 +95,13 @@ impl Column {
 
     /// A column of scalars from a 1-d view (one row per lane).
     pub fn from_view1<T: Element>(values: ArrayView1<'_, T>) -> Column {
-        T::column(values.to_owned().insert_axis(ndarray::Axis(1)).as_standard_layout().into_owned())
+        T::column(
+            values
+                .to_owned()
+                .insert_axis(ndarray::Axis(1))
+                .as_standard_layout()
+                .into_owned(),
+        )
     }
 
     /// A column of vectors from a 2-d view (`[lanes, len]`).
@@ -153,7 +159,10 @@ impl Column {
     pub(crate) fn copy_row_from(&mut self, to: usize, src: &Column, from: usize) -> bool {
         fn copy<T: Copy>(dst: &mut Array2<T>, to: usize, src: &Array2<T>, from: usize) {
             let w = dst.ncols();
-            let (d, s) = (dst.as_slice_mut().expect("standard layout"), src.as_slice().expect("standard layout"));
+            let (d, s) = (
+                dst.as_slice_mut().expect("standard layout"),
+                src.as_slice().expect("standard layout"),
+            );
             d[to * w..(to + 1) * w].copy_from_slice(&s[from * w..(from + 1) * w]);
         }
         match (self, src) {

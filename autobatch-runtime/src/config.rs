@@ -45,7 +45,10 @@ impl Default for Config {
 impl Config {
     /// The default configuration in `mode`.
     pub fn with_mode(mode: Mode) -> Self {
-        Config { mode, ..Config::default() }
+        Config {
+            mode,
+            ..Config::default()
+        }
     }
 }
 
@@ -80,7 +83,10 @@ impl Stats {
 
     /// How many times the block named `name` ran.
     pub fn runs_of(&self, name: &str) -> Option<u64> {
-        self.block_names.iter().position(|n| n == name).map(|i| self.block_runs[i])
+        self.block_names
+            .iter()
+            .position(|n| n == name)
+            .map(|i| self.block_runs[i])
     }
 
     pub(crate) fn new(batch_size: usize, names: Vec<String>) -> Self {

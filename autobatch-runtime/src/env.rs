@@ -82,11 +82,24 @@ impl<'p> Env<'p> {
                     leaves,
                     levels: Vec::new(),
                     depth: if full { vec![0; batch] } else { Vec::new() },
-                    set: if safety { vec![false; batch] } else { Vec::new() },
+                    set: if safety {
+                        vec![false; batch]
+                    } else {
+                        Vec::new()
+                    },
                 }
             })
             .collect();
-        Env { program, kernels, vars, batch, vector_len, max_depth, safety, stacks }
+        Env {
+            program,
+            kernels,
+            vars,
+            batch,
+            vector_len,
+            max_depth,
+            safety,
+            stacks,
+        }
     }
 
     fn name(&self, v: Var) -> String {
@@ -105,7 +118,10 @@ impl<'p> Env<'p> {
     pub(crate) fn read(&self, v: Var, lanes: &[usize], block: Block) -> Result<&[Column]> {
         let store = &self.vars[v.index()];
         if store.alloc == Allocation::Null {
-            return Err(RuntimeError::ReadNull { var: self.name(v), block: self.block_name(block) });
+            return Err(RuntimeError::ReadNull {
+                var: self.name(v),
+                block: self.block_name(block),
+            });
         }
         if self.safety {
             if let Some(&lane) = lanes.iter().find(|&&l| !store.set[l]) {
@@ -138,7 +154,11 @@ impl<'p> Env<'p> {
             }
             if store.levels.len() <= d {
                 store.levels.push(
-                    store.leaves.iter().map(|c| Column::zeros(c.dtype(), c.rows(), c.width())).collect(),
+                    store
+                        .leaves
+                        .iter()
+                        .map(|c| Column::zeros(c.dtype(), c.rows(), c.width()))
+                        .collect(),
                 );
             }
             for (saved, cur) in store.levels[d].iter_mut().zip(&store.leaves) {
@@ -202,16 +222,22 @@ impl<'p> Env<'p> {
 
     /// Copies the rows of `lanes` of `v`'s leaves into new dense columns.
     pub(crate) fn gather(&self, v: Var, lanes: &[usize], block: Block) -> Result<Vec<Column>> {
-        Ok(self.read(v, lanes, block)?.iter().map(|c| c.gather(lanes)).collect())
+        Ok(self
+            .read(v, lanes, block)?
+            .iter()
+            .map(|c| c.gather(lanes))
+            .collect())
     }
 
     /// Reads a scalar `bool` variable for `lanes`.
     pub(crate) fn read_bools(&self, v: Var, lanes: &[usize], block: Block) -> Result<Vec<bool>> {
         let col = &self.read(v, lanes, block)?[0];
-        let data = col.as_slice::<bool>().ok_or_else(|| RuntimeError::ModeUnsupported(format!(
-            "branch condition `{}` is not bool",
-            self.name(v)
-        )))?;
+        let data = col.as_slice::<bool>().ok_or_else(|| {
+            RuntimeError::ModeUnsupported(format!(
+                "branch condition `{}` is not bool",
+                self.name(v)
+            ))
+        })?;
         Ok(lanes.iter().map(|&l| data[l]).collect())
     }
 
@@ -246,11 +272,13 @@ impl<'p> Env<'p> {
                     }
                 }
                 KernelRef::User(id) => {
-                    let kernel = self.kernels.get(id.index()).ok_or_else(|| RuntimeError::MissingKernel {
-                        block: self.block_name(block),
-                        kernel: id.index(),
-                        source_text: op.source.clone(),
-                        table: self.kernels.len(),
+                    let kernel = self.kernels.get(id.index()).ok_or_else(|| {
+                        RuntimeError::MissingKernel {
+                            block: self.block_name(block),
+                            kernel: id.index(),
+                            source_text: op.source.clone(),
+                            table: self.kernels.len(),
+                        }
                     })?;
                     let progress = Cell::new(0usize);
                     let start = Instant::now();
@@ -262,7 +290,8 @@ impl<'p> Env<'p> {
                             r
                         }
                         Kernel::Batched(f) => {
-                            let dense: Vec<Column> = inputs.iter().map(|c| c.gather(lanes)).collect();
+                            let dense: Vec<Column> =
+                                inputs.iter().map(|c| c.gather(lanes)).collect();
                             let r = catch_unwind(AssertUnwindSafe(|| f(&dense, &mut outputs)));
                             stats.batched_kernel_time += start.elapsed();
                             r
@@ -271,10 +300,17 @@ impl<'p> Env<'p> {
                     let failure = match result {
                         Ok(Ok(())) => None,
                         Ok(Err(e)) => Some(e),
-                        Err(payload) => Some(KernelError::at(progress.get(), panic_message(payload))),
+                        Err(payload) => {
+                            Some(KernelError::at(progress.get(), panic_message(payload)))
+                        }
                     };
                     if let Some(e) = failure {
-                        let lane = e.position.and_then(|k| lanes.get(k)).or(lanes.first()).copied().unwrap_or(0);
+                        let lane = e
+                            .position
+                            .and_then(|k| lanes.get(k))
+                            .or(lanes.first())
+                            .copied()
+                            .unwrap_or(0);
                         return Err(RuntimeError::Kernel {
                             block: self.block_name(block),
                             source_text: op.source.clone(),

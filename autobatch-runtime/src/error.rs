@@ -61,7 +61,9 @@ pub enum RuntimeError {
         found: String,
     },
     /// Vector inputs of different lengths.
-    #[error("vector input `{input}` has length {found}, but vectors in this run have length {expected}")]
+    #[error(
+        "vector input `{input}` has length {found}, but vectors in this run have length {expected}"
+    )]
     VectorLength {
         /// The input.
         input: String,
@@ -105,7 +107,9 @@ pub enum RuntimeError {
         block: String,
     },
     /// The step budget ran out before every lane halted.
-    #[error("step budget of {budget} block executions exhausted with {running} lanes still running")]
+    #[error(
+        "step budget of {budget} block executions exhausted with {running} lanes still running"
+    )]
     StepBudget {
         /// The configured budget.
         budget: u64,
@@ -163,5 +167,8 @@ pub type Result<T, E = RuntimeError> = std::result::Result<T, E>;
 
 /// Names a function for messages.
 pub(crate) fn function_name(program: &autobatch_ir::Program, f: FuncId) -> String {
-    program.functions.get(f.index()).map_or_else(|| f.to_string(), |d| d.name.clone())
+    program
+        .functions
+        .get(f.index())
+        .map_or_else(|| f.to_string(), |d| d.name.clone())
 }

@@ -26,12 +26,18 @@ pub struct KernelError {
 impl KernelError {
     /// A failure of the lane at `position` among the active lanes.
     pub fn at(position: usize, message: impl Into<String>) -> Self {
-        KernelError { position: Some(position), message: message.into() }
+        KernelError {
+            position: Some(position),
+            message: message.into(),
+        }
     }
 
     /// A failure not tied to one lane (e.g. an input of the wrong dtype).
     pub fn whole(message: impl Into<String>) -> Self {
-        KernelError { position: None, message: message.into() }
+        KernelError {
+            position: None,
+            message: message.into(),
+        }
     }
 }
 
@@ -52,7 +58,11 @@ impl<'a> LaneInputs<'a> {
     /// Inputs over `columns` (one per input leaf) for `lanes`; `progress` records the position
     /// being computed so a panic can be attributed to its lane.
     pub fn new(columns: &'a [&'a Column], lanes: &'a [usize], progress: &'a Cell<usize>) -> Self {
-        LaneInputs { columns, lanes, progress }
+        LaneInputs {
+            columns,
+            lanes,
+            progress,
+        }
     }
 
     /// The active lanes (rows of the input columns), in order.
@@ -82,14 +92,21 @@ impl<'a> LaneInputs<'a> {
     pub fn slice<T: Element>(&self, i: usize) -> Result<&'a [T], KernelError> {
         let c = self.column(i)?;
         c.as_slice::<T>().ok_or_else(|| {
-            KernelError::whole(format!("kernel input {i} is {}, expected {}", c.dtype(), T::DTYPE))
+            KernelError::whole(format!(
+                "kernel input {i} is {}, expected {}",
+                c.dtype(),
+                T::DTYPE
+            ))
         })
     }
 
     /// Input leaf `i` as a per-lane row accessor (scalars: width 1; vectors: the row).
     pub fn rows<T: Element>(&self, i: usize) -> Result<Rows<'a, T>, KernelError> {
         let width = self.column(i)?.width();
-        Ok(Rows { data: self.slice::<T>(i)?, width })
+        Ok(Rows {
+            data: self.slice::<T>(i)?,
+            width,
+        })
     }
 
     /// Records that the kernel is computing active position `k` (for panic attribution).
@@ -129,7 +146,10 @@ pub fn output_slice<T: Element>(outputs: &mut [Column], i: usize) -> Result<&mut
         .ok_or_else(|| KernelError::whole(format!("kernel output {i} is missing")))?;
     let dtype = c.dtype();
     c.as_slice_mut::<T>().ok_or_else(|| {
-        KernelError::whole(format!("kernel output {i} is {dtype}, expected {}", T::DTYPE))
+        KernelError::whole(format!(
+            "kernel output {i} is {dtype}, expected {}",
+            T::DTYPE
+        ))
     })
 }
 

@@ -69,7 +69,11 @@ impl Executable {
     /// Verifies `program`, computes its allocation (high-level programs) and lowers it.
     pub fn new(program: Program, kernels: Vec<Kernel>) -> Result<Self> {
         verify(&program)?;
-        let program = if program.form == Form::High { allocate(&program) } else { program };
+        let program = if program.form == Form::High {
+            allocate(&program)
+        } else {
+            program
+        };
         Self::with_allocations(program, kernels)
     }
 
@@ -87,7 +91,11 @@ impl Executable {
             Form::Lowered => (None, prioritize_blocks(&program)),
         };
         verify(&lowered)?;
-        Ok(Executable { high, lowered, kernels })
+        Ok(Executable {
+            high,
+            lowered,
+            kernels,
+        })
     }
 
     /// The high-level program stackless runs (`None` for a hand-lowered program).
@@ -153,7 +161,8 @@ impl Executable {
     pub fn run_reference(&self, inputs: &[Column], config: &Config) -> Result<Run> {
         let program = self.program().unwrap_or(&self.lowered);
         let (batch, vector_len) = check_inputs(program, inputs, config)?;
-        let (outputs, stats) = reference::run(program, &self.kernels, inputs, batch, vector_len, config)?;
+        let (outputs, stats) =
+            reference::run(program, &self.kernels, inputs, batch, vector_len, config)?;
         Ok(Run { outputs, stats })
     }
 
@@ -178,13 +187,25 @@ fn check_inputs(program: &Program, inputs: &[Column], config: &Config) -> Result
         let ts = d.ty.leaves();
         let many = ts.len() > 1;
         for (i, t) in ts.into_iter().enumerate() {
-            let name = if many { format!("{}.{i}", d.name) } else { d.name.clone() };
+            let name = if many {
+                format!("{}.{i}", d.name)
+            } else {
+                d.name.clone()
+            };
             leaves.push((name, t));
         }
     }
     if leaves.len() != inputs.len() {
-        let names = leaves.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ");
-        return Err(RuntimeError::InputCount { expected: leaves.len(), found: inputs.len(), names });
+        let names = leaves
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        return Err(RuntimeError::InputCount {
+            expected: leaves.len(),
+            found: inputs.len(),
+            names,
+        });
     }
     let mut batch: Option<(usize, &str)> = None;
     let mut vector_len: Option<(usize, &str)> = config.vector_len.map(|n| (n, "the configuration"));

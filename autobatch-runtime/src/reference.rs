@@ -38,7 +38,14 @@ pub(crate) fn run_lane(
     lane: usize,
     config: &Config,
 ) -> Result<Vec<Column>> {
-    let mut interp = Interp { program, kernels, config, vector_len, lane, steps: 0 };
+    let mut interp = Interp {
+        program,
+        kernels,
+        config,
+        vector_len,
+        lane,
+        steps: 0,
+    };
     let main = program.main_function();
     let mut args = Vec::new();
     let mut rest = inputs;
@@ -57,11 +64,15 @@ impl Interp<'_> {
     }
 
     fn read(&self, frame: &Frame, v: Var, block: Block) -> Result<Value> {
-        frame.stacks[v.index()].last().cloned().flatten().ok_or_else(|| RuntimeError::ReadUnset {
-            var: self.program.var(v).name.clone(),
-            lane: self.lane,
-            block: self.block_name(block),
-        })
+        frame.stacks[v.index()]
+            .last()
+            .cloned()
+            .flatten()
+            .ok_or_else(|| RuntimeError::ReadUnset {
+                var: self.program.var(v).name.clone(),
+                lane: self.lane,
+                block: self.block_name(block),
+            })
     }
 
     fn write(&self, frame: &mut Frame, v: Var, value: Value, push: bool) {
@@ -76,7 +87,9 @@ impl Interp<'_> {
     fn call(&mut self, func: FuncId, args: Vec<Value>, depth: usize) -> Result<Vec<Value>> {
         let program = self.program;
         let f = program.function(func);
-        let mut frame = Frame { stacks: vec![vec![None]; program.vars.len()] };
+        let mut frame = Frame {
+            stacks: vec![vec![None]; program.vars.len()],
+        };
         for (&p, value) in f.params.iter().zip(args) {
             self.write(&mut frame, p, value, true);
         }
@@ -112,8 +125,11 @@ impl Interp<'_> {
                                 max_depth: self.config.max_stack_depth,
                             });
                         }
-                        let args =
-                            c.ins.iter().map(|&v| self.read(&frame, v, block)).collect::<Result<Vec<_>>>()?;
+                        let args = c
+                            .ins
+                            .iter()
+                            .map(|&v| self.read(&frame, v, block))
+                            .collect::<Result<Vec<_>>>()?;
                         let results = self.call(c.func, args, depth + 1)?;
                         for (&v, value) in c.outs.iter().zip(results) {
                             self.write(&mut frame, v, value, true);
@@ -138,7 +154,11 @@ impl Interp<'_> {
                 Terminator::Goto(t) => *t,
                 Terminator::Branch { cond, then_, else_ } => {
                     let c = self.read(&frame, *cond, block)?;
-                    if c[0].as_slice::<bool>().is_some_and(|s| s[0]) { *then_ } else { *else_ }
+                    if c[0].as_slice::<bool>().is_some_and(|s| s[0]) {
+                        *then_
+                    } else {
+                        *else_
+                    }
                 }
                 Terminator::Return => break,
                 Terminator::PushGoto { ret, target } => {
@@ -159,7 +179,10 @@ impl Interp<'_> {
                 },
             };
         }
-        f.returns.iter().map(|&v| self.read(&frame, v, block)).collect()
+        f.returns
+            .iter()
+            .map(|&v| self.read(&frame, v, block))
+            .collect()
     }
 
     fn prim(&self, frame: &Frame, prim: &PrimOp, block: Block) -> Result<Value> {
@@ -182,16 +205,21 @@ impl Interp<'_> {
         match prim.kernel {
             KernelRef::Assign => return Ok(inputs),
             KernelRef::User(id) => {
-                let kernel = self.kernels.get(id.index()).ok_or_else(|| RuntimeError::MissingKernel {
-                    block: self.block_name(block),
-                    kernel: id.index(),
-                    source_text: prim.source.clone(),
-                    table: self.kernels.len(),
-                })?;
+                let kernel =
+                    self.kernels
+                        .get(id.index())
+                        .ok_or_else(|| RuntimeError::MissingKernel {
+                            block: self.block_name(block),
+                            kernel: id.index(),
+                            source_text: prim.source.clone(),
+                            table: self.kernels.len(),
+                        })?;
                 let refs: Vec<&Column> = inputs.iter().collect();
                 let progress = Cell::new(0);
                 let result = catch_unwind(AssertUnwindSafe(|| match kernel {
-                    Kernel::LaneWise(f) => f(&LaneInputs::new(&refs, &[0], &progress), &mut outputs),
+                    Kernel::LaneWise(f) => {
+                        f(&LaneInputs::new(&refs, &[0], &progress), &mut outputs)
+                    }
                     Kernel::Batched(f) => f(&inputs, &mut outputs),
                 }));
                 match result {
@@ -217,9 +245,20 @@ pub(crate) fn run(
     let mut per_lane: Vec<Vec<Column>> = Vec::with_capacity(batch);
     for lane in 0..batch {
         let lane_inputs: Vec<Column> = inputs.iter().map(|c| c.gather(&[lane])).collect();
-        per_lane.push(run_lane(program, kernels, &lane_inputs, vector_len, lane, config)?);
+        per_lane.push(run_lane(
+            program,
+            kernels,
+            &lane_inputs,
+            vector_len,
+            lane,
+            config,
+        )?);
     }
-    let leaves: Vec<_> = program.outputs().iter().flat_map(|&v| program.var(v).ty.leaves()).collect();
+    let leaves: Vec<_> = program
+        .outputs()
+        .iter()
+        .flat_map(|&v| program.var(v).ty.leaves())
+        .collect();
     let outputs = leaves
         .iter()
         .enumerate()
@@ -231,5 +270,11 @@ pub(crate) fn run(
             col
         })
         .collect();
-    Ok((outputs, Stats { batch_size: batch, ..Stats::default() }))
+    Ok((
+        outputs,
+        Stats {
+            batch_size: batch,
+            ..Stats::default()
+        },
+    ))
 }

@@ -59,7 +59,12 @@ impl Plan {
 }
 
 /// Runs `env.program`'s entry function on every lane.
-pub(crate) fn run(env: &mut Env<'_>, plan: &Plan, config: &Config, stats: &mut Stats) -> Result<()> {
+pub(crate) fn run(
+    env: &mut Env<'_>,
+    plan: &Plan,
+    config: &Config,
+    stats: &mut Stats,
+) -> Result<()> {
     let lanes: Vec<usize> = (0..env.batch).collect();
     let main = env.program.main;
     Activation { plan, config }.run_function(env, stats, main, lanes, 0)
@@ -117,8 +122,16 @@ impl Activation<'_> {
                     let values = env.read_bools(*cond, &lanes, block)?;
                     let (t, f): (Vec<(usize, bool)>, Vec<(usize, bool)>) =
                         lanes.iter().copied().zip(values).partition(|&(_, c)| c);
-                    send(*then_, t.into_iter().map(|(l, _)| l).collect(), &mut waiting);
-                    send(*else_, f.into_iter().map(|(l, _)| l).collect(), &mut waiting);
+                    send(
+                        *then_,
+                        t.into_iter().map(|(l, _)| l).collect(),
+                        &mut waiting,
+                    );
+                    send(
+                        *else_,
+                        f.into_iter().map(|(l, _)| l).collect(),
+                        &mut waiting,
+                    );
                 }
                 Terminator::Return => {}
                 Terminator::PushGoto { .. } | Terminator::IndirectGoto => {
