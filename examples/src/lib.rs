@@ -1,1 +1,4 @@
-//! Shared code for the runnable autobatch examples.
+//! Shared code for the runnable autobatch examples: sampler diagnostics and draw output.
+
+pub mod diagnostics;
+pub mod npy;

@@ -1,0 +1,1 @@
+//! MCMC diagnostics: split R-hat and bulk effective sample size.

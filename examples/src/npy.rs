@@ -1,0 +1,1 @@
+//! Writing draws as NumPy `.npy` files.
