@@ -35,6 +35,7 @@ pub mod kernel;
 pub mod link;
 mod reference;
 mod stackless;
+pub mod vector;
 mod vm;
 
 pub use autobatch_ir as ir;
@@ -43,6 +44,7 @@ pub use column::{Column, Element};
 pub use config::{Config, Mode, Stats};
 pub use error::{Result, RuntimeError};
 pub use kernel::{output_slice, Kernel, KernelError, LaneInputs, Rows};
+pub use vector::Vector;
 
 use autobatch_ir::passes::{allocate, fuse_pop_push, liveness, lower, prioritize_blocks};
 use autobatch_ir::{verify, Form, Program, Shape, TensorType};
