@@ -15,6 +15,8 @@ pub enum DType {
     F32,
     /// `f64`
     F64,
+    /// A per-lane counter-based random-number key (the runtime's `Key`).
+    Key,
 }
 
 impl DType {
@@ -26,6 +28,7 @@ impl DType {
             DType::I64 => "i64",
             DType::F32 => "f32",
             DType::F64 => "f64",
+            DType::Key => "key",
         }
     }
 }
@@ -101,6 +104,8 @@ impl Type {
     pub const F32: Type = Type::Tensor(TensorType::scalar(DType::F32));
     /// `f64` scalar.
     pub const F64: Type = Type::Tensor(TensorType::scalar(DType::F64));
+    /// Random-number key scalar.
+    pub const KEY: Type = Type::Tensor(TensorType::scalar(DType::Key));
 
     /// A scalar of `dtype`.
     pub const fn scalar(dtype: DType) -> Type {

@@ -4,6 +4,7 @@
 //! vector leaf the program's vector length. Rows are lanes (storage) or active-lane positions
 //! (dense kernel inputs and outputs).
 
+use crate::random::Key;
 use autobatch_ir::{DType, Shape, TensorType};
 use ndarray::{Array2, ArrayView1, ArrayView2};
 use std::fmt::Debug;
@@ -21,6 +22,8 @@ pub enum Column {
     F32(Array2<f32>),
     /// `f64` elements.
     F64(Array2<f64>),
+    /// Random-number keys.
+    Key(Array2<Key>),
 }
 
 /// Applies `$body` to the typed array inside a column, binding it to `$a`.
@@ -32,6 +35,7 @@ macro_rules! with_array {
             Column::I64($a) => $body,
             Column::F32($a) => $body,
             Column::F64($a) => $body,
+            Column::Key($a) => $body,
         }
     };
 }
@@ -75,6 +79,7 @@ element!(i32, I32, I32);
 element!(i64, I64, I64);
 element!(f32, F32, F32);
 element!(f64, F64, F64);
+element!(Key, Key, Key);
 
 impl Column {
     /// A zero-filled (`false`, `0`) column.
@@ -85,6 +90,7 @@ impl Column {
             DType::I64 => Column::I64(Array2::zeros((rows, width))),
             DType::F32 => Column::F32(Array2::zeros((rows, width))),
             DType::F64 => Column::F64(Array2::zeros((rows, width))),
+            DType::Key => Column::Key(Array2::from_elem((rows, width), Key::default())),
         }
     }
 
@@ -117,6 +123,7 @@ impl Column {
             Column::I64(_) => DType::I64,
             Column::F32(_) => DType::F32,
             Column::F64(_) => DType::F64,
+            Column::Key(_) => DType::Key,
         }
     }
 
@@ -171,6 +178,7 @@ impl Column {
             (Column::I64(d), Column::I64(s)) => copy(d, to, s, from),
             (Column::F32(d), Column::F32(s)) => copy(d, to, s, from),
             (Column::F64(d), Column::F64(s)) => copy(d, to, s, from),
+            (Column::Key(d), Column::Key(s)) => copy(d, to, s, from),
             _ => return false,
         }
         true

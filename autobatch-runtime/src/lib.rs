@@ -33,6 +33,7 @@ mod env;
 pub mod error;
 pub mod kernel;
 pub mod link;
+pub mod random;
 mod reference;
 mod stackless;
 pub mod vector;
@@ -44,6 +45,7 @@ pub use column::{Column, Element};
 pub use config::{Config, Mode, Stats};
 pub use error::{Result, RuntimeError};
 pub use kernel::{output_slice, Kernel, KernelError, LaneInputs, Rows};
+pub use random::Key;
 pub use vector::Vector;
 
 use autobatch_ir::passes::{allocate, fuse_pop_push, liveness, lower, prioritize_blocks};

@@ -33,6 +33,7 @@ fn read(c: &Column, lane: usize) -> Num {
         Column::I64(a) => Num::I(a[[lane, 0]]),
         Column::F32(a) => Num::F(a[[lane, 0]] as f64),
         Column::F64(a) => Num::F(a[[lane, 0]]),
+        Column::Key(_) => panic!("test kernels take no keys"),
     }
 }
 
@@ -53,6 +54,7 @@ fn write(c: &mut Column, row: usize, v: Num) {
                 o => o.i() as f64,
             }
         }
+        Column::Key(_) => panic!("test kernels make no keys"),
     }
 }
 
