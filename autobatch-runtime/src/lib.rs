@@ -33,6 +33,7 @@ mod env;
 pub mod error;
 pub mod kernel;
 pub mod link;
+pub mod primitive;
 pub mod random;
 mod reference;
 mod stackless;
