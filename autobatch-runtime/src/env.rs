@@ -43,6 +43,24 @@ pub(crate) struct Env<'p> {
     stacks: Stacks,
 }
 
+/// Splits `lanes` by their branch `conditions` into `then_` and `else_` (cleared first).
+pub(crate) fn partition_lanes(
+    lanes: &[usize],
+    conditions: &[bool],
+    then_: &mut Vec<usize>,
+    else_: &mut Vec<usize>,
+) {
+    then_.clear();
+    else_.clear();
+    for (&lane, &c) in lanes.iter().zip(conditions) {
+        if c {
+            then_.push(lane);
+        } else {
+            else_.push(lane);
+        }
+    }
+}
+
 fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
         format!("panicked: {s}")

@@ -8,7 +8,7 @@
 //! restored afterwards, so a call costs in proportion to its lanes, not to the batch.
 
 use crate::config::{Config, Stats};
-use crate::env::Env;
+use crate::env::{partition_lanes, Env};
 use crate::error::{function_name, Result, RuntimeError};
 use autobatch_ir::passes::Liveness;
 use autobatch_ir::{Allocation, Block, CallOp, FuncId, Op, Program, Terminator, Var};
@@ -120,18 +120,10 @@ impl Activation<'_> {
                 Terminator::Goto(t) => send(*t, lanes, &mut waiting),
                 Terminator::Branch { cond, then_, else_ } => {
                     let values = env.read_bools(*cond, &lanes, block)?;
-                    let (t, f): (Vec<(usize, bool)>, Vec<(usize, bool)>) =
-                        lanes.iter().copied().zip(values).partition(|&(_, c)| c);
-                    send(
-                        *then_,
-                        t.into_iter().map(|(l, _)| l).collect(),
-                        &mut waiting,
-                    );
-                    send(
-                        *else_,
-                        f.into_iter().map(|(l, _)| l).collect(),
-                        &mut waiting,
-                    );
+                    let (mut t, mut f) = (Vec::new(), Vec::new());
+                    partition_lanes(&lanes, &values, &mut t, &mut f);
+                    send(*then_, t, &mut waiting);
+                    send(*else_, f, &mut waiting);
                 }
                 Terminator::Return => {}
                 Terminator::PushGoto { .. } | Terminator::IndirectGoto => {

@@ -7,7 +7,7 @@
 //! addresses live on per-lane stacks (the program counter's stack), with "halt" beneath.
 
 use crate::config::{Config, Stats};
-use crate::env::Env;
+use crate::env::{partition_lanes, Env};
 use crate::error::{Result, RuntimeError};
 use autobatch_ir::{Block, Op, Terminator, PC_NAME};
 
@@ -55,15 +55,7 @@ pub(crate) fn run(env: &mut Env<'_>, config: &Config, stats: &mut Stats) -> Resu
             Terminator::Goto(t) => enqueue(&mut waiting[t.index()], lanes),
             Terminator::Branch { cond, then_, else_ } => {
                 let values = env.read_bools(*cond, &lanes, block)?;
-                cond_true.clear();
-                cond_false.clear();
-                for (&lane, &c) in lanes.iter().zip(&values) {
-                    if c {
-                        cond_true.push(lane)
-                    } else {
-                        cond_false.push(lane)
-                    }
-                }
+                partition_lanes(&lanes, &values, &mut cond_true, &mut cond_false);
                 waiting[then_.index()].extend_from_slice(&cond_true);
                 waiting[else_.index()].extend_from_slice(&cond_false);
             }
