@@ -1,6 +1,6 @@
 //! `RuntimeError`: every way running a program can fail, naming function, block, variable and lane.
 
-use autobatch_ir::passes::LowerError;
+use autobatch_ir::passes::{FusionError, LowerError};
 use autobatch_ir::{FuncId, TensorType, VerifyErrors};
 use thiserror::Error;
 
@@ -13,6 +13,9 @@ pub enum RuntimeError {
     /// The program could not be lowered for the full VM.
     #[error("cannot lower the program for the full VM: {0}")]
     Lower(#[from] LowerError),
+    /// Pop-push fusion rejected the lowered program.
+    #[error("cannot fuse pops for the full VM: {0}")]
+    Fusion(#[from] FusionError),
     /// The program's form does not suit the requested mode.
     #[error("{0}")]
     ModeUnsupported(String),

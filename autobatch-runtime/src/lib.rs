@@ -89,7 +89,7 @@ impl Executable {
         verify(&program)?;
         let (high, lowered) = match program.form {
             Form::High => {
-                let lowered = prioritize_blocks(&fuse_pop_push(&lower(&program)?));
+                let lowered = prioritize_blocks(&fuse_pop_push(&lower(&program)?)?);
                 let plan = stackless::Plan::new(&program, &liveness(&program));
                 (Some((program, plan)), lowered)
             }
