@@ -7,7 +7,7 @@ pub mod lowering;
 pub mod priority;
 
 pub use allocation::allocate;
-pub use fusion::fuse_pop_push;
+pub use fusion::{fuse_pop_push, FusionError};
 pub use liveness::{liveness, BlockLiveness, Liveness, VarSet};
 pub use lowering::{lower, LowerError};
 pub use priority::prioritize_blocks;
