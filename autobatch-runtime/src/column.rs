@@ -162,42 +162,68 @@ impl Column {
         T::array_mut(self).and_then(|a| a.as_slice_mut())
     }
 
-    /// Copies row `from` of `src` into row `to` of `self` (same dtype and width required).
-    pub(crate) fn copy_row_from(&mut self, to: usize, src: &Column, from: usize) -> bool {
-        fn copy<T: Copy>(dst: &mut Array2<T>, to: usize, src: &Array2<T>, from: usize) {
+    /// Copies rows of `src` into rows of `self`: for each `(to, from)` pair, row `from` of `src`
+    /// into row `to` of `self`. Dispatches on the dtype once, then copies in a tight loop.
+    /// Returns `false` (copying nothing) if the dtypes or widths differ.
+    pub(crate) fn copy_rows(
+        &mut self,
+        src: &Column,
+        pairs: impl IntoIterator<Item = (usize, usize)>,
+    ) -> bool {
+        fn copy<T: Copy>(
+            dst: &mut Array2<T>,
+            src: &Array2<T>,
+            pairs: impl IntoIterator<Item = (usize, usize)>,
+        ) -> bool {
             let w = dst.ncols();
-            let (d, s) = (
-                dst.as_slice_mut().expect("standard layout"),
-                src.as_slice().expect("standard layout"),
-            );
-            d[to * w..(to + 1) * w].copy_from_slice(&s[from * w..(from + 1) * w]);
+            if w != src.ncols() {
+                return false;
+            }
+            let (Some(d), Some(s)) = (dst.as_slice_mut(), src.as_slice()) else {
+                return false;
+            };
+            if w == 1 {
+                pairs.into_iter().for_each(|(to, from)| d[to] = s[from]);
+            } else {
+                for (to, from) in pairs {
+                    d[to * w..(to + 1) * w].copy_from_slice(&s[from * w..(from + 1) * w]);
+                }
+            }
+            true
         }
         match (self, src) {
-            (Column::Bool(d), Column::Bool(s)) => copy(d, to, s, from),
-            (Column::I32(d), Column::I32(s)) => copy(d, to, s, from),
-            (Column::I64(d), Column::I64(s)) => copy(d, to, s, from),
-            (Column::F32(d), Column::F32(s)) => copy(d, to, s, from),
-            (Column::F64(d), Column::F64(s)) => copy(d, to, s, from),
-            (Column::Key(d), Column::Key(s)) => copy(d, to, s, from),
-            _ => return false,
+            (Column::Bool(d), Column::Bool(s)) => copy(d, s, pairs),
+            (Column::I32(d), Column::I32(s)) => copy(d, s, pairs),
+            (Column::I64(d), Column::I64(s)) => copy(d, s, pairs),
+            (Column::F32(d), Column::F32(s)) => copy(d, s, pairs),
+            (Column::F64(d), Column::F64(s)) => copy(d, s, pairs),
+            (Column::Key(d), Column::Key(s)) => copy(d, s, pairs),
+            _ => false,
         }
-        true
+    }
+
+    /// Copies row `from` of `src` into row `to` of `self` (same dtype and width required).
+    pub(crate) fn copy_row_from(&mut self, to: usize, src: &Column, from: usize) -> bool {
+        self.copy_rows(src, [(to, from)])
     }
 
     /// A new dense column holding `rows` of `self` in order.
     pub fn gather(&self, rows: &[usize]) -> Column {
         let mut out = Column::zeros(self.dtype(), rows.len(), self.width());
-        for (k, &r) in rows.iter().enumerate() {
-            out.copy_row_from(k, self, r);
-        }
+        out.copy_rows(self, rows.iter().copied().enumerate());
         out
     }
 
     /// Writes row `k` of dense `src` into row `rows[k]` of `self`, for every `k`.
     pub fn scatter(&mut self, rows: &[usize], src: &Column) {
-        for (k, &r) in rows.iter().enumerate() {
-            self.copy_row_from(r, src, k);
-        }
+        self.copy_rows(src, rows.iter().copied().zip(0..));
+    }
+
+    /// A copy with `rows` rows whose first rows are this column's (the rest zero).
+    pub(crate) fn grown(&self, rows: usize) -> Column {
+        let mut out = Column::zeros(self.dtype(), rows, self.width());
+        out.copy_rows(self, (0..self.rows()).map(|r| (r, r)));
+        out
     }
 }
 

@@ -1,24 +1,34 @@
 //! Variable storage by allocation, and the execution of straight-line ops on a set of lanes.
 //!
 //! NULL variables have no storage (writes are dropped, reads are errors); TEMPORARY and
-//! REGISTER variables hold one `[batch, width]` column per leaf; FULL variables add saved
-//! frames (`levels[d]`, allocated on first use) and a per-lane depth. Every operation touches
-//! only the rows of the lanes it is given, so its cost scales with the active lanes.
+//! REGISTER variables hold one `[batch, width]` column per leaf; FULL variables add their saved
+//! frames, stack-major (`row = depth * batch + lane`, as in the reference) in one column per
+//! leaf that grows by doubling, and a per-lane depth. Every operation touches only the rows of
+//! the lanes it is given, so its cost scales with the active lanes; each dispatches on the
+//! dtype once per leaf and then copies rows in a tight loop.
 
 use crate::column::{width_of, Column};
 use crate::config::Stats;
 use crate::error::{Result, RuntimeError};
 use crate::kernel::{Kernel, KernelError, LaneInputs};
-use autobatch_ir::{Allocation, Block, KernelRef, PrimOp, Program, Var};
+use autobatch_ir::{Allocation, Block, KernelRef, PrimOp, Program, TensorType, Var};
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
 
 struct VarStore {
     alloc: Allocation,
+    /// Leaf types, in storage order.
+    types: Vec<TensorType>,
+    /// The current value of each leaf, `[batch, width]`.
     leaves: Vec<Column>,
-    levels: Vec<Vec<Column>>,
+    /// FULL only: saved frames of each leaf, `[levels * batch, width]`, stack-major.
+    stack: Vec<Column>,
+    /// Frames per lane the `stack` columns can hold.
+    levels: usize,
+    /// FULL only: saved frames per lane.
     depth: Vec<u32>,
+    /// With safety checks: whether each lane has been written.
     set: Vec<bool>,
 }
 
@@ -86,25 +96,30 @@ impl<'p> Env<'p> {
             .vars
             .iter()
             .map(|d| {
-                let leaves = if d.alloc == Allocation::Null {
-                    Vec::new()
-                } else {
-                    d.ty.leaves()
-                        .into_iter()
-                        .map(|t| Column::zeros(t.dtype, batch, width_of(t, vector_len)))
+                let types = d.ty.leaves();
+                let full = d.alloc == Allocation::Full && stacks == Stacks::Honour;
+                let column = |rows| -> Vec<Column> {
+                    types
+                        .iter()
+                        .map(|t| Column::zeros(t.dtype, rows, width_of(*t, vector_len)))
                         .collect()
                 };
-                let full = d.alloc == Allocation::Full && stacks == Stacks::Honour;
                 VarStore {
                     alloc: d.alloc,
-                    leaves,
-                    levels: Vec::new(),
+                    leaves: if d.alloc == Allocation::Null {
+                        Vec::new()
+                    } else {
+                        column(batch)
+                    },
+                    stack: if full { column(0) } else { Vec::new() },
+                    levels: 0,
                     depth: if full { vec![0; batch] } else { Vec::new() },
                     set: if safety {
                         vec![false; batch]
                     } else {
                         Vec::new()
                     },
+                    types,
                 }
             })
             .collect();
@@ -158,11 +173,18 @@ impl<'p> Env<'p> {
         if !self.is_stacked(v) {
             return Ok(());
         }
-        let max = self.max_depth;
-        let store = &mut self.vars[v.index()];
+        let (max, batch) = (self.max_depth, self.batch);
+        let VarStore {
+            leaves,
+            stack,
+            levels,
+            depth,
+            ..
+        } = &mut self.vars[v.index()];
+        let mut need = 0;
         for &lane in lanes {
-            let d = store.depth[lane] as usize;
-            if d + 1 >= max {
+            let d = depth[lane] as usize + 1;
+            if d >= max {
                 return Err(RuntimeError::StackOverflow {
                     var: self.program.var(v).name.clone(),
                     lane,
@@ -170,20 +192,21 @@ impl<'p> Env<'p> {
                     max_depth: max,
                 });
             }
-            if store.levels.len() <= d {
-                store.levels.push(
-                    store
-                        .leaves
-                        .iter()
-                        .map(|c| Column::zeros(c.dtype(), c.rows(), c.width()))
-                        .collect(),
-                );
-            }
-            for (saved, cur) in store.levels[d].iter_mut().zip(&store.leaves) {
-                saved.copy_row_from(lane, cur, lane);
-            }
-            store.depth[lane] += 1;
+            need = need.max(d);
         }
+        if need > *levels {
+            *levels = need.max(2 * *levels).min(max);
+            for saved in stack.iter_mut() {
+                *saved = saved.grown(*levels * batch);
+            }
+        }
+        for (saved, cur) in stack.iter_mut().zip(leaves.iter()) {
+            saved.copy_rows(
+                cur,
+                lanes.iter().map(|&l| (depth[l] as usize * batch + l, l)),
+            );
+        }
+        lanes.iter().for_each(|&l| depth[l] += 1);
         Ok(())
     }
 
@@ -192,20 +215,26 @@ impl<'p> Env<'p> {
         if !self.is_stacked(v) {
             return Ok(());
         }
-        let store = &mut self.vars[v.index()];
-        for &lane in lanes {
-            let d = store.depth[lane] as usize;
-            if d == 0 {
-                return Err(RuntimeError::PopEmpty {
-                    var: self.program.var(v).name.clone(),
-                    lane,
-                    block: self.program.block(block).name.clone(),
-                });
-            }
-            for (cur, saved) in store.leaves.iter_mut().zip(&store.levels[d - 1]) {
-                cur.copy_row_from(lane, saved, lane);
-            }
-            store.depth[lane] -= 1;
+        let batch = self.batch;
+        let VarStore {
+            leaves,
+            stack,
+            depth,
+            ..
+        } = &mut self.vars[v.index()];
+        if let Some(&lane) = lanes.iter().find(|&&l| depth[l] == 0) {
+            return Err(RuntimeError::PopEmpty {
+                var: self.program.var(v).name.clone(),
+                lane,
+                block: self.program.block(block).name.clone(),
+            });
+        }
+        lanes.iter().for_each(|&l| depth[l] -= 1);
+        for (cur, saved) in leaves.iter_mut().zip(stack.iter()) {
+            cur.copy_rows(
+                saved,
+                lanes.iter().map(|&l| (l, depth[l] as usize * batch + l)),
+            );
         }
         Ok(())
     }
@@ -262,8 +291,8 @@ impl<'p> Env<'p> {
     /// Dense zeroed columns for the leaves of `outs`, `rows` rows each.
     fn output_columns(&self, outs: &[Var], rows: usize) -> Vec<Column> {
         outs.iter()
-            .flat_map(|&v| self.program.var(v).ty.leaves())
-            .map(|t| Column::zeros(t.dtype, rows, width_of(t, self.vector_len)))
+            .flat_map(|&v| &self.vars[v.index()].types)
+            .map(|t| Column::zeros(t.dtype, rows, width_of(*t, self.vector_len)))
             .collect()
     }
 
@@ -352,7 +381,7 @@ impl<'p> Env<'p> {
         }
         let mut rest = outputs.as_slice();
         for (i, &v) in op.outs.iter().enumerate() {
-            let n = self.program.var(v).ty.leaves().len();
+            let n = self.vars[v.index()].types.len();
             let (mine, tail) = rest.split_at(n);
             rest = tail;
             let in_place = op.in_place.get(i).copied().unwrap_or(false);
