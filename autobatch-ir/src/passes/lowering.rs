@@ -17,6 +17,7 @@
 //!   of the target (single predecessor) or in a pad block on that edge (several predecessors),
 //!   so loops keep the defined set consistent.
 
+use crate::passes::allocation::is_tail_call;
 use crate::passes::liveness::{liveness, Liveness, VarSet};
 use crate::program::{BlockData, Form, FunctionData, KernelRef, Op, PrimOp, Program, Terminator};
 use crate::verify::{verify, VerifyErrors};
@@ -229,7 +230,6 @@ impl Ctx<'_> {
             defined = facts.live_in.clone();
         }
 
-        let n_ops = data.ops.len();
         let mut tail_goto: Option<Block> = None;
         for (i, op) in data.ops.iter().enumerate() {
             let live_after = self.live.after_op(b, i);
@@ -339,11 +339,7 @@ impl Ctx<'_> {
                     if !to_pop.is_empty() {
                         ops.push(pop_op(&to_pop));
                     }
-                    let is_tail = i + 1 == n_ops
-                        && data.term == Terminator::Return
-                        && call.outs == callee.returns
-                        && *live_after == outs;
-                    if is_tail {
+                    if is_tail_call(self.p, b, i, live_after) {
                         tail_goto = Some(callee.entry());
                         break;
                     }

@@ -6,7 +6,7 @@ pub mod liveness;
 pub mod lowering;
 pub mod priority;
 
-pub use allocation::allocate;
+pub use allocation::{allocate, allocations, allocations_with, is_tail_call, AllocationOptions};
 pub use fusion::{fuse_pop_push, FusionError};
 pub use liveness::{liveness, BlockLiveness, Liveness, VarSet};
 pub use lowering::{lower, LowerError};
