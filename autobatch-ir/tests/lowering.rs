@@ -88,7 +88,11 @@ fn check_structure(high: &Program, low: &Program) {
     assert_eq!(main.blocks, expected);
     let names: HashSet<&str> = low.blocks.iter().map(|b| b.name.as_str()).collect();
     assert_eq!(names.len(), low.blocks.len(), "block names must be unique");
-    assert_eq!(low.vars, allocate(high).vars, "variables (with their allocations) are unchanged");
+    assert_eq!(
+        low.vars,
+        allocate(high).vars,
+        "variables (with their allocations) are unchanged"
+    );
     assert!(low
         .blocks
         .iter()

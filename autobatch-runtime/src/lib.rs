@@ -46,6 +46,7 @@ pub use column::{Column, Element};
 pub use config::{Config, Mode, Stats};
 pub use error::{Result, RuntimeError};
 pub use kernel::{output_slice, Kernel, KernelError, LaneInputs, Rows};
+pub use ndarray;
 pub use random::Key;
 pub use vector::Vector;
 

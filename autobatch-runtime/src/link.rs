@@ -1,1 +1,189 @@
 //! Linking `#[autobatch]` functions into one Program with its kernel table.
+//!
+//! Each annotated function's generated code calls [`Linker::define`] to add itself, declaring
+//! itself first so recursion and mutual recursion terminate, then defining its callees through
+//! their own generated code. The entry's [`Executable`] is built once per program.
+
+use crate::column::{Column, Element};
+use crate::error::{Result, RuntimeError};
+use crate::kernel::{Kernel, KernelError};
+use crate::vector::Vector;
+use crate::Executable;
+use autobatch_ir::{Allocation, Block, FuncId, KernelId, ProgramBuilder, Type, Var};
+use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
+use std::collections::HashMap;
+
+/// Collects functions, variables, blocks and kernels while `#[autobatch]` functions define
+/// themselves.
+pub struct Linker {
+    builder: ProgramBuilder,
+    kernels: Vec<Kernel>,
+    defined: HashMap<&'static str, FuncId>,
+    prefixes: Vec<String>,
+    exact: bool,
+}
+
+impl Default for Linker {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Linker {
+    /// An empty linker.
+    pub fn new() -> Self {
+        Linker {
+            builder: ProgramBuilder::new(),
+            kernels: Vec::new(),
+            defined: HashMap::new(),
+            prefixes: Vec::new(),
+            exact: true,
+        }
+    }
+
+    /// The function registered under `key` (its unique path), or `None` and a fresh declaration
+    /// named after `name` that the caller must then define.
+    pub fn declare(
+        &mut self,
+        key: &'static str,
+        name: &str,
+    ) -> std::result::Result<FuncId, FuncId> {
+        if let Some(&f) = self.defined.get(key) {
+            return Ok(f);
+        }
+        let mut unique = name.to_string();
+        let mut n = 1;
+        while self.prefixes.contains(&unique) {
+            n += 1;
+            unique = format!("{name}#{n}");
+        }
+        let f = self.builder.function(&unique);
+        self.prefixes.push(unique);
+        self.defined.insert(key, f);
+        Err(f)
+    }
+
+    /// Records that a function's compile-time allocation was conservative (it calls functions
+    /// its macro could not see), so the linked program's allocation must be recomputed.
+    pub fn inexact(&mut self) {
+        self.exact = false;
+    }
+
+    fn prefix(&self, f: FuncId) -> &str {
+        &self.prefixes[f.index()]
+    }
+
+    /// Declares variable `name` of function `f` (printed as `f.name`) with its allocation.
+    pub fn var(&mut self, f: FuncId, name: &str, ty: Type, alloc: Allocation) -> Var {
+        let full = format!("{}.{name}", self.prefix(f));
+        let v = self.builder.var(&full, ty);
+        self.builder.set_allocation(v, alloc);
+        v
+    }
+
+    /// Appends block `name` to function `f` (printed as `f.name`).
+    pub fn block(&mut self, f: FuncId, name: &str) -> Block {
+        let full = format!("{}.{name}", self.prefix(f));
+        self.builder.block(f, &full)
+    }
+
+    /// Registers a kernel, returning its id.
+    pub fn kernel(&mut self, kernel: Kernel) -> KernelId {
+        self.kernels.push(kernel);
+        KernelId::new(self.kernels.len() - 1)
+    }
+
+    /// The builder, for signatures, ops and terminators.
+    pub fn builder(&mut self) -> &mut ProgramBuilder {
+        &mut self.builder
+    }
+
+    /// Finishes the program with `entry` as its entry function.
+    pub fn finish(self, entry: FuncId) -> Result<Executable> {
+        let program = self.builder.finish_with_entry(entry).map_err(|e| match e {
+            autobatch_ir::BuildError::Invalid(v) => RuntimeError::Invalid(v),
+            other => RuntimeError::ModeUnsupported(format!("cannot link: {other}")),
+        })?;
+        if self.exact {
+            Executable::with_allocations(program, self.kernels)
+        } else {
+            Executable::new(program, self.kernels)
+        }
+    }
+}
+
+/// A scalar input column from a 1-d view.
+pub fn input<T: Element>(values: ArrayView1<'_, T>) -> Column {
+    Column::from_view1(values)
+}
+
+/// A vector input column from a 2-d view (`[lanes, len]`).
+pub fn input_vectors<T: Element>(values: ArrayView2<'_, T>) -> Column {
+    Column::from_view2(values)
+}
+
+/// A 1-d output array from a scalar output column.
+pub fn output<T: Element>(column: &Column) -> Result<Array1<T>> {
+    column
+        .as_array::<T>()
+        .map(|a| a.index_axis(Axis(1), 0).to_owned())
+        .ok_or_else(|| {
+            RuntimeError::ModeUnsupported(format!(
+                "output is {}, expected {}",
+                column.dtype(),
+                T::DTYPE
+            ))
+        })
+}
+
+/// A 2-d output array (`[lanes, len]`) from a vector output column.
+pub fn output_vectors<T: Element>(column: &Column) -> Result<Array2<T>> {
+    column.as_array::<T>().cloned().ok_or_else(|| {
+        RuntimeError::ModeUnsupported(format!(
+            "output is {}, expected {}",
+            column.dtype(),
+            T::DTYPE
+        ))
+    })
+}
+
+/// Typed mutable access to one dense kernel output leaf.
+pub fn out_leaf<T: Element>(column: &mut Column) -> std::result::Result<&mut [T], KernelError> {
+    let dtype = column.dtype();
+    column.as_slice_mut::<T>().ok_or_else(|| {
+        KernelError::whole(format!("kernel output is {dtype}, expected {}", T::DTYPE))
+    })
+}
+
+/// A dense vector output leaf of a kernel: one row of the run's vector length per lane.
+pub struct VectorOut<'a> {
+    data: &'a mut [f64],
+    width: usize,
+}
+
+impl<'a> VectorOut<'a> {
+    /// Wraps a dense `f64` output column.
+    pub fn new(column: &'a mut Column) -> std::result::Result<Self, KernelError> {
+        let width = column.width();
+        Ok(VectorOut {
+            data: out_leaf::<f64>(column)?,
+            width,
+        })
+    }
+
+    /// Stores `value` as row `k`; a vector of another length is an error naming the lane.
+    pub fn store(&mut self, k: usize, value: &Vector) -> std::result::Result<(), KernelError> {
+        if value.len() != self.width {
+            return Err(KernelError::at(
+                k,
+                format!(
+                    "a vector of length {} where this run's vectors have length {}",
+                    value.len(),
+                    self.width
+                ),
+            ));
+        }
+        self.data[k * self.width..(k + 1) * self.width].copy_from_slice(value.as_slice());
+        Ok(())
+    }
+}

@@ -1,0 +1,417 @@
+//! Emits the generated code: the linker calls that rebuild the recorded IR, the lane-wise
+//! kernels, and the typed batched entry points.
+
+use super::ir::CompileTime;
+use super::lower::{KernelSpec, Lowered, Step};
+use crate::parse::ast::{Func, Ty};
+use autobatch_ir::{Allocation, DType};
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+
+const RT: &str = "::autobatch_runtime";
+
+fn rt() -> TokenStream {
+    RT.parse().expect("path")
+}
+
+/// The Rust type of a language type.
+pub fn rust_type(t: &Ty) -> TokenStream {
+    let rt = rt();
+    match t {
+        Ty::Scalar(DType::Bool) => quote!(bool),
+        Ty::Scalar(DType::I32) => quote!(i32),
+        Ty::Scalar(DType::I64) => quote!(i64),
+        Ty::Scalar(DType::F32) => quote!(f32),
+        Ty::Scalar(DType::F64) => quote!(f64),
+        Ty::Scalar(DType::Key) => quote!(#rt::Key),
+        Ty::Vector => quote!(#rt::Vector),
+        Ty::Tuple(items) => {
+            let items = items.iter().map(rust_type);
+            quote!((#(#items,)*))
+        }
+    }
+}
+
+/// The element type stored in a leaf's column.
+fn element_type(t: &Ty) -> TokenStream {
+    match t {
+        Ty::Vector => quote!(f64),
+        other => rust_type(other),
+    }
+}
+
+fn ir_type_expr(t: &Ty) -> TokenStream {
+    let rt = rt();
+    match t {
+        Ty::Scalar(d) => {
+            let d = format_ident!("{}", format!("{d:?}"));
+            quote!(#rt::ir::Type::scalar(#rt::ir::DType::#d))
+        }
+        Ty::Vector => quote!(#rt::ir::Type::vector(#rt::ir::DType::F64)),
+        Ty::Tuple(items) => {
+            let items = items.iter().map(ir_type_expr);
+            quote!(#rt::ir::Type::Tuple(::std::vec![#(#items),*]))
+        }
+    }
+}
+
+/// The leaves of a type with the field path reaching each (`.0.1`).
+fn leaves(t: &Ty, path: TokenStream, out: &mut Vec<(Ty, TokenStream)>) {
+    match t {
+        Ty::Tuple(items) => {
+            for (i, item) in items.iter().enumerate() {
+                let idx = syn::Index::from(i);
+                leaves(item, quote!(#path.#idx), out);
+            }
+        }
+        leaf => out.push((leaf.clone(), path)),
+    }
+}
+
+/// An expression building a value of type `t` from input leaves starting at `*next`.
+fn read_value(t: &Ty, next: &mut usize) -> TokenStream {
+    let rt = rt();
+    match t {
+        Ty::Tuple(items) => {
+            let parts = items.iter().map(|i| read_value(i, next));
+            quote!((#(#parts,)*))
+        }
+        Ty::Vector => {
+            let acc = format_ident!("__i{}", *next);
+            *next += 1;
+            quote!(#rt::Vector::from_slice(#acc.row(__lane)))
+        }
+        _ => {
+            let acc = format_ident!("__i{}", *next);
+            *next += 1;
+            quote!(#acc.scalar(__lane))
+        }
+    }
+}
+
+fn kernel(k: &KernelSpec, vars: &Lowered) -> TokenStream {
+    let rt = rt();
+    let mut accessors = Vec::new();
+    let mut bindings = Vec::new();
+    let mut next = 0;
+    for (name, v) in &k.inputs {
+        let ty = &vars.vars[*v].ty;
+        let mut ls = Vec::new();
+        leaves(ty, quote!(), &mut ls);
+        for (i, (leaf, _)) in ls.iter().enumerate() {
+            let acc = format_ident!("__i{}", next + i);
+            let el = element_type(leaf);
+            let idx = next + i;
+            accessors.push(quote!(let #acc = __ins.rows::<#el>(#idx)?;));
+        }
+        let rty = rust_type(ty);
+        let value = read_value(ty, &mut next);
+        bindings.push(quote!(let #name: #rty = #value;));
+    }
+    let mut outs = Vec::new();
+    leaves(&k.out_ty, quote!(__r), &mut outs);
+    let out_names: Vec<_> = (0..outs.len()).map(|i| format_ident!("__o{i}")).collect();
+    let n_outs = outs.len();
+    let slices = outs
+        .iter()
+        .zip(&out_names)
+        .map(|((leaf, _), o)| match leaf {
+            Ty::Vector => quote!(let mut #o = #rt::link::VectorOut::new(#o)?;),
+            _ => {
+                let el = element_type(leaf);
+                quote!(let #o = #rt::link::out_leaf::<#el>(#o)?;)
+            }
+        });
+    let stores = outs
+        .iter()
+        .zip(&out_names)
+        .map(|((leaf, path), o)| match leaf {
+            Ty::Vector => quote!(#o.store(__k, &#path)?;),
+            _ => quote!(#o[__k] = #path;),
+        });
+    let out_ty = rust_type(&k.out_ty);
+    let body = &k.body;
+    let span = k.span;
+    let result = quote_spanned!(span=> let __r: #out_ty = #body;);
+    quote! {
+        #rt::Kernel::lane_wise(|__ins: &#rt::LaneInputs<'_>, __outs: &mut [#rt::Column]| -> ::std::result::Result<(), #rt::KernelError> {
+            #(#accessors)*
+            let [#(#out_names),*] = __outs else {
+                return ::std::result::Result::Err(#rt::KernelError::whole(::std::format!("expected {} output leaves", #n_outs)));
+            };
+            #(#slices)*
+            for (__k, &__lane) in __ins.lanes().iter().enumerate() {
+                __ins.at(__k);
+                #(#bindings)*
+                #result
+                #(#stores)*
+            }
+            ::std::result::Result::Ok(())
+        })
+    }
+}
+
+/// The callee path as seen from inside the generated module (one level down).
+fn callee_path(p: &syn::Path) -> TokenStream {
+    let first = p
+        .segments
+        .first()
+        .map(|s| s.ident.to_string())
+        .unwrap_or_default();
+    if p.leading_colon.is_some() || first == "crate" {
+        quote!(#p)
+    } else if first == "self" {
+        let rest = p.segments.iter().skip(1);
+        quote!(super #(::#rest)*)
+    } else {
+        quote!(super::#p)
+    }
+}
+
+fn alloc_tokens(a: Allocation) -> TokenStream {
+    let rt = rt();
+    let a = format_ident!("{}", format!("{a:?}"));
+    quote!(#rt::ir::Allocation::#a)
+}
+
+/// A batched view type for an input of type `t`.
+fn view_type(t: &Ty) -> TokenStream {
+    let rt = rt();
+    match t {
+        Ty::Tuple(items) => {
+            let items = items.iter().map(view_type);
+            quote!((#(#items,)*))
+        }
+        Ty::Vector => quote!(#rt::ndarray::ArrayView2<'_, f64>),
+        leaf => {
+            let el = rust_type(leaf);
+            quote!(#rt::ndarray::ArrayView1<'_, #el>)
+        }
+    }
+}
+
+/// A batched owned array type for an output of type `t`.
+fn array_type(t: &Ty) -> TokenStream {
+    let rt = rt();
+    match t {
+        Ty::Tuple(items) => {
+            let items = items.iter().map(array_type);
+            quote!((#(#items,)*))
+        }
+        Ty::Vector => quote!(#rt::ndarray::Array2<f64>),
+        leaf => {
+            let el = rust_type(leaf);
+            quote!(#rt::ndarray::Array1<#el>)
+        }
+    }
+}
+
+fn push_inputs(t: &Ty, value: TokenStream, out: &mut Vec<TokenStream>) {
+    let rt = rt();
+    match t {
+        Ty::Tuple(items) => {
+            for (i, item) in items.iter().enumerate() {
+                let idx = syn::Index::from(i);
+                push_inputs(item, quote!(#value.#idx), out);
+            }
+        }
+        Ty::Vector => out.push(quote!(#rt::link::input_vectors(#value))),
+        _ => out.push(quote!(#rt::link::input(#value))),
+    }
+}
+
+fn read_outputs(t: &Ty, next: &mut usize) -> TokenStream {
+    let rt = rt();
+    match t {
+        Ty::Tuple(items) => {
+            let parts = items.iter().map(|i| read_outputs(i, next));
+            quote!((#(#parts,)*))
+        }
+        Ty::Vector => {
+            let i = *next;
+            *next += 1;
+            quote!(#rt::link::output_vectors::<f64>(&__run.outputs[#i])?)
+        }
+        leaf => {
+            let i = *next;
+            *next += 1;
+            let el = rust_type(leaf);
+            quote!(#rt::link::output::<#el>(&__run.outputs[#i])?)
+        }
+    }
+}
+
+/// Everything generated for one function (placed after the original item).
+pub fn function(item: &syn::ItemFn, func: &Func, l: &Lowered, ct: &CompileTime) -> TokenStream {
+    let rt = rt();
+    let name = &func.name;
+    let vis = &item.vis;
+    let name_str = name.to_string();
+    let var_names: Vec<_> = (0..l.vars.len()).map(|i| format_ident!("__v{i}")).collect();
+    let block_names: Vec<_> = (0..l.blocks.len())
+        .map(|i| format_ident!("__b{i}"))
+        .collect();
+    let callee_names: Vec<_> = (0..l.callees.len())
+        .map(|i| format_ident!("__c{i}"))
+        .collect();
+    let callees = l.callees.iter().zip(&callee_names).map(|(c, id)| {
+        if c.is_self {
+            quote!(let #id = __f;)
+        } else {
+            let p = callee_path(&c.path);
+            quote_spanned!(c.span=> let #id = #p::__define(__l);)
+        }
+    });
+    let vars = l
+        .vars
+        .iter()
+        .zip(&var_names)
+        .zip(&ct.allocations)
+        .map(|((v, id), a)| {
+            let n = &v.name;
+            let t = ir_type_expr(&v.ty);
+            let a = alloc_tokens(*a);
+            quote!(let #id = __l.var(__f, #n, #t, #a);)
+        });
+    let blocks = l
+        .blocks
+        .iter()
+        .zip(&block_names)
+        .map(|(n, id)| quote!(let #id = __l.block(__f, #n);));
+    let kernels: Vec<TokenStream> = l.kernels.iter().map(|k| kernel(k, l)).collect();
+    let vs = |xs: &[usize]| {
+        let ids = xs.iter().map(|&i| &var_names[i]);
+        quote!(&[#(#ids),*])
+    };
+    let steps = l.steps.iter().map(|s| match s {
+        Step::Prim {
+            block,
+            outs,
+            ins,
+            kernel,
+            source,
+        } => {
+            let (b, o, i, k) = (&block_names[*block], vs(outs), vs(ins), &kernels[*kernel]);
+            quote!({ let __k = __l.kernel(#k); __l.builder().prim(#b, #o, #i, __k, #source); })
+        }
+        Step::Assign { block, outs, ins } => {
+            let (b, o, i) = (&block_names[*block], vs(outs), vs(ins));
+            quote!(__l.builder().assign(#b, #o, #i);)
+        }
+        Step::Call {
+            block,
+            callee,
+            ins,
+            outs,
+        } => {
+            let (b, c, i, o) = (
+                &block_names[*block],
+                &callee_names[*callee],
+                vs(ins),
+                vs(outs),
+            );
+            quote!(__l.builder().call(#b, #c, #i, #o);)
+        }
+        Step::Goto(from, to) => {
+            let (f, t) = (&block_names[*from], &block_names[*to]);
+            quote!(__l.builder().goto(#f, #t);)
+        }
+        Step::Branch(from, c, t, e) => {
+            let (f, c, t, e) = (
+                &block_names[*from],
+                &var_names[*c],
+                &block_names[*t],
+                &block_names[*e],
+            );
+            quote!(__l.builder().branch(#f, #c, #t, #e);)
+        }
+        Step::Ret(from) => {
+            let f = &block_names[*from];
+            quote!(__l.builder().ret(#f);)
+        }
+    });
+    let params = vs(&l.params);
+    let returns = vs(&l.returns);
+    let inexact = (!ct.exact).then(|| quote!(__l.inexact();));
+    // Signature checks: the macro's view of each callee must be the callee's real signature.
+    let checks = l.callees.iter().filter(|c| !c.is_self).map(|c| {
+        let p = &c.path;
+        let ps = c.params.iter().map(rust_type);
+        let r = rust_type(&c.ret);
+        quote_spanned!(c.span=> const _: fn(#(#ps),*) -> #r = #p;)
+    });
+    let param_names: Vec<_> = func.params.iter().map(|(n, _)| n.clone()).collect();
+    let param_views: Vec<TokenStream> = func.params.iter().map(|(_, t)| view_type(t)).collect();
+    let mut inputs = Vec::new();
+    for (n, t) in &func.params {
+        push_inputs(t, quote!(#n), &mut inputs);
+    }
+    let ret_array = array_type(&func.ret);
+    let outputs = read_outputs(&func.ret, &mut 0);
+    let printed = &ct.printed;
+    let doc_batch = format!(
+        "Runs [`{name_str}`](super::{name_str}) on a batch: one lane per row of the inputs."
+    );
+    let doc_mod = format!(
+        "The batched form of [`{name_str}`](super::{name_str}), generated by `#[autobatch]`."
+    );
+    let span = Span::call_site();
+    quote_spanned! {span=>
+        #(#checks)*
+
+        #[doc = #doc_mod]
+        #[allow(unused_imports, unused_parens, unused_braces, non_snake_case, clippy::all, clippy::pedantic)]
+        #vis mod #name {
+            use super::*;
+
+            /// Adds this function (and, through their own generated code, its callees) to `__l`.
+            #[doc(hidden)]
+            pub fn __define(__l: &mut #rt::link::Linker) -> #rt::ir::FuncId {
+                let __f = match __l.declare(::std::concat!(::std::module_path!(), "::", #name_str), #name_str) {
+                    ::std::result::Result::Ok(__f) => return __f,
+                    ::std::result::Result::Err(__f) => __f,
+                };
+                #inexact
+                #(#callees)*
+                #(#vars)*
+                #(#blocks)*
+                __l.builder().signature(__f, #params, #returns);
+                #(#steps)*
+                __f
+            }
+
+            /// The linked program with its kernels, built once.
+            pub fn executable() -> ::std::result::Result<&'static #rt::Executable, #rt::RuntimeError> {
+                static EXE: ::std::sync::OnceLock<::std::result::Result<#rt::Executable, #rt::RuntimeError>> = ::std::sync::OnceLock::new();
+                EXE.get_or_init(|| {
+                    let mut __l = #rt::link::Linker::new();
+                    let __f = __define(&mut __l);
+                    __l.finish(__f)
+                })
+                .as_ref()
+                .map_err(::std::clone::Clone::clone)
+            }
+
+            /// The linked high-level program (print it to see every variable's allocation).
+            pub fn program() -> ::std::result::Result<&'static #rt::ir::Program, #rt::RuntimeError> {
+                executable().map(|e| e.program().expect("linked programs are high-level"))
+            }
+
+            /// This function's IR as the macro built it at compile time, with the allocation it
+            /// computed then (conservative for callees it could not see).
+            pub const COMPILE_TIME_PROGRAM: &str = #printed;
+
+            #[doc = #doc_batch]
+            pub fn batch(#(#param_names: #param_views,)* config: &#rt::Config) -> ::std::result::Result<#ret_array, #rt::RuntimeError> {
+                batch_with_stats(#(#param_names,)* config).map(|(__out, _)| __out)
+            }
+
+            /// Like [`batch`], also returning the run's statistics.
+            pub fn batch_with_stats(#(#param_names: #param_views,)* config: &#rt::Config) -> ::std::result::Result<(#ret_array, #rt::Stats), #rt::RuntimeError> {
+                let __inputs: ::std::vec::Vec<#rt::Column> = ::std::vec![#(#inputs),*];
+                let __run = executable()?.run(&__inputs, config)?;
+                ::std::result::Result::Ok((#outputs, __run.stats))
+            }
+        }
+    }
+}

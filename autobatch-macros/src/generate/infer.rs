@@ -1,0 +1,309 @@
+//! Type inference for expressions of the language: bidirectional and local, enough to give
+//! every IR variable and kernel binding its Rust type. Kernels spell out these types, so a wrong
+//! inference becomes a rustc type error, never a silent mistake.
+
+use crate::parse::ast::{BinOp, Expr, ExprKind, Ty};
+use autobatch_ir::DType;
+
+/// The type of a local variable in scope, if any.
+pub trait Scope {
+    /// The type of variable `name`.
+    fn lookup(&self, name: &str) -> Option<Ty>;
+    /// The return type of the `#[autobatch]` function `path`, if this macro knows it.
+    fn callee_return(&self, path: &syn::Path) -> Option<Ty>;
+    /// Records that variable `name` is used where a value of type `ty` is needed (lets whose
+    /// type came from a literal's default are re-typed from these demands).
+    fn demand(&self, name: &str, ty: &Ty);
+}
+
+/// An inference failure with the expression at fault.
+pub struct TypeError {
+    /// Where.
+    pub span: proc_macro2::Span,
+    /// What to do about it.
+    pub message: String,
+}
+
+fn err<T>(e: &Expr, message: impl Into<String>) -> Result<T, TypeError> {
+    Err(TypeError {
+        span: e.span,
+        message: message.into(),
+    })
+}
+
+/// Methods whose result has the receiver's type.
+const SAME_TYPE_METHODS: &[&str] = &[
+    "abs",
+    "sqrt",
+    "cbrt",
+    "exp",
+    "exp2",
+    "exp_m1",
+    "ln",
+    "ln_1p",
+    "log10",
+    "log2",
+    "log",
+    "powi",
+    "powf",
+    "pow",
+    "min",
+    "max",
+    "clamp",
+    "floor",
+    "ceil",
+    "round",
+    "trunc",
+    "fract",
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "atan2",
+    "sinh",
+    "cosh",
+    "tanh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "signum",
+    "recip",
+    "hypot",
+    "mul_add",
+    "to_degrees",
+    "to_radians",
+    "copysign",
+    "wrapping_add",
+    "wrapping_sub",
+    "wrapping_mul",
+    "wrapping_neg",
+    "wrapping_div",
+    "wrapping_rem",
+    "wrapping_abs",
+    "saturating_add",
+    "saturating_sub",
+    "saturating_mul",
+    "rem_euclid",
+    "div_euclid",
+    "abs_diff",
+    "map",
+    "zip_map",
+];
+
+/// Methods whose result is `bool`.
+const BOOL_METHODS: &[&str] = &[
+    "is_nan",
+    "is_finite",
+    "is_infinite",
+    "is_normal",
+    "is_sign_positive",
+    "is_sign_negative",
+    "is_positive",
+    "is_negative",
+];
+
+/// The type of `e`, given the type the context expects (used for unsuffixed literals).
+pub fn infer(e: &Expr, expected: Option<&Ty>, scope: &dyn Scope) -> Result<Ty, TypeError> {
+    match &e.kind {
+        ExprKind::Lit { float, suffix, .. } => Ok(match (suffix, expected) {
+            (Some(d), _) => Ty::Scalar(*d),
+            (None, Some(t)) if (*float && t.is_float()) || (!*float && (t.is_int() || t.is_float())) => {
+                if !*float && t.is_float() {
+                    return err(e, "an integer literal where a float is expected: write it as a float (`1.0`)");
+                }
+                t.clone()
+            }
+            (None, _) => Ty::Scalar(if *float { DType::F64 } else { DType::I32 }),
+        }),
+        ExprKind::Var(id) => scope
+            .lookup(&id.to_string())
+            .map_or_else(|| err(e, format!("cannot find variable `{id}` in this #[autobatch] function")), Ok),
+        ExprKind::Const(t) => Ok(t.clone()),
+        ExprKind::Binary(op, _, l, r) => {
+            let operand_expected = match op {
+                BinOp::Arith | BinOp::Shift => expected,
+                BinOp::Compare => None,
+                BinOp::And | BinOp::Or => Some(&Ty::Scalar(DType::Bool)),
+            };
+            let (lt, rt) = infer_pair(l, r, operand_expected, *op == BinOp::Shift, scope)?;
+            match op {
+                BinOp::Compare | BinOp::And | BinOp::Or => Ok(Ty::Scalar(DType::Bool)),
+                BinOp::Shift => Ok(lt),
+                BinOp::Arith => Ok(match (&lt, &rt) {
+                    (Ty::Scalar(_), Ty::Vector) => Ty::Vector,
+                    _ => lt,
+                }),
+            }
+        }
+        ExprKind::Unary(_, inner) => infer(inner, expected, scope),
+        ExprKind::Cast(inner, t, _) => {
+            infer(inner, None, scope)?;
+            Ok(t.clone())
+        }
+        ExprKind::Method(recv, name, args) => {
+            let rt = infer(recv, expected, scope)?;
+            let n = name.to_string();
+            for a in args {
+                let hint = if matches!(n.as_str(), "powi") { Some(Ty::Scalar(DType::I32)) } else { Some(rt.clone()) };
+                infer(a, hint.as_ref(), scope)?;
+            }
+            method_type(&rt, &n).map_or_else(|| err(e, format!("method `{n}` is not supported on {} in #[autobatch] code", describe(&rt))), Ok)
+        }
+        ExprKind::Assoc(ty_name, f, args) => {
+            let tn = ty_name.to_string();
+            let fname = f.to_string();
+            let arg_hint = match tn.as_str() {
+                "f64" => Some(Ty::Scalar(DType::F64)),
+                "f32" => Some(Ty::Scalar(DType::F32)),
+                "i64" => Some(Ty::Scalar(DType::I64)),
+                "i32" => Some(Ty::Scalar(DType::I32)),
+                _ => None,
+            };
+            for a in args {
+                infer(a, arg_hint.as_ref(), scope)?;
+            }
+            match (tn.as_str(), fname.as_str()) {
+                ("Vector", "filled") => Ok(Ty::Vector),
+                ("Key", "new") => Ok(Ty::Scalar(DType::Key)),
+                (_, _) if arg_hint.is_some() => {
+                    let t = arg_hint.unwrap_or_else(Ty::unit);
+                    method_type(&t, &fname).map_or_else(|| err(e, format!("`{tn}::{fname}` is not supported in #[autobatch] code")), Ok)
+                }
+                _ => err(e, format!("`{tn}::{fname}` is not supported in #[autobatch] code")),
+            }
+        }
+        ExprKind::Tuple(items) => {
+            let hints: Vec<Option<&Ty>> = match expected {
+                Some(Ty::Tuple(ts)) if ts.len() == items.len() => ts.iter().map(Some).collect(),
+                _ => vec![None; items.len()],
+            };
+            Ok(Ty::Tuple(items.iter().zip(hints).map(|(i, h)| infer(i, h, scope)).collect::<Result<_, _>>()?))
+        }
+        ExprKind::Field(base, i) => match infer(base, None, scope)? {
+            Ty::Tuple(items) if (*i as usize) < items.len() => Ok(items[*i as usize].clone()),
+            other => err(e, format!("no field `{i}` on {}", describe(&other))),
+        },
+        ExprKind::Call(path, _) => match scope.callee_return(path).or_else(|| expected.cloned()) {
+            Some(t) => Ok(t),
+            None => err(
+                e,
+                format!(
+                    "cannot infer the return type of `{}` here (it is not visible to this macro); annotate the binding, e.g. `let x: i64 = {}(..);`",
+                    path_text(path),
+                    path_text(path)
+                ),
+            ),
+        },
+        _ => err(e, "internal: control flow has no pure type"),
+    }
+}
+
+/// Infers two operands that must share a type; an unsuffixed literal takes the other's type.
+fn infer_pair(
+    l: &Expr,
+    r: &Expr,
+    expected: Option<&Ty>,
+    shift: bool,
+    scope: &dyn Scope,
+) -> Result<(Ty, Ty), TypeError> {
+    let is_free_lit = |e: &Expr| matches!(e.kind, ExprKind::Lit { suffix: None, .. });
+    let (lt, rt) = infer_pair_inner(l, r, expected, shift, scope, is_free_lit)?;
+    if !shift && lt != rt {
+        if let ExprKind::Var(id) = &l.kind {
+            scope.demand(&id.to_string(), &rt);
+        }
+        if let ExprKind::Var(id) = &r.kind {
+            scope.demand(&id.to_string(), &lt);
+        }
+    }
+    Ok((lt, rt))
+}
+
+fn infer_pair_inner(
+    l: &Expr,
+    r: &Expr,
+    expected: Option<&Ty>,
+    shift: bool,
+    scope: &dyn Scope,
+    is_free_lit: impl Fn(&Expr) -> bool,
+) -> Result<(Ty, Ty), TypeError> {
+    if shift {
+        let lt = infer(l, expected, scope)?;
+        let rt = infer(r, None, scope)?;
+        return Ok((lt, rt));
+    }
+    if is_free_lit(l) && !is_free_lit(r) {
+        let rt = infer(r, expected, scope)?;
+        let hint = if rt == Ty::Vector {
+            Ty::Scalar(DType::F64)
+        } else {
+            rt.clone()
+        };
+        let lt = infer(l, Some(&hint), scope)?;
+        Ok((lt, rt))
+    } else {
+        let lt = infer(l, expected, scope)?;
+        let hint = if lt == Ty::Vector {
+            None
+        } else {
+            Some(lt.clone())
+        };
+        let rt = infer(r, hint.as_ref().or(expected), scope)?;
+        Ok((lt, rt))
+    }
+}
+
+/// The result type of method `name` on a receiver of type `recv`.
+pub fn method_type(recv: &Ty, name: &str) -> Option<Ty> {
+    match recv {
+        Ty::Vector => match name {
+            "dot" | "sum" | "norm_squared" | "get" => Some(Ty::Scalar(DType::F64)),
+            "map" | "zip_map" | "clone" => Some(Ty::Vector),
+            _ => None,
+        },
+        Ty::Scalar(DType::Key) => match name {
+            "uniform" | "normal" => Some(Ty::Tuple(vec![
+                Ty::Scalar(DType::F64),
+                Ty::Scalar(DType::Key),
+            ])),
+            "normals_like" => Some(Ty::Tuple(vec![Ty::Vector, Ty::Scalar(DType::Key)])),
+            "bernoulli" => Some(Ty::Tuple(vec![
+                Ty::Scalar(DType::Bool),
+                Ty::Scalar(DType::Key),
+            ])),
+            "split" => Some(Ty::Tuple(vec![
+                Ty::Scalar(DType::Key),
+                Ty::Scalar(DType::Key),
+            ])),
+            "fold_in" => Some(Ty::Scalar(DType::Key)),
+            _ => None,
+        },
+        Ty::Scalar(_) if BOOL_METHODS.contains(&name) => Some(Ty::Scalar(DType::Bool)),
+        Ty::Scalar(_)
+            if SAME_TYPE_METHODS.contains(&name) && name != "map" && name != "zip_map" =>
+        {
+            Some(recv.clone())
+        }
+        _ => None,
+    }
+}
+
+/// A type as users spell it.
+pub fn describe(t: &Ty) -> String {
+    match t {
+        Ty::Scalar(DType::Key) => "Key".into(),
+        Ty::Scalar(d) => d.name().into(),
+        Ty::Vector => "Vector".into(),
+        Ty::Tuple(items) => format!(
+            "({})",
+            items.iter().map(describe).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
+/// A path as written.
+pub fn path_text(p: &syn::Path) -> String {
+    quote::quote!(#p).to_string().replace(' ', "")
+}

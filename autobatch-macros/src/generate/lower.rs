@@ -1,0 +1,1234 @@
+//! AST -> a recorded construction of the function's IR (variables, blocks, ops, kernels).
+//!
+//! The record is replayed twice: into `autobatch_ir` at compile time (for the allocation
+//! analysis and the printed program) and into the generated code that rebuilds the same IR
+//! when the program is linked. One record, two replays, so the two cannot diverge.
+
+use super::infer::{describe, infer, path_text, Scope};
+use crate::parse::ast::{BinOp, Block, Expr, ExprKind, Func, Pat, Stmt, Ty};
+use crate::parse::Errors;
+use autobatch_ir::DType;
+use proc_macro2::{Ident, Span, TokenStream};
+use quote::{format_ident, quote};
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+
+/// A variable of the function.
+pub struct LocalVar {
+    /// Name within the function (unique).
+    pub name: String,
+    /// Its type.
+    pub ty: Ty,
+}
+
+/// A lane-wise kernel: the body evaluated per lane with its inputs bound by name.
+pub struct KernelSpec {
+    /// `(binding, variable)` for each input, in order.
+    pub inputs: Vec<(Ident, usize)>,
+    /// The Rust expression computing the output value.
+    pub body: TokenStream,
+    /// The type of the body's value (the outputs' leaves, in order).
+    pub out_ty: Ty,
+    /// Where it came from, for errors.
+    pub span: Span,
+}
+
+/// A function called by this one.
+pub struct CalleeSpec {
+    /// The path as written at the call.
+    pub path: syn::Path,
+    /// True for a call to the function itself.
+    pub is_self: bool,
+    /// Argument types at the call.
+    pub params: Vec<Ty>,
+    /// The result type at the call.
+    pub ret: Ty,
+    /// The first call's span.
+    pub span: Span,
+}
+
+/// One IR construction step (indices are local: variables, blocks, kernels, callees).
+pub enum Step {
+    /// `outs = kernel(ins)`.
+    Prim {
+        block: usize,
+        outs: Vec<usize>,
+        ins: Vec<usize>,
+        kernel: usize,
+        source: String,
+    },
+    /// `outs = ins` (the built-in copy).
+    Assign {
+        block: usize,
+        outs: Vec<usize>,
+        ins: Vec<usize>,
+    },
+    /// `outs = call(callee, ins)`.
+    Call {
+        block: usize,
+        callee: usize,
+        ins: Vec<usize>,
+        outs: Vec<usize>,
+    },
+    /// `goto(target)`.
+    Goto(usize, usize),
+    /// `branch(cond, then, else)`.
+    Branch(usize, usize, usize, usize),
+    /// `return`.
+    Ret(usize),
+}
+
+/// The recorded function.
+pub struct Lowered {
+    /// Variables.
+    pub vars: Vec<LocalVar>,
+    /// Block names, in order (block 0 is the entry).
+    pub blocks: Vec<String>,
+    /// Construction steps in order.
+    pub steps: Vec<Step>,
+    /// Kernels.
+    pub kernels: Vec<KernelSpec>,
+    /// Callees.
+    pub callees: Vec<CalleeSpec>,
+    /// Parameter variables.
+    pub params: Vec<usize>,
+    /// Return variables (none for `()`).
+    pub returns: Vec<usize>,
+}
+
+enum Val {
+    /// A value in a variable; `fresh` if no name refers to it yet.
+    Var { var: usize, ty: Ty, fresh: bool },
+    /// `()`.
+    Unit,
+    /// Control never gets here.
+    Diverged,
+}
+
+struct LoopCtx {
+    continue_to: usize,
+    break_to: Option<usize>,
+    result: Option<(usize, Ty)>,
+}
+
+struct Lowerer<'a> {
+    func: &'a Func,
+    out: Lowered,
+    scopes: Vec<Vec<(String, usize)>>,
+    current: Option<usize>,
+    loops: Vec<LoopCtx>,
+    ret_block: usize,
+    used_names: HashMap<String, usize>,
+    errors: &'a mut Errors,
+    /// Types fixed for flexible variables by an earlier round.
+    overrides: &'a HashMap<usize, Ty>,
+    /// Variables bound to an unsuffixed literal: their type follows their uses.
+    flexible: HashSet<usize>,
+    /// Uses of flexible variables where another type is needed.
+    demands: RefCell<Vec<(usize, Ty)>>,
+}
+
+struct ScopeView<'l, 'a>(&'l Lowerer<'a>);
+
+impl Scope for ScopeView<'_, '_> {
+    fn lookup(&self, name: &str) -> Option<Ty> {
+        self.0.lookup(name).map(|v| self.0.out.vars[v].ty.clone())
+    }
+
+    fn callee_return(&self, path: &syn::Path) -> Option<Ty> {
+        self.0.is_self_path(path).then(|| self.0.func.ret.clone())
+    }
+
+    fn demand(&self, name: &str, ty: &Ty) {
+        self.0.demand_var(name, ty);
+    }
+}
+
+/// Lowers `func`, recording its IR; errors go to `errors`.
+///
+/// A `let` bound to an unsuffixed literal takes its type from how the variable is used later
+/// (as Rust does): lowering runs again with the types those uses demand, until they agree.
+pub fn lower(func: &Func, errors: &mut Errors) -> Lowered {
+    let mut overrides: HashMap<usize, Ty> = HashMap::new();
+    for _round in 0..4 {
+        let mut round_errors = Errors::default();
+        let (lowered, demands) = lower_once(func, &mut round_errors, &overrides);
+        let changed = demands.into_iter().fold(false, |changed, (v, t)| {
+            let old = overrides.insert(v, t.clone());
+            changed || old.as_ref() != Some(&t)
+        });
+        if !changed {
+            errors.extend(round_errors);
+            return lowered;
+        }
+    }
+    let (lowered, _) = lower_once(func, errors, &overrides);
+    lowered
+}
+
+fn lower_once(
+    func: &Func,
+    errors: &mut Errors,
+    overrides: &HashMap<usize, Ty>,
+) -> (Lowered, Vec<(usize, Ty)>) {
+    let mut l = Lowerer {
+        func,
+        out: Lowered {
+            vars: Vec::new(),
+            blocks: Vec::new(),
+            steps: Vec::new(),
+            kernels: Vec::new(),
+            callees: Vec::new(),
+            params: Vec::new(),
+            returns: Vec::new(),
+        },
+        scopes: vec![Vec::new()],
+        current: None,
+        loops: Vec::new(),
+        ret_block: 0,
+        used_names: HashMap::new(),
+        errors,
+        overrides,
+        flexible: HashSet::new(),
+        demands: RefCell::new(Vec::new()),
+    };
+    let entry = l.new_block("entry");
+    l.current = Some(entry);
+    for (name, ty) in &func.params {
+        let v = l.new_var(&name.to_string(), ty.clone());
+        l.bind(name.to_string(), v);
+        l.out.params.push(v);
+    }
+    if !func.ret.is_unit() {
+        let r = l.new_var("ret", func.ret.clone());
+        l.out.returns.push(r);
+    }
+    l.ret_block = l.new_block("return");
+    l.out.steps.push(Step::Ret(l.ret_block));
+    let target = l.out.returns.first().copied();
+    l.block_into(&func.body, target, &func.ret);
+    if let Some(cur) = l.current {
+        l.out.steps.push(Step::Goto(cur, l.ret_block));
+    }
+    let demands = l.demands.into_inner();
+    (l.out, demands)
+}
+
+fn is_pure(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Lit { .. } | ExprKind::Var(_) | ExprKind::Const(_) => true,
+        ExprKind::Binary(_, _, l, r) => is_pure(l) && is_pure(r),
+        ExprKind::Unary(_, x) | ExprKind::Cast(x, _, _) | ExprKind::Field(x, _) => is_pure(x),
+        ExprKind::Method(r, _, args) => is_pure(r) && args.iter().all(is_pure),
+        ExprKind::Assoc(_, _, args) | ExprKind::Tuple(args) => args.iter().all(is_pure),
+        _ => false,
+    }
+}
+
+fn free_vars(e: &Expr, out: &mut Vec<Ident>) {
+    match &e.kind {
+        ExprKind::Var(id) => {
+            if !out.contains(id) {
+                out.push(id.clone());
+            }
+        }
+        ExprKind::Binary(_, _, l, r) => {
+            free_vars(l, out);
+            free_vars(r, out);
+        }
+        ExprKind::Unary(_, x) | ExprKind::Cast(x, _, _) | ExprKind::Field(x, _) => {
+            free_vars(x, out)
+        }
+        ExprKind::Method(r, _, args) => {
+            free_vars(r, out);
+            args.iter().for_each(|a| free_vars(a, out));
+        }
+        ExprKind::Assoc(_, _, args) | ExprKind::Tuple(args) => {
+            args.iter().for_each(|a| free_vars(a, out))
+        }
+        _ => {}
+    }
+}
+
+fn source_text(tokens: &TokenStream) -> String {
+    tokens.to_string()
+}
+
+impl<'a> Lowerer<'a> {
+    fn is_self_path(&self, p: &syn::Path) -> bool {
+        p.get_ident().is_some_and(|i| *i == self.func.name)
+    }
+
+    fn demand_var(&self, name: &str, ty: &Ty) {
+        if let Some(v) = self.lookup(name) {
+            if self.flexible.contains(&v) && self.out.vars[v].ty != *ty {
+                self.demands.borrow_mut().push((v, ty.clone()));
+            }
+        }
+    }
+
+    fn lookup(&self, name: &str) -> Option<usize> {
+        self.scopes
+            .iter()
+            .rev()
+            .find_map(|s| s.iter().rev().find(|(n, _)| n == name).map(|(_, v)| *v))
+    }
+
+    fn bind(&mut self, name: String, var: usize) {
+        self.scopes.last_mut().expect("a scope").push((name, var));
+    }
+
+    fn unique(&mut self, base: &str) -> String {
+        let n = self.used_names.entry(base.to_string()).or_insert(0);
+        *n += 1;
+        if *n == 1 {
+            base.to_string()
+        } else {
+            format!("{base}.{}", *n - 1)
+        }
+    }
+
+    fn new_var(&mut self, base: &str, ty: Ty) -> usize {
+        let name = self.unique(base);
+        self.out.vars.push(LocalVar { name, ty });
+        self.out.vars.len() - 1
+    }
+
+    fn new_block(&mut self, base: &str) -> usize {
+        let name = self.unique(&format!("@{base}"));
+        self.out
+            .blocks
+            .push(name.trim_start_matches('@').to_string());
+        self.out.blocks.len() - 1
+    }
+
+    fn infer(&mut self, e: &Expr, expected: Option<&Ty>) -> Option<Ty> {
+        match infer(e, expected, &ScopeView(self)) {
+            Ok(t) => Some(t),
+            Err(te) => {
+                self.errors.at(te.span, te.message);
+                None
+            }
+        }
+    }
+
+    fn goto(&mut self, target: usize) {
+        if let Some(cur) = self.current.take() {
+            self.out.steps.push(Step::Goto(cur, target));
+        }
+    }
+
+    /// Emits `outs = <pure e>` as a lane-wise kernel.
+    fn prim_pure(&mut self, outs: Vec<usize>, e: &Expr, ty: Ty) {
+        let Some(block) = self.current else { return };
+        let mut names = Vec::new();
+        free_vars(e, &mut names);
+        let mut inputs = Vec::new();
+        for id in names {
+            match self.lookup(&id.to_string()) {
+                Some(v) => inputs.push((id, v)),
+                None => self.errors.at(
+                    id.span(),
+                    format!("cannot find variable `{id}` in this #[autobatch] function"),
+                ),
+            }
+        }
+        self.push_kernel(
+            block,
+            outs,
+            inputs,
+            e.tokens.clone(),
+            ty,
+            e.span,
+            source_text(&e.tokens),
+        );
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn push_kernel(
+        &mut self,
+        block: usize,
+        outs: Vec<usize>,
+        inputs: Vec<(Ident, usize)>,
+        body: TokenStream,
+        out_ty: Ty,
+        span: Span,
+        source: String,
+    ) {
+        let ins = inputs.iter().map(|(_, v)| *v).collect();
+        self.out.kernels.push(KernelSpec {
+            inputs,
+            body,
+            out_ty,
+            span,
+        });
+        let kernel = self.out.kernels.len() - 1;
+        self.out.steps.push(Step::Prim {
+            block,
+            outs,
+            ins,
+            kernel,
+            source,
+        });
+    }
+
+    fn assign(&mut self, target: usize, source: usize) {
+        if target == source {
+            return;
+        }
+        if let Some(block) = self.current {
+            self.out.steps.push(Step::Assign {
+                block,
+                outs: vec![target],
+                ins: vec![source],
+            });
+        }
+    }
+
+    /// Compiles `e` for its value.
+    fn compile(&mut self, e: &Expr, expected: Option<&Ty>) -> Val {
+        if self.current.is_none() {
+            return Val::Diverged;
+        }
+        if let ExprKind::Var(id) = &e.kind {
+            return match self.lookup(&id.to_string()) {
+                Some(v) => Val::Var {
+                    var: v,
+                    ty: self.out.vars[v].ty.clone(),
+                    fresh: false,
+                },
+                None => {
+                    self.errors.at(
+                        e.span,
+                        format!("cannot find variable `{id}` in this #[autobatch] function"),
+                    );
+                    Val::Unit
+                }
+            };
+        }
+        if is_pure(e) {
+            let Some(ty) = self.infer(e, expected) else {
+                return Val::Unit;
+            };
+            let t = self.new_var("t", ty.clone());
+            self.prim_pure(vec![t], e, ty.clone());
+            return Val::Var {
+                var: t,
+                ty,
+                fresh: true,
+            };
+        }
+        match &e.kind {
+            ExprKind::Call(path, args) => self.call(e, path, args, expected, None),
+            ExprKind::If(c, t, el) => self.if_(c, t, el.as_deref(), expected, None),
+            ExprKind::Block(b) => {
+                self.scopes.push(Vec::new());
+                let v = self.block_value(b, expected);
+                self.scopes.pop();
+                v
+            }
+            ExprKind::While(c, body) => self.while_(c, body),
+            ExprKind::Loop(body) => self.loop_(body, expected),
+            ExprKind::Break(v) => self.break_(e, v.as_deref()),
+            ExprKind::Continue => {
+                match self.loops.last() {
+                    Some(l) => {
+                        let to = l.continue_to;
+                        self.goto(to);
+                    }
+                    None => self.errors.at(e.span, "`continue` outside a loop"),
+                }
+                Val::Diverged
+            }
+            ExprKind::Return(v) => {
+                let ret = self.out.returns.first().copied();
+                match (v, ret) {
+                    (Some(v), Some(r)) => {
+                        let ty = self.func.ret.clone();
+                        self.compile_into(v, r, &ty);
+                    }
+                    (Some(v), None) => {
+                        self.compile(v, Some(&Ty::unit()));
+                    }
+                    (None, _) => {}
+                }
+                let rb = self.ret_block;
+                self.goto(rb);
+                Val::Diverged
+            }
+            ExprKind::Assign(target, value, op) => {
+                self.assign_stmt(e, target, value, op.as_ref());
+                Val::Unit
+            }
+            ExprKind::Binary(BinOp::And | BinOp::Or, _, l, r) => self.short_circuit(e, l, r),
+            _ => self.mixed(e, expected),
+        }
+    }
+
+    /// Compiles `e` so its value lands in `target` (of type `ty`).
+    fn compile_into(&mut self, e: &Expr, target: usize, ty: &Ty) {
+        if self.current.is_none() {
+            return;
+        }
+        match &e.kind {
+            ExprKind::Var(id) => self.demand_var(&id.to_string(), ty),
+            _ if is_pure(e) => {
+                if let Some(t) = self.infer(e, Some(ty)) {
+                    if t != *ty {
+                        self.errors.at(
+                            e.span,
+                            format!("expected {}, found {}", describe(ty), describe(&t)),
+                        );
+                    }
+                    self.prim_pure(vec![target], e, ty.clone());
+                }
+                return;
+            }
+            ExprKind::Call(path, args) => {
+                self.call(e, path, args, Some(ty), Some(target));
+                return;
+            }
+            ExprKind::If(c, t, el) => {
+                self.if_(c, t, el.as_deref(), Some(ty), Some(target));
+                return;
+            }
+            ExprKind::Block(b) => {
+                self.scopes.push(Vec::new());
+                self.block_into(b, Some(target), ty);
+                self.scopes.pop();
+                return;
+            }
+            _ => {}
+        }
+        if let Val::Var { var, .. } = self.compile(e, Some(ty)) {
+            self.assign(target, var);
+        }
+    }
+
+    /// Compiles a block's statements and tail into `target` (or for effect when `None`).
+    fn block_into(&mut self, b: &Block, target: Option<usize>, ty: &Ty) {
+        self.stmts(b);
+        match (&b.tail, target) {
+            (Some(tail), Some(t)) => self.compile_into(tail, t, ty),
+            (Some(tail), None) => {
+                self.compile(tail, Some(ty));
+            }
+            (None, Some(_)) if self.current.is_some() && !ty.is_unit() => {
+                self.errors.at(
+                    Span::call_site(),
+                    format!("this block must produce a value of type {}", describe(ty)),
+                );
+            }
+            _ => {}
+        }
+    }
+
+    fn block_value(&mut self, b: &Block, expected: Option<&Ty>) -> Val {
+        self.stmts(b);
+        match &b.tail {
+            Some(tail) => self.compile(tail, expected),
+            None if self.current.is_none() => Val::Diverged,
+            None => Val::Unit,
+        }
+    }
+
+    fn stmts(&mut self, b: &Block) {
+        for s in &b.stmts {
+            if self.current.is_none() {
+                return;
+            }
+            match s {
+                Stmt::Let { pat, ty, init } => self.let_(pat, ty.as_ref(), init),
+                Stmt::Expr(e) => {
+                    self.compile(e, None);
+                }
+            }
+        }
+    }
+
+    fn let_(&mut self, pat: &Pat, annotated: Option<&Ty>, init: &Expr) {
+        if let (Pat::Ident(name), true) =
+            (pat, is_pure(init) && !matches!(init.kind, ExprKind::Var(_)))
+        {
+            let literal =
+                annotated.is_none() && matches!(init.kind, ExprKind::Lit { suffix: None, .. });
+            let next = self.out.vars.len();
+            let forced = if literal {
+                self.overrides.get(&next).cloned()
+            } else {
+                None
+            };
+            let Some(ty) = self.infer(init, forced.as_ref().or(annotated)) else {
+                return;
+            };
+            if let Some(a) = annotated {
+                if *a != ty {
+                    self.errors.at(
+                        init.span,
+                        format!("expected {}, found {}", describe(a), describe(&ty)),
+                    );
+                }
+            }
+            let v = self.new_var(&name.to_string(), ty.clone());
+            if literal {
+                self.flexible.insert(v);
+            }
+            self.prim_pure(vec![v], init, ty);
+            self.bind(name.to_string(), v);
+            return;
+        }
+        let (var, ty, fresh) = match self.compile(init, annotated) {
+            Val::Var { var, ty, fresh } => (var, ty, fresh),
+            Val::Unit => (usize::MAX, Ty::unit(), true),
+            Val::Diverged => return,
+        };
+        match pat {
+            Pat::Ident(name) if ty.is_unit() => {
+                let _ = name;
+            }
+            Pat::Ident(name) => {
+                let v = if fresh {
+                    self.out.vars[var].name = self.unique(&name.to_string());
+                    var
+                } else {
+                    let v = self.new_var(&name.to_string(), ty);
+                    self.assign(v, var);
+                    v
+                };
+                self.bind(name.to_string(), v);
+            }
+            Pat::Wild => {}
+            Pat::Tuple(_) => {
+                let mut outs = Vec::new();
+                let mut binds = Vec::new();
+                if !self.flatten_pattern(pat, &ty, init.span, &mut outs, &mut binds) {
+                    return;
+                }
+                if let Some(block) = self.current {
+                    self.out.steps.push(Step::Assign {
+                        block,
+                        outs,
+                        ins: vec![var],
+                    });
+                }
+                for (name, v) in binds {
+                    self.bind(name, v);
+                }
+            }
+        }
+    }
+
+    /// Pairs a tuple pattern with its type, creating one variable per bound leaf or sub-tuple.
+    fn flatten_pattern(
+        &mut self,
+        pat: &Pat,
+        ty: &Ty,
+        span: Span,
+        outs: &mut Vec<usize>,
+        binds: &mut Vec<(String, usize)>,
+    ) -> bool {
+        match (pat, ty) {
+            (Pat::Ident(name), _) => {
+                let v = self.new_var(&name.to_string(), ty.clone());
+                outs.push(v);
+                binds.push((name.to_string(), v));
+                true
+            }
+            (Pat::Wild, _) => {
+                let v = self.new_var("_", ty.clone());
+                outs.push(v);
+                true
+            }
+            (Pat::Tuple(ps), Ty::Tuple(ts)) if ps.len() == ts.len() => ps
+                .iter()
+                .zip(ts)
+                .all(|(p, t)| self.flatten_pattern(p, t, span, outs, binds)),
+            (Pat::Tuple(_), _) => {
+                self.errors.at(
+                    span,
+                    format!(
+                        "this pattern does not match a value of type {}",
+                        describe(ty)
+                    ),
+                );
+                false
+            }
+        }
+    }
+
+    fn assign_stmt(
+        &mut self,
+        e: &Expr,
+        target: &Ident,
+        value: &Expr,
+        op: Option<&(BinOp, TokenStream)>,
+    ) {
+        let Some(var) = self.lookup(&target.to_string()) else {
+            self.errors.at(
+                target.span(),
+                format!("cannot find variable `{target}` in this #[autobatch] function"),
+            );
+            return;
+        };
+        let ty = self.out.vars[var].ty.clone();
+        match op {
+            None => self.compile_into(value, var, &ty),
+            Some((bop, op_tokens)) => {
+                let hint = if *bop == BinOp::Shift {
+                    None
+                } else if ty == Ty::Vector {
+                    None
+                } else {
+                    Some(&ty)
+                };
+                if is_pure(value) {
+                    if self.infer(value, hint).is_none() {
+                        return;
+                    }
+                    let Some(block) = self.current else { return };
+                    let mut names = vec![target.clone()];
+                    free_vars(value, &mut names);
+                    let inputs: Vec<(Ident, usize)> = names
+                        .into_iter()
+                        .filter_map(|id| self.lookup(&id.to_string()).map(|v| (id, v)))
+                        .collect();
+                    let vt = &value.tokens;
+                    let body = quote!(#target #op_tokens (#vt));
+                    self.push_kernel(
+                        block,
+                        vec![var],
+                        inputs,
+                        body,
+                        ty,
+                        e.span,
+                        source_text(&e.tokens),
+                    );
+                } else if let Val::Var { var: v, .. } = self.compile(value, hint) {
+                    let Some(block) = self.current else { return };
+                    let arg = format_ident!("__a0");
+                    let body = quote!(#target #op_tokens #arg);
+                    let inputs = vec![(target.clone(), var), (arg, v)];
+                    self.push_kernel(
+                        block,
+                        vec![var],
+                        inputs,
+                        body,
+                        ty,
+                        e.span,
+                        source_text(&e.tokens),
+                    );
+                }
+            }
+        }
+    }
+
+    /// An operator, cast, method, tuple or field whose operands need statements first: each
+    /// operand goes to a variable, then one kernel combines them.
+    fn mixed(&mut self, e: &Expr, expected: Option<&Ty>) -> Val {
+        let mut inputs: Vec<(Ident, usize)> = Vec::new();
+        let mut types: Vec<Ty> = Vec::new();
+        let mut operand = |this: &mut Self, x: &Expr, hint: Option<&Ty>| -> Option<TokenStream> {
+            match this.compile(x, hint) {
+                Val::Var { var, ty, .. } => {
+                    let id = format_ident!("__a{}", inputs.len());
+                    inputs.push((id.clone(), var));
+                    types.push(ty);
+                    Some(quote!(#id))
+                }
+                _ => None,
+            }
+        };
+        let body = match &e.kind {
+            ExprKind::Binary(op, op_tokens, l, r) => {
+                let hint = if *op == BinOp::Compare {
+                    None
+                } else {
+                    expected
+                };
+                let Some(lt) = operand(self, l, hint) else {
+                    return Val::Diverged;
+                };
+                let rhint = if matches!(op, BinOp::Shift) {
+                    None
+                } else {
+                    None.or(hint)
+                };
+                let Some(rt) = operand(self, r, rhint) else {
+                    return Val::Diverged;
+                };
+                quote!(#lt #op_tokens #rt)
+            }
+            ExprKind::Unary(op_tokens, x) => {
+                let Some(xt) = operand(self, x, expected) else {
+                    return Val::Diverged;
+                };
+                quote!(#op_tokens #xt)
+            }
+            ExprKind::Cast(x, _, ty_tokens) => {
+                let Some(xt) = operand(self, x, None) else {
+                    return Val::Diverged;
+                };
+                quote!(#xt as #ty_tokens)
+            }
+            ExprKind::Field(x, i) => {
+                let Some(xt) = operand(self, x, None) else {
+                    return Val::Diverged;
+                };
+                let idx = syn::Index::from(*i as usize);
+                quote!(#xt.#idx)
+            }
+            ExprKind::Method(r, name, args) => {
+                let Some(rt) = operand(self, r, None) else {
+                    return Val::Diverged;
+                };
+                let mut ats = Vec::new();
+                for a in args {
+                    let Some(at) = operand(self, a, None) else {
+                        return Val::Diverged;
+                    };
+                    ats.push(at);
+                }
+                quote!(#rt.#name(#(#ats),*))
+            }
+            ExprKind::Assoc(t, f, args) => {
+                let mut ats = Vec::new();
+                for a in args {
+                    let Some(at) = operand(self, a, None) else {
+                        return Val::Diverged;
+                    };
+                    ats.push(at);
+                }
+                quote!(#t::#f(#(#ats),*))
+            }
+            ExprKind::Tuple(items) => {
+                let hints: Vec<Option<Ty>> = match expected {
+                    Some(Ty::Tuple(ts)) if ts.len() == items.len() => {
+                        ts.iter().cloned().map(Some).collect()
+                    }
+                    _ => vec![None; items.len()],
+                };
+                let mut ats = Vec::new();
+                for (a, h) in items.iter().zip(hints) {
+                    let Some(at) = operand(self, a, h.as_ref()) else {
+                        return Val::Diverged;
+                    };
+                    ats.push(at);
+                }
+                quote!((#(#ats,)*))
+            }
+            _ => {
+                self.errors.at(
+                    e.span,
+                    "this expression is not supported in #[autobatch] code",
+                );
+                return Val::Unit;
+            }
+        };
+        // The result type: infer the rebuilt expression over the operands' types.
+        let Some(ty) = self.mixed_type(e, &types, expected) else {
+            return Val::Unit;
+        };
+        let Some(block) = self.current else {
+            return Val::Diverged;
+        };
+        let t = self.new_var("t", ty.clone());
+        self.push_kernel(
+            block,
+            vec![t],
+            inputs,
+            body,
+            ty.clone(),
+            e.span,
+            source_text(&e.tokens),
+        );
+        Val::Var {
+            var: t,
+            ty,
+            fresh: true,
+        }
+    }
+
+    /// The type of a mixed expression whose operands (in order) have `types`.
+    fn mixed_type(&mut self, e: &Expr, types: &[Ty], expected: Option<&Ty>) -> Option<Ty> {
+        use super::infer::method_type;
+        let t = match &e.kind {
+            ExprKind::Binary(BinOp::Compare | BinOp::And | BinOp::Or, ..) => {
+                Ty::Scalar(DType::Bool)
+            }
+            ExprKind::Binary(_, _, _, _) => match (&types[0], &types[1]) {
+                (Ty::Scalar(_), Ty::Vector) => Ty::Vector,
+                (l, _) => l.clone(),
+            },
+            ExprKind::Unary(..) => types[0].clone(),
+            ExprKind::Cast(_, t, _) => t.clone(),
+            ExprKind::Field(_, i) => match &types[0] {
+                Ty::Tuple(items) if (*i as usize) < items.len() => items[*i as usize].clone(),
+                other => {
+                    self.errors
+                        .at(e.span, format!("no field `{i}` on {}", describe(other)));
+                    return None;
+                }
+            },
+            ExprKind::Method(_, name, _) => match method_type(&types[0], &name.to_string()) {
+                Some(t) => t,
+                None => {
+                    self.errors.at(
+                        e.span,
+                        format!(
+                            "method `{name}` is not supported on {} in #[autobatch] code",
+                            describe(&types[0])
+                        ),
+                    );
+                    return None;
+                }
+            },
+            ExprKind::Tuple(_) => Ty::Tuple(types.to_vec()),
+            _ => match expected {
+                Some(t) => t.clone(),
+                None => {
+                    self.errors.at(
+                        e.span,
+                        "cannot infer the type of this expression; annotate the binding",
+                    );
+                    return None;
+                }
+            },
+        };
+        Some(t)
+    }
+
+    fn short_circuit(&mut self, e: &Expr, l: &Expr, r: &Expr) -> Val {
+        let is_and = matches!(e.kind, ExprKind::Binary(BinOp::And, ..));
+        let bool_ty = Ty::Scalar(DType::Bool);
+        let result = self.new_var("t", bool_ty.clone());
+        let Val::Var { var: lv, .. } = self.compile(l, Some(&bool_ty)) else {
+            return Val::Diverged;
+        };
+        let Some(cur) = self.current else {
+            return Val::Diverged;
+        };
+        let rhs_block = self.new_block(if is_and { "and" } else { "or" });
+        let short_block = self.new_block("short");
+        let join = self.new_block("join");
+        let (t, f) = if is_and {
+            (rhs_block, short_block)
+        } else {
+            (short_block, rhs_block)
+        };
+        self.out.steps.push(Step::Branch(cur, lv, t, f));
+        self.current = Some(short_block);
+        let constant = if is_and { quote!(false) } else { quote!(true) };
+        self.push_kernel(
+            short_block,
+            vec![result],
+            Vec::new(),
+            constant.clone(),
+            bool_ty.clone(),
+            e.span,
+            constant.to_string(),
+        );
+        self.goto(join);
+        self.current = Some(rhs_block);
+        self.compile_into(r, result, &bool_ty);
+        self.goto(join);
+        self.current = Some(join);
+        Val::Var {
+            var: result,
+            ty: bool_ty,
+            fresh: true,
+        }
+    }
+
+    fn call(
+        &mut self,
+        e: &Expr,
+        path: &syn::Path,
+        args: &[Expr],
+        expected: Option<&Ty>,
+        target: Option<usize>,
+    ) -> Val {
+        let is_self = self.is_self_path(path);
+        let param_types: Vec<Option<Ty>> = if is_self {
+            self.func
+                .params
+                .iter()
+                .map(|(_, t)| Some(t.clone()))
+                .collect()
+        } else {
+            vec![None; args.len()]
+        };
+        if is_self && args.len() != param_types.len() {
+            self.errors.at(
+                e.span,
+                format!("`{}` takes {} arguments", self.func.name, param_types.len()),
+            );
+            return Val::Unit;
+        }
+        let mut ins = Vec::new();
+        let mut tys = Vec::new();
+        for (a, hint) in args.iter().zip(&param_types) {
+            match self.compile(a, hint.as_ref()) {
+                Val::Var { var, ty, .. } => {
+                    ins.push(var);
+                    tys.push(ty);
+                }
+                Val::Unit => {
+                    let v = self.new_var("unit", Ty::unit());
+                    ins.push(v);
+                    tys.push(Ty::unit());
+                }
+                Val::Diverged => return Val::Diverged,
+            }
+        }
+        let ret = if is_self {
+            self.func.ret.clone()
+        } else {
+            match expected {
+                Some(t) => t.clone(),
+                None => {
+                    let p = path_text(path);
+                    self.errors.at(e.span, format!("cannot infer the return type of `{p}` here (it is not visible to this macro); annotate the binding, e.g. `let x: i64 = {p}(..);`"));
+                    return Val::Unit;
+                }
+            }
+        };
+        let key = path_text(path);
+        let callee = match self
+            .out
+            .callees
+            .iter()
+            .position(|c| path_text(&c.path) == key)
+        {
+            Some(i) => {
+                let c = &self.out.callees[i];
+                if c.params != tys || c.ret != ret {
+                    self.errors.at(e.span, format!("`{key}` is called here with types that differ from another call in this function"));
+                }
+                i
+            }
+            None => {
+                self.out.callees.push(CalleeSpec {
+                    path: path.clone(),
+                    is_self,
+                    params: tys,
+                    ret: ret.clone(),
+                    span: e.span,
+                });
+                self.out.callees.len() - 1
+            }
+        };
+        let Some(block) = self.current else {
+            return Val::Diverged;
+        };
+        let (outs, fresh_var) = if ret.is_unit() {
+            (Vec::new(), None)
+        } else if let Some(t) = target {
+            (vec![t], None)
+        } else {
+            let t = self.new_var("t", ret.clone());
+            (vec![t], Some(t))
+        };
+        self.out.steps.push(Step::Call {
+            block,
+            callee,
+            ins,
+            outs,
+        });
+        match fresh_var {
+            Some(v) => Val::Var {
+                var: v,
+                ty: ret,
+                fresh: true,
+            },
+            None => Val::Unit,
+        }
+    }
+
+    fn if_(
+        &mut self,
+        cond: &Expr,
+        then: &Block,
+        els: Option<&Expr>,
+        expected: Option<&Ty>,
+        target: Option<usize>,
+    ) -> Val {
+        let bool_ty = Ty::Scalar(DType::Bool);
+        let Val::Var { var: c, .. } = self.compile(cond, Some(&bool_ty)) else {
+            return Val::Diverged;
+        };
+        let Some(cur) = self.current else {
+            return Val::Diverged;
+        };
+        let t_block = self.new_block("then");
+        let e_block = self.new_block("else");
+        self.out.steps.push(Step::Branch(cur, c, t_block, e_block));
+        let mut join: Option<usize> = None;
+        let mut result: Option<(usize, Ty)> = target.map(|t| (t, self.out.vars[t].ty.clone()));
+        let value_wanted = expected.is_some_and(|t| !t.is_unit()) || target.is_some();
+        let mut arm = |this: &mut Self, start: usize, body: ArmBody<'_>| {
+            this.current = Some(start);
+            this.scopes.push(Vec::new());
+            let hint = result
+                .as_ref()
+                .map(|(_, t)| t.clone())
+                .or(expected.cloned());
+            match (&result, value_wanted) {
+                (Some((r, ty)), true) => {
+                    let (r, ty) = (*r, ty.clone());
+                    match body {
+                        ArmBody::Block(b) => this.block_into(b, Some(r), &ty),
+                        ArmBody::Expr(x) => this.compile_into(x, r, &ty),
+                    }
+                }
+                _ => {
+                    let v = match body {
+                        ArmBody::Block(b) => this.block_value(b, hint.as_ref()),
+                        ArmBody::Expr(x) => this.compile(x, hint.as_ref()),
+                    };
+                    if let Val::Var { var, ty, .. } = v {
+                        if value_wanted || result.is_none() {
+                            let r = match &result {
+                                Some((r, _)) => *r,
+                                None => {
+                                    let r = this.new_var("t", ty.clone());
+                                    result = Some((r, ty));
+                                    r
+                                }
+                            };
+                            this.assign(r, var);
+                        }
+                    }
+                }
+            }
+            this.scopes.pop();
+            if this.current.is_some() {
+                let j = *join.get_or_insert_with(|| this.new_block("join"));
+                this.goto(j);
+            }
+        };
+        arm(self, t_block, ArmBody::Block(then));
+        match els {
+            Some(x) => arm(self, e_block, ArmBody::Expr(x)),
+            None => {
+                self.current = Some(e_block);
+                let j = *join.get_or_insert_with(|| self.new_block("join"));
+                self.goto(j);
+            }
+        }
+        self.current = join;
+        match (join, result) {
+            (None, _) => Val::Diverged,
+            (Some(_), Some((var, ty))) if target.is_none() && els.is_some() => Val::Var {
+                var,
+                ty,
+                fresh: true,
+            },
+            _ => Val::Unit,
+        }
+    }
+
+    fn while_(&mut self, cond: &Expr, body: &Block) -> Val {
+        let header = self.new_block("while");
+        self.goto(header);
+        self.current = Some(header);
+        let bool_ty = Ty::Scalar(DType::Bool);
+        let Val::Var { var: c, .. } = self.compile(cond, Some(&bool_ty)) else {
+            return Val::Diverged;
+        };
+        let Some(cur) = self.current else {
+            return Val::Diverged;
+        };
+        let body_block = self.new_block("body");
+        let exit = self.new_block("after");
+        self.out.steps.push(Step::Branch(cur, c, body_block, exit));
+        self.loops.push(LoopCtx {
+            continue_to: header,
+            break_to: Some(exit),
+            result: None,
+        });
+        self.current = Some(body_block);
+        self.scopes.push(Vec::new());
+        self.block_value(body, Some(&Ty::unit()));
+        self.scopes.pop();
+        self.goto(header);
+        self.loops.pop();
+        self.current = Some(exit);
+        Val::Unit
+    }
+
+    fn loop_(&mut self, body: &Block, expected: Option<&Ty>) -> Val {
+        let start = self.new_block("loop");
+        self.goto(start);
+        self.current = Some(start);
+        let result = expected
+            .filter(|t| !t.is_unit())
+            .map(|t| (self.new_var("t", t.clone()), t.clone()));
+        self.loops.push(LoopCtx {
+            continue_to: start,
+            break_to: None,
+            result,
+        });
+        self.scopes.push(Vec::new());
+        self.block_value(body, Some(&Ty::unit()));
+        self.scopes.pop();
+        self.goto(start);
+        let ctx = self.loops.pop().expect("pushed above");
+        self.current = ctx.break_to;
+        match (ctx.break_to, ctx.result) {
+            (None, _) => Val::Diverged,
+            (Some(_), Some((var, ty))) => Val::Var {
+                var,
+                ty,
+                fresh: true,
+            },
+            (Some(_), None) => Val::Unit,
+        }
+    }
+
+    fn break_(&mut self, e: &Expr, value: Option<&Expr>) -> Val {
+        if self.loops.is_empty() {
+            self.errors.at(e.span, "`break` outside a loop");
+            return Val::Diverged;
+        }
+        if let Some(v) = value {
+            let hint = self
+                .loops
+                .last()
+                .and_then(|l| l.result.as_ref().map(|(_, t)| t.clone()));
+            match self.compile(v, hint.as_ref()) {
+                Val::Var { var, ty, .. } => {
+                    let r = match self.loops.last().and_then(|l| l.result.clone()) {
+                        Some((r, _)) => r,
+                        None => {
+                            let r = self.new_var("t", ty.clone());
+                            if let Some(l) = self.loops.last_mut() {
+                                l.result = Some((r, ty));
+                            }
+                            r
+                        }
+                    };
+                    self.assign(r, var);
+                }
+                Val::Diverged => return Val::Diverged,
+                Val::Unit => {}
+            }
+        }
+        let to = match self.loops.last().and_then(|l| l.break_to) {
+            Some(b) => b,
+            None => {
+                let b = self.new_block("after");
+                if let Some(l) = self.loops.last_mut() {
+                    l.break_to = Some(b);
+                }
+                b
+            }
+        };
+        self.goto(to);
+        Val::Diverged
+    }
+}
+
+enum ArmBody<'e> {
+    Block(&'e Block),
+    Expr(&'e Expr),
+}

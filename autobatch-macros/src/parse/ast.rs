@@ -1,0 +1,155 @@
+//! The macro's own small AST: exactly the Rust subset `#[autobatch]` compiles.
+
+use autobatch_ir::DType;
+use proc_macro2::{Span, TokenStream};
+use syn::Ident;
+
+/// A value type of the language.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Ty {
+    /// A scalar leaf (`bool`, `i32`, `i64`, `f32`, `f64`, `Key`).
+    Scalar(DType),
+    /// A per-lane `Vector` of `f64`.
+    Vector,
+    /// A tuple (the unit type is the empty tuple).
+    Tuple(Vec<Ty>),
+}
+
+impl Ty {
+    /// The unit type `()`.
+    pub fn unit() -> Ty {
+        Ty::Tuple(Vec::new())
+    }
+
+    /// True for `()`.
+    pub fn is_unit(&self) -> bool {
+        matches!(self, Ty::Tuple(items) if items.is_empty())
+    }
+
+    /// True for the integer scalars.
+    pub fn is_int(&self) -> bool {
+        matches!(self, Ty::Scalar(DType::I32 | DType::I64))
+    }
+
+    /// True for the float scalars.
+    pub fn is_float(&self) -> bool {
+        matches!(self, Ty::Scalar(DType::F32 | DType::F64))
+    }
+}
+
+/// A function to compile.
+pub struct Func {
+    /// Its name.
+    pub name: Ident,
+    /// Parameters with their types.
+    pub params: Vec<(Ident, Ty)>,
+    /// The return type (`()` if none).
+    pub ret: Ty,
+    /// The body.
+    pub body: Block,
+}
+
+/// `{ stmts; tail }`.
+pub struct Block {
+    /// Statements.
+    pub stmts: Vec<Stmt>,
+    /// The value of the block, if it ends in an expression without `;`.
+    pub tail: Option<Box<Expr>>,
+}
+
+/// A statement.
+pub enum Stmt {
+    /// `let pat: ty = init;`
+    Let {
+        /// The binding pattern.
+        pat: Pat,
+        /// The annotated type.
+        ty: Option<Ty>,
+        /// The initialiser.
+        init: Expr,
+    },
+    /// An expression statement.
+    Expr(Expr),
+}
+
+/// A binding pattern.
+pub enum Pat {
+    /// `x` or `mut x`.
+    Ident(Ident),
+    /// `(a, b, ..)`.
+    Tuple(Vec<Pat>),
+    /// `_`.
+    Wild,
+}
+
+/// A binary operator (compound assignment uses the same operators).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinOp {
+    /// Arithmetic and bit operators: the result has the operands' type.
+    Arith,
+    /// Shifts: the result has the left operand's type.
+    Shift,
+    /// Comparisons: the result is `bool`.
+    Compare,
+    /// `&&`.
+    And,
+    /// `||`.
+    Or,
+}
+
+/// An expression, with the span and the original tokens kernels are made from.
+pub struct Expr {
+    /// What kind of expression.
+    pub kind: ExprKind,
+    /// Where it is.
+    pub span: Span,
+    /// The user's tokens for it.
+    pub tokens: TokenStream,
+}
+
+/// Expression kinds.
+pub enum ExprKind {
+    /// A literal; `float` tells a float literal from an integer one; `suffix` its type suffix.
+    Lit {
+        /// Is it a float literal.
+        float: bool,
+        /// A type suffix (`1i64`, `2.0f32`); `bool` for `true` / `false`.
+        suffix: Option<DType>,
+    },
+    /// A variable.
+    Var(Ident),
+    /// A constant path of a known type (`i64::MAX`, `std::f64::consts::PI`).
+    Const(Ty),
+    /// `a op b`, with the operator's tokens.
+    Binary(BinOp, TokenStream, Box<Expr>, Box<Expr>),
+    /// `-a` or `!a`, with the operator's tokens.
+    Unary(TokenStream, Box<Expr>),
+    /// `a as T`, with the type's tokens.
+    Cast(Box<Expr>, Ty, TokenStream),
+    /// `recv.method(args)`.
+    Method(Box<Expr>, Ident, Vec<Expr>),
+    /// `Type::function(args)` for a known associated function (`Vector::filled`, `f64::max`).
+    Assoc(Ident, Ident, Vec<Expr>),
+    /// A call to an `#[autobatch]` function.
+    Call(syn::Path, Vec<Expr>),
+    /// `(a, b)`.
+    Tuple(Vec<Expr>),
+    /// `t.0`.
+    Field(Box<Expr>, u32),
+    /// `if c { .. } else ..`.
+    If(Box<Expr>, Block, Option<Box<Expr>>),
+    /// `while c { .. }`.
+    While(Box<Expr>, Block),
+    /// `loop { .. }`.
+    Loop(Block),
+    /// `break` / `break value`.
+    Break(Option<Box<Expr>>),
+    /// `continue`.
+    Continue,
+    /// `return` / `return value`.
+    Return(Option<Box<Expr>>),
+    /// `{ .. }`.
+    Block(Block),
+    /// `x = value`, or `x op= value` with the operator (without `=`) and its tokens.
+    Assign(Ident, Box<Expr>, Option<(BinOp, TokenStream)>),
+}
