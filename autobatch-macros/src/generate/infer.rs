@@ -9,6 +9,8 @@ use autobatch_ir::DType;
 pub trait Scope {
     /// The type of variable `name`.
     fn lookup(&self, name: &str) -> Option<Ty>;
+    /// True if `name` failed to bind (already reported).
+    fn is_poisoned(&self, name: &str) -> bool;
     /// The return type of the `#[autobatch]` function `path`, if this macro knows it.
     fn callee_return(&self, path: &syn::Path) -> Option<Ty>;
     /// Records that variable `name` is used where a value of type `ty` is needed (lets whose
@@ -16,7 +18,7 @@ pub trait Scope {
     fn demand(&self, name: &str, ty: &Ty);
 }
 
-/// An inference failure with the expression at fault.
+/// An inference failure with the expression at fault (an empty message: already reported).
 pub struct TypeError {
     /// Where.
     pub span: proc_macro2::Span,
@@ -117,9 +119,12 @@ pub fn infer(e: &Expr, expected: Option<&Ty>, scope: &dyn Scope) -> Result<Ty, T
             }
             (None, _) => Ty::Scalar(if *float { DType::F64 } else { DType::I32 }),
         }),
-        ExprKind::Var(id) => scope
-            .lookup(&id.to_string())
-            .map_or_else(|| err(e, format!("cannot find variable `{id}` in this #[autobatch] function")), Ok),
+        ExprKind::Var(id) => match scope.lookup(&id.to_string()) {
+            Some(t) => Ok(t),
+            None if scope.is_poisoned(&id.to_string()) => err(e, ""),
+            None => err(e, unknown_variable(id)),
+        },
+        ExprKind::Invalid => err(e, ""),
         ExprKind::Const(t) => Ok(t.clone()),
         ExprKind::Binary(op, _, l, r) => {
             let operand_expected = match op {
@@ -198,6 +203,13 @@ pub fn infer(e: &Expr, expected: Option<&Ty>, scope: &dyn Scope) -> Result<Ty, T
         },
         _ => err(e, "internal: control flow has no pure type"),
     }
+}
+
+/// The message for a name that is not a variable of the function (or an already reported one).
+pub fn unknown_variable(id: &syn::Ident) -> String {
+    format!(
+        "cannot find variable `{id}` in this #[autobatch] function; constants and statics from outside the function are not supported: pass the value as a parameter"
+    )
 }
 
 /// Infers two operands that must share a type; an unsuffixed literal takes the other's type.

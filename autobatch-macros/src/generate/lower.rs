@@ -4,14 +4,14 @@
 //! analysis and the printed program) and into the generated code that rebuilds the same IR
 //! when the program is linked. One record, two replays, so the two cannot diverge.
 
-use super::infer::{describe, infer, path_text, Scope};
+use super::infer::{describe, infer, path_text, unknown_variable, Scope};
 use crate::parse::ast::{BinOp, Block, Expr, ExprKind, Func, Pat, Stmt, Ty};
 use crate::parse::Errors;
 use autobatch_ir::DType;
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote};
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// A variable of the function.
 pub struct LocalVar {
@@ -120,12 +120,16 @@ struct Lowerer<'a> {
     ret_block: usize,
     used_names: HashMap<String, usize>,
     errors: &'a mut Errors,
-    /// Types fixed for flexible variables by an earlier round.
+    /// Types fixed for unannotated `let`s (by their order) by an earlier round.
     overrides: &'a HashMap<usize, Ty>,
-    /// Variables bound to an unsuffixed literal: their type follows their uses.
-    flexible: HashSet<usize>,
-    /// Uses of flexible variables where another type is needed.
+    /// Variables bound by unannotated `let`s, with the let's order: their type follows their uses.
+    flexible: HashMap<usize, usize>,
+    /// Unannotated `let`s seen so far.
+    lets: usize,
+    /// Uses of flexible variables where another type is needed: (let order, type).
     demands: RefCell<Vec<(usize, Ty)>>,
+    /// Names whose binding failed (already reported): uses stay silent.
+    poisoned: Vec<String>,
 }
 
 struct ScopeView<'l, 'a>(&'l Lowerer<'a>);
@@ -133,6 +137,10 @@ struct ScopeView<'l, 'a>(&'l Lowerer<'a>);
 impl Scope for ScopeView<'_, '_> {
     fn lookup(&self, name: &str) -> Option<Ty> {
         self.0.lookup(name).map(|v| self.0.out.vars[v].ty.clone())
+    }
+
+    fn is_poisoned(&self, name: &str) -> bool {
+        self.0.poisoned.iter().any(|p| p == name)
     }
 
     fn callee_return(&self, path: &syn::Path) -> Option<Ty> {
@@ -146,8 +154,10 @@ impl Scope for ScopeView<'_, '_> {
 
 /// Lowers `func`, recording its IR; errors go to `errors`.
 ///
-/// A `let` bound to an unsuffixed literal takes its type from how the variable is used later
-/// (as Rust does): lowering runs again with the types those uses demand, until they agree.
+/// An unannotated `let` takes its type from how the variable is used later, as in Rust (where
+/// `let mut steps = 0;` is an `i64` if it is returned as one): lowering runs again with the
+/// types those uses demand, until they agree. Since the original function type-checks, a demand
+/// only ever corrects a literal's default.
 pub fn lower(func: &Func, errors: &mut Errors) -> Lowered {
     let mut overrides: HashMap<usize, Ty> = HashMap::new();
     for _round in 0..4 {
@@ -189,8 +199,10 @@ fn lower_once(
         used_names: HashMap::new(),
         errors,
         overrides,
-        flexible: HashSet::new(),
+        flexible: HashMap::new(),
+        lets: 0,
         demands: RefCell::new(Vec::new()),
+        poisoned: func.poisoned.clone(),
     };
     let entry = l.new_block("entry");
     l.current = Some(entry);
@@ -261,8 +273,14 @@ impl<'a> Lowerer<'a> {
 
     fn demand_var(&self, name: &str, ty: &Ty) {
         if let Some(v) = self.lookup(name) {
-            if self.flexible.contains(&v) && self.out.vars[v].ty != *ty {
-                self.demands.borrow_mut().push((v, ty.clone()));
+            self.demand(v, ty);
+        }
+    }
+
+    fn demand(&self, v: usize, ty: &Ty) {
+        if let Some(&order) = self.flexible.get(&v) {
+            if self.out.vars[v].ty != *ty {
+                self.demands.borrow_mut().push((order, ty.clone()));
             }
         }
     }
@@ -306,9 +324,27 @@ impl<'a> Lowerer<'a> {
         match infer(e, expected, &ScopeView(self)) {
             Ok(t) => Some(t),
             Err(te) => {
-                self.errors.at(te.span, te.message);
+                if !te.message.is_empty() {
+                    self.errors.at(te.span, te.message);
+                }
                 None
             }
+        }
+    }
+
+    /// Reports an unknown variable unless its binding already failed.
+    fn unknown(&mut self, id: &Ident) {
+        if !self.poisoned.iter().any(|p| *id == p) {
+            self.errors.at(id.span(), unknown_variable(id));
+        }
+    }
+
+    /// Marks every name a pattern binds as poisoned (its initialiser failed).
+    fn poison(&mut self, pat: &Pat) {
+        match pat {
+            Pat::Ident(id) => self.poisoned.push(id.to_string()),
+            Pat::Tuple(ps) => ps.iter().for_each(|p| self.poison(p)),
+            Pat::Wild => {}
         }
     }
 
@@ -327,10 +363,7 @@ impl<'a> Lowerer<'a> {
         for id in names {
             match self.lookup(&id.to_string()) {
                 Some(v) => inputs.push((id, v)),
-                None => self.errors.at(
-                    id.span(),
-                    format!("cannot find variable `{id}` in this #[autobatch] function"),
-                ),
+                None => self.unknown(&id),
             }
         }
         self.push_kernel(
@@ -398,13 +431,13 @@ impl<'a> Lowerer<'a> {
                     fresh: false,
                 },
                 None => {
-                    self.errors.at(
-                        e.span,
-                        format!("cannot find variable `{id}` in this #[autobatch] function"),
-                    );
+                    self.unknown(id);
                     Val::Unit
                 }
             };
+        }
+        if let ExprKind::Invalid = &e.kind {
+            return Val::Unit;
         }
         if is_pure(e) {
             let Some(ty) = self.infer(e, expected) else {
@@ -471,6 +504,7 @@ impl<'a> Lowerer<'a> {
             return;
         }
         match &e.kind {
+            ExprKind::Invalid => return,
             ExprKind::Var(id) => self.demand_var(&id.to_string(), ty),
             _ if is_pure(e) => {
                 if let Some(t) = self.infer(e, Some(ty)) {
@@ -547,18 +581,17 @@ impl<'a> Lowerer<'a> {
     }
 
     fn let_(&mut self, pat: &Pat, annotated: Option<&Ty>, init: &Expr) {
+        let order = annotated.is_none().then(|| {
+            self.lets += 1;
+            self.lets - 1
+        });
+        let forced = order.and_then(|o| self.overrides.get(&o).cloned());
+        let expected = forced.as_ref().or(annotated);
         if let (Pat::Ident(name), true) =
             (pat, is_pure(init) && !matches!(init.kind, ExprKind::Var(_)))
         {
-            let literal =
-                annotated.is_none() && matches!(init.kind, ExprKind::Lit { suffix: None, .. });
-            let next = self.out.vars.len();
-            let forced = if literal {
-                self.overrides.get(&next).cloned()
-            } else {
-                None
-            };
-            let Some(ty) = self.infer(init, forced.as_ref().or(annotated)) else {
+            let Some(ty) = self.infer(init, expected) else {
+                self.poison(pat);
                 return;
             };
             if let Some(a) = annotated {
@@ -570,22 +603,42 @@ impl<'a> Lowerer<'a> {
                 }
             }
             let v = self.new_var(&name.to_string(), ty.clone());
-            if literal {
-                self.flexible.insert(v);
+            if let Some(o) = order {
+                self.flexible.insert(v, o);
             }
             self.prim_pure(vec![v], init, ty);
             self.bind(name.to_string(), v);
             return;
         }
-        let (var, ty, fresh) = match self.compile(init, annotated) {
+        if let (Pat::Ident(name), Some(t)) = (pat, expected) {
+            if !t.is_unit()
+                && matches!(
+                    init.kind,
+                    ExprKind::If(..) | ExprKind::Block(_) | ExprKind::Call(..)
+                )
+            {
+                let v = self.new_var(&name.to_string(), t.clone());
+                if let Some(o) = order {
+                    self.flexible.insert(v, o);
+                }
+                let t = t.clone();
+                self.compile_into(init, v, &t);
+                self.bind(name.to_string(), v);
+                return;
+            }
+        }
+        let errors_before = self.errors.len();
+        let (var, ty, fresh) = match self.compile(init, expected) {
             Val::Var { var, ty, fresh } => (var, ty, fresh),
+            _ if self.errors.len() > errors_before || matches!(init.kind, ExprKind::Invalid) => {
+                self.poison(pat);
+                return;
+            }
             Val::Unit => (usize::MAX, Ty::unit(), true),
             Val::Diverged => return,
         };
         match pat {
-            Pat::Ident(name) if ty.is_unit() => {
-                let _ = name;
-            }
+            Pat::Ident(_) if ty.is_unit() => {}
             Pat::Ident(name) => {
                 let v = if fresh {
                     self.out.vars[var].name = self.unique(&name.to_string());
@@ -595,6 +648,9 @@ impl<'a> Lowerer<'a> {
                     self.assign(v, var);
                     v
                 };
+                if let Some(o) = order {
+                    self.flexible.insert(v, o);
+                }
                 self.bind(name.to_string(), v);
             }
             Pat::Wild => {}
@@ -664,10 +720,7 @@ impl<'a> Lowerer<'a> {
         op: Option<&(BinOp, TokenStream)>,
     ) {
         let Some(var) = self.lookup(&target.to_string()) else {
-            self.errors.at(
-                target.span(),
-                format!("cannot find variable `{target}` in this #[autobatch] function"),
-            );
+            self.unknown(target);
             return;
         };
         let ty = self.out.vars[var].ty.clone();
@@ -824,6 +877,15 @@ impl<'a> Lowerer<'a> {
                 return Val::Unit;
             }
         };
+        if let (ExprKind::Binary(op, _, l, r), [lt, rt]) = (&e.kind, types.as_slice()) {
+            if *op != BinOp::Shift && lt != rt {
+                for (x, other) in [(l, rt), (r, lt)] {
+                    if let ExprKind::Var(id) = &x.kind {
+                        self.demand_var(&id.to_string(), other);
+                    }
+                }
+            }
+        }
         // The result type: infer the rebuilt expression over the operands' types.
         let Some(ty) = self.mixed_type(e, &types, expected) else {
             return Val::Unit;
@@ -967,6 +1029,9 @@ impl<'a> Lowerer<'a> {
         let mut ins = Vec::new();
         let mut tys = Vec::new();
         for (a, hint) in args.iter().zip(&param_types) {
+            if let (ExprKind::Var(id), Some(h)) = (&a.kind, hint) {
+                self.demand_var(&id.to_string(), h);
+            }
             match self.compile(a, hint.as_ref()) {
                 Val::Var { var, ty, .. } => {
                     ins.push(var);
@@ -1086,17 +1151,15 @@ impl<'a> Lowerer<'a> {
                         ArmBody::Expr(x) => this.compile(x, hint.as_ref()),
                     };
                     if let Val::Var { var, ty, .. } = v {
-                        if value_wanted || result.is_none() {
-                            let r = match &result {
-                                Some((r, _)) => *r,
-                                None => {
-                                    let r = this.new_var("t", ty.clone());
-                                    result = Some((r, ty));
-                                    r
-                                }
-                            };
-                            this.assign(r, var);
-                        }
+                        let r = match &result {
+                            Some((r, _)) => *r,
+                            None => {
+                                let r = this.new_var("t", ty.clone());
+                                result = Some((r, ty));
+                                r
+                            }
+                        };
+                        this.assign(r, var);
                     }
                 }
             }

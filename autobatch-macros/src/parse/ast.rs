@@ -47,6 +47,8 @@ pub struct Func {
     pub ret: Ty,
     /// The body.
     pub body: Block,
+    /// Names of parameters that could not be parsed (already reported).
+    pub poisoned: Vec<String>,
 }
 
 /// `{ stmts; tail }`.
@@ -80,6 +82,17 @@ pub enum Pat {
     Tuple(Vec<Pat>),
     /// `_`.
     Wild,
+}
+
+impl Pat {
+    /// The names this pattern binds.
+    pub fn names(&self) -> Vec<String> {
+        match self {
+            Pat::Ident(id) => vec![id.to_string()],
+            Pat::Tuple(ps) => ps.iter().flat_map(Pat::names).collect(),
+            Pat::Wild => Vec::new(),
+        }
+    }
 }
 
 /// A binary operator (compound assignment uses the same operators).
@@ -150,6 +163,8 @@ pub enum ExprKind {
     Return(Option<Box<Expr>>),
     /// `{ .. }`.
     Block(Block),
+    /// An unsupported construct, already reported: compiles to nothing, reports nothing more.
+    Invalid,
     /// `x = value`, or `x op= value` with the operator (without `=`) and its tokens.
     Assign(Ident, Box<Expr>, Option<(BinOp, TokenStream)>),
 }

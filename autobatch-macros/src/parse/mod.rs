@@ -22,6 +22,11 @@ impl Errors {
         self.0.extend(other.0);
     }
 
+    /// How many errors so far.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
     /// All errors combined, if any.
     pub fn finish(self) -> Result<(), syn::Error> {
         let mut iter = self.0.into_iter();
@@ -94,6 +99,7 @@ pub fn func(item: &syn::ItemFn, errors: &mut Errors) -> Func {
         errors.at(v, "variadic functions cannot be #[autobatch]");
     }
     let mut params = Vec::new();
+    let mut poisoned = Vec::new();
     for input in &sig.inputs {
         match input {
             syn::FnArg::Receiver(r) => {
@@ -105,7 +111,10 @@ pub fn func(item: &syn::ItemFn, errors: &mut Errors) -> Func {
                     syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
                         params.push((pi.ident.clone(), t))
                     }
-                    other => errors.at(other, "parameters must be plain names (`x: i64`); destructure in the body with `let`"),
+                    other => {
+                        errors.at(other, "parameters must be plain names (`x: i64`); destructure in the body with `let`");
+                        poisoned.extend(pattern(other, &mut Errors::default()).0.names());
+                    }
                 }
             }
         }
@@ -120,6 +129,7 @@ pub fn func(item: &syn::ItemFn, errors: &mut Errors) -> Func {
         params,
         ret,
         body,
+        poisoned,
     }
 }
 
@@ -280,7 +290,7 @@ fn assign_target(e: &syn::Expr, errors: &mut Errors) -> Option<syn::Ident> {
 
 /// Parses an expression.
 pub fn expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
-    let placeholder = |e: &syn::Expr| mk(ExprKind::Tuple(Vec::new()), e);
+    let placeholder = |e: &syn::Expr| mk(ExprKind::Invalid, e);
     match e {
         syn::Expr::Lit(l) => match &l.lit {
             syn::Lit::Int(i) => lit(

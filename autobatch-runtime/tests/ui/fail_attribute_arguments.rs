@@ -1,0 +1,8 @@
+use autobatch_runtime::autobatch;
+
+#[autobatch(fast)]
+fn f(n: i64) -> i64 {
+    n
+}
+
+fn main() {}

@@ -1,0 +1,9 @@
+use autobatch_runtime::autobatch;
+
+#[autobatch]
+fn twice(n: i64) -> i64 {
+    let f = |x: i64| x * 2;
+    n
+}
+
+fn main() {}

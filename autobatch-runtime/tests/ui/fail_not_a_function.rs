@@ -1,0 +1,6 @@
+use autobatch_runtime::autobatch;
+
+#[autobatch]
+struct NotAFunction;
+
+fn main() {}

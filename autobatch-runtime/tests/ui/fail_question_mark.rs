@@ -1,0 +1,9 @@
+use autobatch_runtime::autobatch;
+
+#[autobatch]
+fn fallible(n: i64) -> i64 {
+    let x = checked(n)?;
+    x
+}
+
+fn main() {}

@@ -1,0 +1,8 @@
+use autobatch_runtime::autobatch;
+
+#[autobatch]
+fn by_ref(n: &i64) -> i64 {
+    1
+}
+
+fn main() {}

@@ -1,0 +1,9 @@
+use autobatch_runtime::autobatch;
+
+#[autobatch]
+fn named(n: i64) -> i64 {
+    let s = "hello";
+    n
+}
+
+fn main() {}

@@ -1,0 +1,8 @@
+use autobatch_runtime::autobatch;
+
+#[autobatch]
+fn unknown(n: i64) -> i64 {
+    n.leading_zeros_magic()
+}
+
+fn main() {}

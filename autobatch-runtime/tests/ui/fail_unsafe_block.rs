@@ -1,0 +1,8 @@
+use autobatch_runtime::autobatch;
+
+#[autobatch]
+fn unsafe_inside(n: i64) -> i64 {
+    unsafe { n }
+}
+
+fn main() {}

@@ -1,0 +1,8 @@
+use autobatch_runtime::autobatch;
+
+#[autobatch]
+fn text(n: String) -> i64 {
+    1
+}
+
+fn main() {}
