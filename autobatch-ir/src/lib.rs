@@ -7,6 +7,7 @@
 pub mod builder;
 pub mod conformance;
 pub mod entity;
+pub mod golden;
 pub mod passes;
 pub mod print;
 pub mod program;

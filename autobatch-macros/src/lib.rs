@@ -11,8 +11,57 @@ mod parse;
 use proc_macro::TokenStream;
 use quote::quote;
 
-/// Compiles a scalar Rust function for batched execution; see the `autobatch_runtime` crate
-/// docs for the language and the generated API.
+/// Compiles an ordinary scalar Rust function for batched execution, at compile time.
+///
+/// The function stays callable as plain Rust. Next to it the attribute generates a module of the
+/// same name with the batched API:
+///
+/// * `f::batch(inputs.., &Config) -> Result<outputs, RuntimeError>`: one lane per row. Scalar
+///   parameters take an `ArrayView1`, `Vector` parameters an `ArrayView2` (`[lanes, len]`), tuple
+///   parameters a tuple of views; results come back the same way as owned arrays.
+/// * `f::batch_with_stats(..)`: also returns the run's [`Stats`](../autobatch_runtime/struct.Stats.html).
+/// * `f::program()`: the linked program (its `Display` shows every variable's allocation), and
+///   `f::COMPILE_TIME_PROGRAM`: the function's IR and allocation as computed at compile time.
+/// * `f::executable()`: the linked, lowered program with its kernels, built once.
+///
+/// ```
+/// use autobatch_runtime::ndarray::array;
+/// use autobatch_runtime::{autobatch, Config, Mode};
+///
+/// #[autobatch]
+/// fn fib(n: i64) -> i64 {
+///     if n <= 1 { 1 } else { fib(n - 1) + fib(n - 2) }
+/// }
+///
+/// assert_eq!(fib(7), 21); // still plain Rust
+/// let config = Config::with_mode(Mode::FullVm);
+/// let out = fib::batch(array![6, 7, 8, 9].view(), &config).unwrap();
+/// assert_eq!(out, array![13, 21, 34, 55]);
+/// println!("{}", fib::program().unwrap());
+/// ```
+///
+/// The language is the Rust you would write anyway: parameters and results of `bool`, `i32`,
+/// `i64`, `f32`, `f64`, `Vector`, `Key` and tuples of them; `let` (patterns over tuples,
+/// shadowing, `mut`), assignment and compound assignment, `if` / `else if` / `else` as
+/// statements and expressions, `while`, `loop` with `break` / `break value`, `continue`, early
+/// `return`, calls to other `#[autobatch]` functions (recursion and mutual recursion, across
+/// modules), `&&` / `||` with short-circuiting, arithmetic, comparison and bit operators, the
+/// usual float and integer methods and `as` casts. Anything else is a compile error pointing at
+/// it and saying what to write instead:
+///
+/// ```compile_fail
+/// use autobatch_runtime::autobatch;
+///
+/// #[autobatch]
+/// fn sum_to(n: i64) -> i64 {
+///     let mut s = 0;
+///     for i in 0..n { s += i; } // `for` loops are not supported: write a `while` loop
+///     s
+/// }
+/// ```
+///
+/// Calls to a function that is not `#[autobatch]` fail to resolve its generated module
+/// (`cannot find `f` in `super``) at the call.
 #[proc_macro_attribute]
 pub fn autobatch(attr: TokenStream, item: TokenStream) -> TokenStream {
     let original: proc_macro2::TokenStream = item.clone().into();

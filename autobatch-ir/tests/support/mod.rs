@@ -1,30 +1,10 @@
-//! Golden-file support for the IR's integration tests: compare text against `tests/golden/<name>.txt`.
-//!
-//! Set `AUTOBATCH_BLESS=1` to (re)write the golden files from the current output instead of
-//! comparing; review the diff before committing it.
+//! Golden files of the IR's integration tests live in `tests/golden`.
 
-use std::path::PathBuf;
-
-/// Asserts that `actual` equals the golden file `tests/golden/<name>.txt` (or blesses it).
+/// Asserts that `actual` equals `tests/golden/<name>.txt` (`AUTOBATCH_BLESS=1` re-blesses).
 pub fn assert_golden(name: &str, actual: &str) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden")
-        .join(format!("{name}.txt"));
-    if std::env::var_os("AUTOBATCH_BLESS").is_some() {
-        std::fs::write(&path, actual)
-            .unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
-        return;
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "missing golden file {} ({e}); run with AUTOBATCH_BLESS=1 to create it",
-            path.display()
-        )
-    });
-    if expected != actual {
-        panic!(
-            "golden mismatch for {name} ({}); run with AUTOBATCH_BLESS=1 to re-bless\n--- expected\n{expected}\n--- actual\n{actual}",
-            path.display()
-        );
-    }
+    autobatch_ir::golden::assert_golden(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden"),
+        name,
+        actual,
+    );
 }
