@@ -54,6 +54,7 @@ fn self_recursion_is_exact_at_compile_time() {
     assert_eq!(alloc_of(linked, "fib.ret"), Allocation::Register);
     assert_eq!(alloc_of(linked, "fib.t.4"), Allocation::Temporary);
     assert!(fib::COMPILE_TIME_PROGRAM.contains("t.2 :: full"));
+    assert_eq!(fib(5), 8);
 }
 
 #[test]
@@ -69,4 +70,5 @@ fn unseen_callees_are_conservative_until_linked() {
     let linked = outer::program().unwrap();
     golden("macro_outer_linked", &linked.to_string());
     assert_eq!(alloc_of(linked, "outer.k"), Allocation::Register);
+    assert_eq!(outer(3), 10);
 }

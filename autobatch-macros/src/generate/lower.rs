@@ -239,11 +239,8 @@ fn is_pure(e: &Expr) -> bool {
 
 fn free_vars(e: &Expr, out: &mut Vec<Ident>) {
     match &e.kind {
-        ExprKind::Var(id) => {
-            if !out.contains(id) {
-                out.push(id.clone());
-            }
-        }
+        ExprKind::Var(id) if !out.contains(id) => out.push(id.clone()),
+        ExprKind::Var(_) => {}
         ExprKind::Binary(_, _, l, r) => {
             free_vars(l, out);
             free_vars(r, out);
@@ -727,13 +724,7 @@ impl<'a> Lowerer<'a> {
         match op {
             None => self.compile_into(value, var, &ty),
             Some((bop, op_tokens)) => {
-                let hint = if *bop == BinOp::Shift {
-                    None
-                } else if ty == Ty::Vector {
-                    None
-                } else {
-                    Some(&ty)
-                };
+                let hint = (*bop != BinOp::Shift && ty != Ty::Vector).then_some(&ty);
                 if is_pure(value) {
                     if self.infer(value, hint).is_none() {
                         return;

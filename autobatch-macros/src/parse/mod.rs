@@ -361,7 +361,7 @@ pub fn expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
                 None => placeholder(e),
             },
             None => {
-                errors.at(&b.op, "this operator is not supported in #[autobatch] code");
+                errors.at(b.op, "this operator is not supported in #[autobatch] code");
                 placeholder(e)
             }
         },
