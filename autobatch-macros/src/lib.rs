@@ -5,8 +5,9 @@
 //! IR at compile time and emits the code. On any error the original function is emitted too, so
 //! the IDE keeps working.
 
-mod generate;
+pub(crate) mod generate;
 mod parse;
+mod primitive;
 
 use proc_macro::TokenStream;
 use quote::quote;
@@ -60,8 +61,10 @@ use quote::quote;
 /// }
 /// ```
 ///
-/// Calls to a function that is not `#[autobatch]` fail to resolve its generated module
-/// (`cannot find `f` in `super``) at the call.
+/// Annotated functions are items of a module (not of a function body): the generated module
+/// reaches its neighbours through `super`. Calls to a function that is neither `#[autobatch]`
+/// nor `#[primitive]` fail to resolve its generated module (`cannot find `f` in `super``) at
+/// the call.
 #[proc_macro_attribute]
 pub fn autobatch(attr: TokenStream, item: TokenStream) -> TokenStream {
     let original: proc_macro2::TokenStream = item.clone().into();
@@ -96,6 +99,70 @@ pub fn autobatch(attr: TokenStream, item: TokenStream) -> TokenStream {
             )
             .to_compile_error();
             quote!(#e #original).into()
+        }
+    }
+}
+
+/// Declares a function as a primitive of `#[autobatch]` code: opaque to the interpreter, it runs
+/// as one kernel per block for the active lanes.
+///
+/// Without arguments the scalar function is mapped over the active lanes. With
+/// `#[primitive(batched = f_batched)]`, `f_batched` receives every active lane's inputs at once
+/// (`ArrayView1` per scalar parameter, `ArrayView2` per `Vector` parameter, one row per active
+/// lane) and returns the outputs as arrays of the same shapes (a tuple for a tuple result): a
+/// log-density gradient for all chains as one matrix-matrix product, say. Parameters may be
+/// taken by shared reference (`q: &Vector`).
+///
+/// The generated module of the same name has `scalar_kernel()`, `kernel()`, `output_types()` and,
+/// with a batched form, `batched_kernel()` and `check_agreement(inputs, vector_len, tolerance)`,
+/// which checks the two forms against each other.
+///
+/// ```
+/// use autobatch_runtime::ndarray::{array, Array1, ArrayView1};
+/// use autobatch_runtime::{autobatch, primitive, Config};
+///
+/// #[primitive(batched = square_all)]
+/// fn square(x: f64) -> f64 {
+///     x * x
+/// }
+///
+/// fn square_all(xs: ArrayView1<f64>) -> Array1<f64> {
+///     xs.mapv(|x| x * x)
+/// }
+///
+/// #[autobatch]
+/// fn sum_of_squares(a: f64, b: f64) -> f64 {
+///     let x: f64 = square(a);
+///     x + square(b)
+/// }
+///
+/// fn main() {
+///     let (a, b) = (array![1.0, 2.0], array![3.0, 4.0]);
+///     let out = sum_of_squares::batch(a.view(), b.view(), &Config::default()).unwrap();
+///     assert_eq!(out, array![10.0, 20.0]);
+///     square::check_agreement(
+///         &[autobatch_runtime::link::input(a.view())],
+///         0,
+///         autobatch_runtime::primitive::Tolerance::Exact,
+///     )
+///     .unwrap();
+/// }
+/// ```
+#[proc_macro_attribute]
+pub fn primitive(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let original: proc_macro2::TokenStream = item.clone().into();
+    match syn::parse2::<syn::ItemFn>(original.clone()) {
+        Ok(f) => match primitive::expand(attr.into(), f) {
+            Ok(tokens) => tokens.into(),
+            Err(e) => {
+                let e = e.to_compile_error();
+                quote!(#e #original).into()
+            }
+        },
+        Err(e) => {
+            let msg =
+                syn::Error::new(e.span(), "#[primitive] applies to functions").to_compile_error();
+            quote!(#msg #original).into()
         }
     }
 }

@@ -41,7 +41,7 @@ pub mod vector;
 mod vm;
 
 pub use autobatch_ir as ir;
-pub use autobatch_macros::autobatch;
+pub use autobatch_macros::{autobatch, primitive};
 pub use column::{Column, Element};
 pub use config::{Config, Mode, Stats};
 pub use error::{Result, RuntimeError};

@@ -13,12 +13,22 @@ use autobatch_ir::{Allocation, Block, FuncId, KernelId, ProgramBuilder, Type, Va
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
 use std::collections::HashMap;
 
+/// What a call in `#[autobatch]` code resolves to when the program is linked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Callee {
+    /// Another `#[autobatch]` function: a `call` op.
+    Function(FuncId),
+    /// A `#[primitive]`: a primitive op running this kernel.
+    Primitive(KernelId),
+}
+
 /// Collects functions, variables, blocks and kernels while `#[autobatch]` functions define
 /// themselves.
 pub struct Linker {
     builder: ProgramBuilder,
     kernels: Vec<Kernel>,
     defined: HashMap<&'static str, FuncId>,
+    primitives: HashMap<&'static str, KernelId>,
     prefixes: Vec<String>,
     exact: bool,
 }
@@ -36,6 +46,7 @@ impl Linker {
             builder: ProgramBuilder::new(),
             kernels: Vec::new(),
             defined: HashMap::new(),
+            primitives: HashMap::new(),
             prefixes: Vec::new(),
             exact: true,
         }
@@ -61,6 +72,25 @@ impl Linker {
         self.prefixes.push(unique);
         self.defined.insert(key, f);
         Err(f)
+    }
+
+    /// The kernel of the primitive registered under `key`, registering `make()` the first time.
+    pub fn primitive(&mut self, key: &'static str, make: impl FnOnce() -> Kernel) -> KernelId {
+        if let Some(&k) = self.primitives.get(key) {
+            return k;
+        }
+        let k = self.kernel(make());
+        self.primitives.insert(key, k);
+        k
+    }
+
+    /// Adds a call of `callee` to block `b`: a `call` op for a function, a primitive op for a
+    /// primitive (named `name` in the printed program).
+    pub fn call(&mut self, b: Block, callee: Callee, ins: &[Var], outs: &[Var], name: &str) {
+        match callee {
+            Callee::Function(f) => self.builder.call(b, f, ins, outs),
+            Callee::Primitive(k) => self.builder.prim(b, outs, ins, k, name),
+        }
     }
 
     /// Records that a function's compile-time allocation was conservative (it calls functions
@@ -186,4 +216,79 @@ impl<'a> VectorOut<'a> {
         self.data[k * self.width..(k + 1) * self.width].copy_from_slice(value.as_slice());
         Ok(())
     }
+}
+
+/// Input `i` of a batched kernel as a 1-d view (one element per active lane).
+pub fn batched_input<'a, T: Element>(
+    inputs: &'a [Column],
+    i: usize,
+) -> std::result::Result<ArrayView1<'a, T>, KernelError> {
+    let c = inputs
+        .get(i)
+        .ok_or_else(|| KernelError::whole(format!("batched input {i} is missing")))?;
+    let a = c.as_array::<T>().ok_or_else(|| {
+        KernelError::whole(format!(
+            "batched input {i} is {}, expected {}",
+            c.dtype(),
+            T::DTYPE
+        ))
+    })?;
+    Ok(a.index_axis(Axis(1), 0))
+}
+
+/// Input `i` of a batched kernel as a 2-d view (`[active lanes, len]`).
+pub fn batched_input_vectors<'a, T: Element>(
+    inputs: &'a [Column],
+    i: usize,
+) -> std::result::Result<ArrayView2<'a, T>, KernelError> {
+    let c = inputs
+        .get(i)
+        .ok_or_else(|| KernelError::whole(format!("batched input {i} is missing")))?;
+    c.as_array::<T>().map(|a| a.view()).ok_or_else(|| {
+        KernelError::whole(format!(
+            "batched input {i} is {}, expected {}",
+            c.dtype(),
+            T::DTYPE
+        ))
+    })
+}
+
+/// Stores a batched kernel's 1-d result into its dense output leaf, checking the shape.
+pub fn batched_output<T: Element>(
+    out: &mut Column,
+    value: ArrayView1<'_, T>,
+) -> std::result::Result<(), KernelError> {
+    let rows = out.rows();
+    let slice = out_leaf::<T>(out)?;
+    if value.len() != rows {
+        return Err(KernelError::whole(format!(
+            "batched kernel returned {} rows for {rows} lanes",
+            value.len()
+        )));
+    }
+    slice
+        .iter_mut()
+        .zip(value.iter())
+        .for_each(|(o, v)| *o = *v);
+    Ok(())
+}
+
+/// Stores a batched kernel's 2-d result into its dense vector output leaf, checking the shape.
+pub fn batched_output_vectors<T: Element>(
+    out: &mut Column,
+    value: ArrayView2<'_, T>,
+) -> std::result::Result<(), KernelError> {
+    let (rows, width) = (out.rows(), out.width());
+    if value.dim() != (rows, width) {
+        return Err(KernelError::whole(format!(
+            "batched kernel returned shape {:?} for {rows} lanes of length {width}",
+            value.dim()
+        )));
+    }
+    let slice = out_leaf::<T>(out)?;
+    slice
+        .iter_mut()
+        .zip(value.iter())
+        .for_each(|(o, v)| *o = *v);
+    Ok(())
 }

@@ -95,7 +95,13 @@ impl Key {
         (out, key)
     }
 
-    /// `true` with probability `p` (clamped to [0, 1]), and the next key.
+    /// One independent standard normal per element of `like` (a vector of its length), and the
+    /// next key: how autobatched code, whose vector length is fixed per run, draws a momentum.
+    pub fn normals_like(self, like: &Vector) -> (Vector, Key) {
+        self.normals(like.len())
+    }
+
+    /// `true` with probability `p`, and the next key.
     pub fn bernoulli(self, p: f64) -> (bool, Key) {
         let (u, next) = self.uniform();
         (u < p, next)

@@ -34,6 +34,12 @@ impl Vector {
         Vector(vec![value; len])
     }
 
+    /// A vector of `like`'s length filled with `value`: construction from a scalar in
+    /// autobatched code, where every vector of a run has the run's length.
+    pub fn filled_like(value: f64, like: &Vector) -> Vector {
+        Vector::filled(value, like.len())
+    }
+
     /// A copy of `values`.
     pub fn from_slice(values: &[f64]) -> Vector {
         Vector(values.to_vec())

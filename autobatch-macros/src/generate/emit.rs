@@ -5,7 +5,7 @@ use super::ir::CompileTime;
 use super::lower::{KernelSpec, Lowered, Step};
 use crate::parse::ast::{Func, Ty};
 use autobatch_ir::{Allocation, DType};
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 
 const RT: &str = "::autobatch_runtime";
@@ -89,13 +89,19 @@ fn read_value(t: &Ty, next: &mut usize) -> TokenStream {
     }
 }
 
-fn kernel(k: &KernelSpec, vars: &Lowered) -> TokenStream {
+/// A lane-wise kernel evaluating `body` per active lane, with `inputs` bound by name (their
+/// leaves are the kernel's input leaves, in order) and the value's leaves stored as outputs.
+pub fn lane_kernel(
+    inputs: &[(Ident, Ty)],
+    body: &TokenStream,
+    out_ty: &Ty,
+    span: Span,
+) -> TokenStream {
     let rt = rt();
     let mut accessors = Vec::new();
     let mut bindings = Vec::new();
     let mut next = 0;
-    for (name, v) in &k.inputs {
-        let ty = &vars.vars[*v].ty;
+    for (name, ty) in inputs {
         let mut ls = Vec::new();
         leaves(ty, quote!(), &mut ls);
         for (i, (leaf, _)) in ls.iter().enumerate() {
@@ -109,7 +115,7 @@ fn kernel(k: &KernelSpec, vars: &Lowered) -> TokenStream {
         bindings.push(quote!(let #name: #rty = #value;));
     }
     let mut outs = Vec::new();
-    leaves(&k.out_ty, quote!(__r), &mut outs);
+    leaves(out_ty, quote!(__r), &mut outs);
     let out_names: Vec<_> = (0..outs.len()).map(|i| format_ident!("__o{i}")).collect();
     let n_outs = outs.len();
     let slices = outs
@@ -129,9 +135,7 @@ fn kernel(k: &KernelSpec, vars: &Lowered) -> TokenStream {
             Ty::Vector => quote!(#o.store(__k, &#path)?;),
             _ => quote!(#o[__k] = #path;),
         });
-    let out_ty = rust_type(&k.out_ty);
-    let body = &k.body;
-    let span = k.span;
+    let out_ty = rust_type(out_ty);
     let result = quote_spanned!(span=> let __r: #out_ty = #body;);
     quote! {
         #rt::Kernel::lane_wise(|__ins: &#rt::LaneInputs<'_>, __outs: &mut [#rt::Column]| -> ::std::result::Result<(), #rt::KernelError> {
@@ -149,6 +153,43 @@ fn kernel(k: &KernelSpec, vars: &Lowered) -> TokenStream {
             ::std::result::Result::Ok(())
         })
     }
+}
+
+fn kernel(k: &KernelSpec, l: &Lowered) -> TokenStream {
+    let inputs: Vec<(Ident, Ty)> = k
+        .inputs
+        .iter()
+        .map(|(n, v)| (n.clone(), l.vars[*v].ty.clone()))
+        .collect();
+    lane_kernel(&inputs, &k.body, &k.out_ty, k.span)
+}
+
+/// The leaves of `t` in storage order, with the field path reaching each from `root`.
+pub fn leaf_paths(t: &Ty, root: TokenStream) -> Vec<(Ty, TokenStream)> {
+    let mut out = Vec::new();
+    leaves(t, root, &mut out);
+    out
+}
+
+/// The runtime crate's path.
+pub fn runtime() -> TokenStream {
+    rt()
+}
+
+/// The IR leaf types of `t`, as a `Vec<TensorType>` expression.
+pub fn leaf_types_expr(t: &Ty) -> TokenStream {
+    let rt = rt();
+    let items = leaf_paths(t, quote!())
+        .into_iter()
+        .map(|(leaf, _)| match leaf {
+            Ty::Vector => quote!(#rt::ir::TensorType::vector(#rt::ir::DType::F64)),
+            Ty::Scalar(d) => {
+                let d = format_ident!("{}", format!("{d:?}"));
+                quote!(#rt::ir::TensorType::scalar(#rt::ir::DType::#d))
+            }
+            Ty::Tuple(_) => unreachable!("leaves are not tuples"),
+        });
+    quote!(::std::vec![#(#items),*])
 }
 
 /// The callee path as seen from inside the generated module (one level down).
@@ -256,7 +297,7 @@ pub fn function(item: &syn::ItemFn, func: &Func, l: &Lowered, ct: &CompileTime) 
         .collect();
     let callees = l.callees.iter().zip(&callee_names).map(|(c, id)| {
         if c.is_self {
-            quote!(let #id = __f;)
+            quote!(let #id = #rt::link::Callee::Function(__f);)
         } else {
             let p = callee_path(&c.path);
             quote_spanned!(c.span=> let #id = #p::__define(__l);)
@@ -310,7 +351,8 @@ pub fn function(item: &syn::ItemFn, func: &Func, l: &Lowered, ct: &CompileTime) 
                 vs(ins),
                 vs(outs),
             );
-            quote!(__l.builder().call(#b, #c, #i, #o);)
+            let name = super::infer::path_text(&l.callees[*callee].path);
+            quote!(__l.call(#b, #c, #i, #o, #name);)
         }
         Step::Goto(from, to) => {
             let (f, t) = (&block_names[*from], &block_names[*to]);
@@ -336,7 +378,14 @@ pub fn function(item: &syn::ItemFn, func: &Func, l: &Lowered, ct: &CompileTime) 
     // Signature checks: the macro's view of each callee must be the callee's real signature.
     let checks = l.callees.iter().filter(|c| !c.is_self).map(|c| {
         let p = &c.path;
-        let ps = c.params.iter().map(rust_type);
+        let ps = c.params.iter().zip(&c.by_ref).map(|(t, r)| {
+            let t = rust_type(t);
+            if *r {
+                quote!(&#t)
+            } else {
+                t
+            }
+        });
         let r = rust_type(&c.ret);
         quote_spanned!(c.span=> const _: fn(#(#ps),*) -> #r = #p;)
     });
@@ -366,9 +415,9 @@ pub fn function(item: &syn::ItemFn, func: &Func, l: &Lowered, ct: &CompileTime) 
 
             /// Adds this function (and, through their own generated code, its callees) to `__l`.
             #[doc(hidden)]
-            pub fn __define(__l: &mut #rt::link::Linker) -> #rt::ir::FuncId {
+            pub fn __define(__l: &mut #rt::link::Linker) -> #rt::link::Callee {
                 let __f = match __l.declare(::std::concat!(::std::module_path!(), "::", #name_str), #name_str) {
-                    ::std::result::Result::Ok(__f) => return __f,
+                    ::std::result::Result::Ok(__f) => return #rt::link::Callee::Function(__f),
                     ::std::result::Result::Err(__f) => __f,
                 };
                 #inexact
@@ -377,7 +426,7 @@ pub fn function(item: &syn::ItemFn, func: &Func, l: &Lowered, ct: &CompileTime) 
                 #(#blocks)*
                 __l.builder().signature(__f, #params, #returns);
                 #(#steps)*
-                __f
+                #rt::link::Callee::Function(__f)
             }
 
             /// The linked program with its kernels, built once.
@@ -385,8 +434,10 @@ pub fn function(item: &syn::ItemFn, func: &Func, l: &Lowered, ct: &CompileTime) 
                 static EXE: ::std::sync::OnceLock<::std::result::Result<#rt::Executable, #rt::RuntimeError>> = ::std::sync::OnceLock::new();
                 EXE.get_or_init(|| {
                     let mut __l = #rt::link::Linker::new();
-                    let __f = __define(&mut __l);
-                    __l.finish(__f)
+                    match __define(&mut __l) {
+                        #rt::link::Callee::Function(__f) => __l.finish(__f),
+                        #rt::link::Callee::Primitive(_) => ::std::unreachable!("an #[autobatch] function defines a function"),
+                    }
                 })
                 .as_ref()
                 .map_err(::std::clone::Clone::clone)

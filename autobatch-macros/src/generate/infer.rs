@@ -142,7 +142,7 @@ pub fn infer(e: &Expr, expected: Option<&Ty>, scope: &dyn Scope) -> Result<Ty, T
                 }),
             }
         }
-        ExprKind::Unary(_, inner) => infer(inner, expected, scope),
+        ExprKind::Unary(_, inner) | ExprKind::Ref(inner) => infer(inner, expected, scope),
         ExprKind::Cast(inner, t, _) => {
             infer(inner, None, scope)?;
             Ok(t.clone())
@@ -170,7 +170,7 @@ pub fn infer(e: &Expr, expected: Option<&Ty>, scope: &dyn Scope) -> Result<Ty, T
                 infer(a, arg_hint.as_ref(), scope)?;
             }
             match (tn.as_str(), fname.as_str()) {
-                ("Vector", "filled") => Ok(Ty::Vector),
+                ("Vector", "filled_like") => Ok(Ty::Vector),
                 ("Key", "new") => Ok(Ty::Scalar(DType::Key)),
                 (_, _) if arg_hint.is_some() => {
                     let t = arg_hint.unwrap_or_else(Ty::unit);
@@ -222,7 +222,7 @@ fn infer_pair(
 ) -> Result<(Ty, Ty), TypeError> {
     let is_free_lit = |e: &Expr| matches!(e.kind, ExprKind::Lit { suffix: None, .. });
     let (lt, rt) = infer_pair_inner(l, r, expected, shift, scope, is_free_lit)?;
-    if !shift && lt != rt {
+    if !shift && lt != rt && lt != Ty::Vector && rt != Ty::Vector {
         if let ExprKind::Var(id) = &l.kind {
             scope.demand(&id.to_string(), &rt);
         }

@@ -41,6 +41,8 @@ pub struct CalleeSpec {
     pub is_self: bool,
     /// Argument types at the call.
     pub params: Vec<Ty>,
+    /// Which arguments were passed by shared reference (`&x`).
+    pub by_ref: Vec<bool>,
     /// The result type at the call.
     pub ret: Ty,
     /// The first call's span.
@@ -230,7 +232,10 @@ fn is_pure(e: &Expr) -> bool {
     match &e.kind {
         ExprKind::Lit { .. } | ExprKind::Var(_) | ExprKind::Const(_) => true,
         ExprKind::Binary(_, _, l, r) => is_pure(l) && is_pure(r),
-        ExprKind::Unary(_, x) | ExprKind::Cast(x, _, _) | ExprKind::Field(x, _) => is_pure(x),
+        ExprKind::Unary(_, x)
+        | ExprKind::Cast(x, _, _)
+        | ExprKind::Field(x, _)
+        | ExprKind::Ref(x) => is_pure(x),
         ExprKind::Method(r, _, args) => is_pure(r) && args.iter().all(is_pure),
         ExprKind::Assoc(_, _, args) | ExprKind::Tuple(args) => args.iter().all(is_pure),
         _ => false,
@@ -245,9 +250,10 @@ fn free_vars(e: &Expr, out: &mut Vec<Ident>) {
             free_vars(l, out);
             free_vars(r, out);
         }
-        ExprKind::Unary(_, x) | ExprKind::Cast(x, _, _) | ExprKind::Field(x, _) => {
-            free_vars(x, out)
-        }
+        ExprKind::Unary(_, x)
+        | ExprKind::Cast(x, _, _)
+        | ExprKind::Field(x, _)
+        | ExprKind::Ref(x) => free_vars(x, out),
         ExprKind::Method(r, _, args) => {
             free_vars(r, out);
             args.iter().for_each(|a| free_vars(a, out));
@@ -808,6 +814,12 @@ impl<'a> Lowerer<'a> {
                 };
                 quote!(#op_tokens #xt)
             }
+            ExprKind::Ref(x) => {
+                let Some(xt) = operand(self, x, expected) else {
+                    return Val::Diverged;
+                };
+                quote!(&#xt)
+            }
             ExprKind::Cast(x, _, ty_tokens) => {
                 let Some(xt) = operand(self, x, None) else {
                     return Val::Diverged;
@@ -869,7 +881,10 @@ impl<'a> Lowerer<'a> {
             }
         };
         if let (ExprKind::Binary(op, _, l, r), [lt, rt]) = (&e.kind, types.as_slice()) {
-            if *op != BinOp::Shift && lt != rt {
+            if *op != BinOp::Shift
+                && lt != rt
+                && !matches!((lt, rt), (Ty::Vector, _) | (_, Ty::Vector))
+            {
                 for (x, other) in [(l, rt), (r, lt)] {
                     if let ExprKind::Var(id) = &x.kind {
                         self.demand_var(&id.to_string(), other);
@@ -912,7 +927,7 @@ impl<'a> Lowerer<'a> {
                 (Ty::Scalar(_), Ty::Vector) => Ty::Vector,
                 (l, _) => l.clone(),
             },
-            ExprKind::Unary(..) => types[0].clone(),
+            ExprKind::Unary(..) | ExprKind::Ref(_) => types[0].clone(),
             ExprKind::Cast(_, t, _) => t.clone(),
             ExprKind::Field(_, i) => match &types[0] {
                 Ty::Tuple(items) if (*i as usize) < items.len() => items[*i as usize].clone(),
@@ -1019,7 +1034,15 @@ impl<'a> Lowerer<'a> {
         }
         let mut ins = Vec::new();
         let mut tys = Vec::new();
+        let by_ref: Vec<bool> = args
+            .iter()
+            .map(|a| matches!(a.kind, ExprKind::Ref(_)))
+            .collect();
         for (a, hint) in args.iter().zip(&param_types) {
+            let a = match &a.kind {
+                ExprKind::Ref(inner) => inner,
+                _ => a,
+            };
             if let (ExprKind::Var(id), Some(h)) = (&a.kind, hint) {
                 self.demand_var(&id.to_string(), h);
             }
@@ -1066,6 +1089,7 @@ impl<'a> Lowerer<'a> {
                 self.out.callees.push(CalleeSpec {
                     path: path.clone(),
                     is_self,
+                    by_ref,
                     params: tys,
                     ret: ret.clone(),
                     span: e.span,

@@ -149,6 +149,8 @@ pub enum ExprKind {
     Tuple(Vec<Expr>),
     /// `t.0`.
     Field(Box<Expr>, u32),
+    /// `&x`: a shared reference, for calling primitives and methods that borrow.
+    Ref(Box<Expr>),
     /// `if c { .. } else ..`.
     If(Box<Expr>, Block, Option<Box<Expr>>),
     /// `while c { .. }`.

@@ -504,11 +504,13 @@ pub fn expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
             placeholder(e)
         }
         syn::Expr::Reference(r) => {
-            errors.at(
-                r,
-                "references are not supported in #[autobatch] code; values are copied per lane",
-            );
-            placeholder(e)
+            match r.mutability {
+                None => mk(ExprKind::Ref(boxed(&r.expr, errors)), e),
+                Some(m) => {
+                    errors.at(m, "`&mut` is not supported in #[autobatch] code; assign the new value instead");
+                    placeholder(e)
+                }
+            }
         }
         syn::Expr::Try(t) => {
             errors.at(

@@ -1,0 +1,192 @@
+//! `#[primitive]`: declares a function as a primitive of autobatched code, with its scalar form
+//! and, optionally, a batched kernel that sees every active lane at once.
+
+use crate::generate::emit::{lane_kernel, leaf_paths, leaf_types_expr, runtime, rust_type};
+use crate::parse::ast::Ty;
+use crate::parse::{self, Errors};
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote};
+
+/// The parsed `#[primitive(batched = path)]` arguments.
+struct Args {
+    batched: Option<syn::Path>,
+}
+
+fn args(attr: TokenStream, errors: &mut Errors) -> Args {
+    let mut batched = None;
+    if attr.is_empty() {
+        return Args { batched };
+    }
+    let parser = syn::meta::parser(|meta| {
+        if meta.path.is_ident("batched") {
+            batched = Some(meta.value()?.parse::<syn::Path>()?);
+            Ok(())
+        } else {
+            Err(meta.error("expected `batched = path::to::batched_fn`"))
+        }
+    });
+    if let Err(e) = syn::parse::Parser::parse2(parser, attr) {
+        errors.at(e.span(), e);
+    }
+    Args { batched }
+}
+
+/// Expands `#[primitive]` on `item`.
+pub fn expand(attr: TokenStream, item: syn::ItemFn) -> Result<TokenStream, syn::Error> {
+    let mut errors = Errors::default();
+    let args = args(attr, &mut errors);
+    let sig = &item.sig;
+    if !sig.generics.params.is_empty() {
+        errors.at(
+            &sig.generics,
+            "generic functions cannot be primitives; write one per concrete type",
+        );
+    }
+    let mut params: Vec<(syn::Ident, Ty, bool)> = Vec::new();
+    for input in &sig.inputs {
+        match input {
+            syn::FnArg::Typed(pt) => {
+                let (inner, by_ref) = match &*pt.ty {
+                    syn::Type::Reference(r) if r.mutability.is_none() => (&*r.elem, true),
+                    other => (other, false),
+                };
+                let t = parse::ty(inner, &mut errors);
+                match &*pt.pat {
+                    syn::Pat::Ident(pi) => params.push((pi.ident.clone(), t, by_ref)),
+                    other => errors.at(other, "primitive parameters must be plain names"),
+                }
+            }
+            syn::FnArg::Receiver(r) => {
+                errors.at(r, "methods cannot be primitives; write a free function")
+            }
+        }
+    }
+    let ret = match &sig.output {
+        syn::ReturnType::Default => {
+            errors.at(&sig.ident, "a primitive must return a value");
+            Ty::unit()
+        }
+        syn::ReturnType::Type(_, t) => parse::ty(t, &mut errors),
+    };
+    errors.finish()?;
+
+    let rt = runtime();
+    let name = &sig.ident;
+    let vis = &item.vis;
+    let name_str = name.to_string();
+    let inputs: Vec<(syn::Ident, Ty)> = params
+        .iter()
+        .map(|(n, t, _)| (n.clone(), t.clone()))
+        .collect();
+    let call_args = params
+        .iter()
+        .map(|(n, _, r)| if *r { quote!(&#n) } else { quote!(#n) });
+    let body = quote!(super::#name(#(#call_args),*));
+    let scalar = lane_kernel(&inputs, &body, &ret, Span::call_site());
+    let out_types = leaf_types_expr(&ret);
+
+    let batched = args.batched.as_ref().map(|path| {
+        let mut index = 0usize;
+        let views = inputs.iter().map(|(_, t)| batched_views(t, &mut index));
+        let stores = leaf_paths(&ret, quote!(__r)).into_iter().enumerate().map(|(i, (leaf, p))| {
+            let o = format_ident!("__o{i}");
+            match leaf {
+                Ty::Vector => quote!(#rt::link::batched_output_vectors(#o, #p.view())?;),
+                other => {
+                    let el = rust_type(&other);
+                    quote!(#rt::link::batched_output::<#el>(#o, #p.view())?;)
+                }
+            }
+        });
+        let n_outs = leaf_paths(&ret, quote!()).len();
+        let out_names: Vec<_> = (0..n_outs).map(|i| format_ident!("__o{i}")).collect();
+        let target = match path.leading_colon.is_some() || path.segments.first().is_some_and(|s| s.ident == "crate") {
+            true => quote!(#path),
+            false => quote!(super::#path),
+        };
+        quote! {
+            /// The batched kernel: every active lane's inputs at once, through
+            #[doc = ::std::concat!("`", ::std::stringify!(#path), "`.")]
+            pub fn batched_kernel() -> #rt::Kernel {
+                #rt::Kernel::batched(|__ins: &[#rt::Column], __outs: &mut [#rt::Column]| -> ::std::result::Result<(), #rt::KernelError> {
+                    let __r = #target(#(#views),*);
+                    let [#(#out_names),*] = __outs else {
+                        return ::std::result::Result::Err(#rt::KernelError::whole(::std::format!("expected {} output leaves", #n_outs)));
+                    };
+                    #(#stores)*
+                    ::std::result::Result::Ok(())
+                })
+            }
+
+            /// Checks that the batched kernel agrees with the scalar form on `inputs` (one
+            /// column per input leaf): see [`check_agreement`](autobatch_runtime::primitive::check_agreement).
+            pub fn check_agreement(
+                inputs: &[#rt::Column],
+                vector_len: usize,
+                tolerance: #rt::primitive::Tolerance,
+            ) -> ::std::result::Result<(), #rt::primitive::AgreementError> {
+                #rt::primitive::check_agreement(&scalar_kernel(), &batched_kernel(), inputs, &output_types(), vector_len, tolerance)
+            }
+        }
+    });
+    let kernel_choice = if args.batched.is_some() {
+        quote!(batched_kernel())
+    } else {
+        quote!(scalar_kernel())
+    };
+    let doc = format!("The primitive [`{name_str}`](super::{name_str}) as a kernel of autobatched code (generated by `#[primitive]`).");
+    Ok(quote! {
+        #item
+
+        #[doc = #doc]
+        #[allow(unused_imports, non_snake_case, clippy::all)]
+        #vis mod #name {
+            use super::*;
+
+            /// Registers this primitive's kernel with the linker.
+            #[doc(hidden)]
+            pub fn __define(__l: &mut #rt::link::Linker) -> #rt::link::Callee {
+                #rt::link::Callee::Primitive(__l.primitive(::std::concat!(::std::module_path!(), "::", #name_str), kernel))
+            }
+
+            /// The scalar form mapped over the active lanes.
+            pub fn scalar_kernel() -> #rt::Kernel {
+                #scalar
+            }
+
+            /// The kernel autobatched code runs: the batched one if there is one.
+            pub fn kernel() -> #rt::Kernel {
+                #kernel_choice
+            }
+
+            /// The leaf types of the result, in order.
+            pub fn output_types() -> ::std::vec::Vec<#rt::ir::TensorType> {
+                #out_types
+            }
+
+            #batched
+        }
+    })
+}
+
+/// The batched view(s) of an input of type `t` whose first leaf is input `*index`.
+fn batched_views(t: &Ty, index: &mut usize) -> TokenStream {
+    let rt = runtime();
+    match t {
+        Ty::Tuple(items) => {
+            let parts = items.iter().map(|i| batched_views(i, index));
+            quote!((#(#parts,)*))
+        }
+        Ty::Vector => {
+            let i = *index;
+            *index += 1;
+            quote!(#rt::link::batched_input_vectors::<f64>(__ins, #i)?)
+        }
+        leaf => {
+            let i = *index;
+            *index += 1;
+            let el = rust_type(leaf);
+            quote!(#rt::link::batched_input::<#el>(__ins, #i)?)
+        }
+    }
+}
