@@ -92,6 +92,13 @@ fn main() {
     let p = Array2::from_shape_fn((LANES, DIM), |_| draw());
     let eps = Array1::from_elem(LANES, 0.05);
     let steps = Array1::from_elem(LANES, STEPS);
+    // The batched gradient must agree with its scalar form before it is worth timing.
+    grad::check_agreement(
+        &[autobatch_runtime::link::input_vectors(q.view())],
+        DIM,
+        autobatch_runtime::primitive::Tolerance::Exact,
+    )
+    .expect("batched and scalar gradients agree bit for bit");
     let reps = 5;
     let mut results = Vec::new();
     for mode in [Mode::FullVm, Mode::Stackless] {

@@ -366,3 +366,20 @@ fn an_invalid_program_is_rejected() {
         Err(RuntimeError::Invalid(_))
     ));
 }
+
+#[test]
+fn a_program_lowering_rejects() {
+    // `pop(x)` followed by a read of `x`: valid IR, but the pop discards a value still needed.
+    let mut b = ProgramBuilder::new();
+    let x = b.var("x", Type::I64);
+    let y = b.var("y", Type::I64);
+    let f = b.function("f");
+    b.signature(f, &[x], &[y]);
+    let e = b.block(f, "entry");
+    b.pop(e, &[x]);
+    b.prim(e, &[y], &[x], KernelId(0), "x - 1");
+    b.ret(e);
+    let program = b.finish_with_entry(f).unwrap();
+    let err = Executable::new(program, vec![Kernel::map1(|x: i64| x - 1)]).unwrap_err();
+    assert!(matches!(err, RuntimeError::Lower(_)), "{err}");
+}

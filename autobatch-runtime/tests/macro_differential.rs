@@ -312,3 +312,33 @@ fn linked_programs_agree_with_the_reference_interpreter() {
         assert_eq!(exe.run(&inputs, &config).unwrap().outputs, oracle.outputs);
     }
 }
+
+/// Calls across modules resolve through the callee's generated module.
+mod geometry {
+    use autobatch_runtime::autobatch;
+
+    #[autobatch]
+    pub fn square(x: i64) -> i64 {
+        x * x
+    }
+}
+
+#[autobatch]
+fn sum_of_squares(a: i64, b: i64) -> i64 {
+    geometry::square(a) + geometry::square(b)
+}
+
+#[test]
+fn calls_across_modules() {
+    use autobatch_runtime::ndarray::array;
+    for config in modes() {
+        let out = sum_of_squares::batch(
+            array![1i64, 2, 3].view(),
+            array![4i64, 5, 6].view(),
+            &config,
+        )
+        .unwrap();
+        assert_eq!(out, array![17, 29, 45]);
+    }
+    assert_eq!(sum_of_squares(1, 4), 17);
+}
