@@ -1132,16 +1132,9 @@ impl<'a> Lowerer<'a> {
         expected: Option<&Ty>,
         target: Option<usize>,
     ) -> Val {
-        let bool_ty = Ty::Scalar(DType::Bool);
-        let Val::Var { var: c, .. } = self.compile(cond, Some(&bool_ty)) else {
+        let Some((t_block, e_block)) = self.branch_on(cond, "then", "else") else {
             return Val::Diverged;
         };
-        let Some(cur) = self.current else {
-            return Val::Diverged;
-        };
-        let t_block = self.new_block("then");
-        let e_block = self.new_block("else");
-        self.out.steps.push(Step::Branch(cur, c, t_block, e_block));
         let mut join: Option<usize> = None;
         let mut result: Option<(usize, Ty)> = target.map(|t| (t, self.out.vars[t].ty.clone()));
         let value_wanted = expected.is_some_and(|t| !t.is_unit()) || target.is_some();
@@ -1205,20 +1198,32 @@ impl<'a> Lowerer<'a> {
         }
     }
 
+    /// Compiles `cond` and ends the current block with a branch to two new blocks, returned as
+    /// (taken when true, taken when false); `None` if control does not get here.
+    fn branch_on(
+        &mut self,
+        cond: &Expr,
+        then_name: &str,
+        else_name: &str,
+    ) -> Option<(usize, usize)> {
+        let bool_ty = Ty::Scalar(DType::Bool);
+        let Val::Var { var: c, .. } = self.compile(cond, Some(&bool_ty)) else {
+            return None;
+        };
+        let cur = self.current?;
+        let t = self.new_block(then_name);
+        let e = self.new_block(else_name);
+        self.out.steps.push(Step::Branch(cur, c, t, e));
+        Some((t, e))
+    }
+
     fn while_(&mut self, cond: &Expr, body: &Block) -> Val {
         let header = self.new_block("while");
         self.goto(header);
         self.current = Some(header);
-        let bool_ty = Ty::Scalar(DType::Bool);
-        let Val::Var { var: c, .. } = self.compile(cond, Some(&bool_ty)) else {
+        let Some((body_block, exit)) = self.branch_on(cond, "body", "after") else {
             return Val::Diverged;
         };
-        let Some(cur) = self.current else {
-            return Val::Diverged;
-        };
-        let body_block = self.new_block("body");
-        let exit = self.new_block("after");
-        self.out.steps.push(Step::Branch(cur, c, body_block, exit));
         self.loops.push(LoopCtx {
             continue_to: header,
             break_to: Some(exit),
