@@ -65,6 +65,10 @@ pub struct Stats {
     pub block_lanes: Vec<u64>,
     /// Per block: name, for reports.
     pub block_names: Vec<String>,
+    /// Per user kernel (indexed by kernel id): how many times it ran.
+    pub kernel_runs: Vec<u64>,
+    /// Per user kernel: the sum over its runs of the number of lanes it computed.
+    pub kernel_lanes: Vec<u64>,
     /// Wall time spent inside batched kernels.
     pub batched_kernel_time: Duration,
     /// Wall time spent inside lane-wise kernels.
@@ -81,6 +85,14 @@ impl Stats {
         lanes as f64 / (self.steps as f64 * self.batch_size as f64)
     }
 
+    /// Mean fraction of the batch a kernel computed per run (`None` if it never ran): for a
+    /// batched gradient, how full each matrix product was.
+    pub fn kernel_utilisation(&self, kernel: usize) -> Option<f64> {
+        let runs = *self.kernel_runs.get(kernel)?;
+        (runs > 0 && self.batch_size > 0)
+            .then(|| self.kernel_lanes[kernel] as f64 / (runs as f64 * self.batch_size as f64))
+    }
+
     /// How many times the block named `name` ran.
     pub fn runs_of(&self, name: &str) -> Option<u64> {
         self.block_names
@@ -89,13 +101,25 @@ impl Stats {
             .map(|i| self.block_runs[i])
     }
 
-    pub(crate) fn new(batch_size: usize, names: Vec<String>) -> Self {
+    pub(crate) fn new(batch_size: usize, names: Vec<String>, kernels: usize) -> Self {
         Stats {
             batch_size,
             block_runs: vec![0; names.len()],
             block_lanes: vec![0; names.len()],
             block_names: names,
+            kernel_runs: vec![0; kernels],
+            kernel_lanes: vec![0; kernels],
             ..Stats::default()
+        }
+    }
+
+    pub(crate) fn record_kernel(&mut self, kernel: usize, lanes: usize) {
+        if let (Some(r), Some(l)) = (
+            self.kernel_runs.get_mut(kernel),
+            self.kernel_lanes.get_mut(kernel),
+        ) {
+            *r += 1;
+            *l += lanes as u64;
         }
     }
 

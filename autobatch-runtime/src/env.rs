@@ -327,6 +327,7 @@ impl<'p> Env<'p> {
                             table: self.kernels.len(),
                         }
                     })?;
+                    stats.record_kernel(id.index(), lanes.len());
                     let progress = Cell::new(0usize);
                     let start = Instant::now();
                     let result = match kernel {

@@ -147,7 +147,7 @@ impl Executable {
             env.write(v, &all, &rest[..n], true, entry)?;
             rest = &rest[n..];
         }
-        let mut stats = Stats::new(batch, names);
+        let mut stats = Stats::new(batch, names, self.kernels.len());
         match config.mode {
             Mode::FullVm => vm::run(&mut env, config, &mut stats)?,
             Mode::Stackless => {

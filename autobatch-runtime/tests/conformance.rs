@@ -217,6 +217,17 @@ fn full_vm_merges_lanes_across_depths() {
         calls.load(std::sync::atomic::Ordering::SeqCst)
     };
     assert_eq!(count(Mode::FullVm, "x + y"), 54);
+    // The kernel statistics count the same runs, and the lanes they computed.
+    let (program, kernels, sources) =
+        common::build(|k| programs::fibonacci_function_calls(k, DType::I64));
+    let add = sources.iter().position(|s| s == "x + y").unwrap();
+    let run = Executable::new(program, kernels)
+        .unwrap()
+        .run(&[i64s(&[5, 6, 8, 9])], &Config::default())
+        .unwrap();
+    assert_eq!(run.stats.kernel_runs[add], 54);
+    let u = run.stats.kernel_utilisation(add).unwrap();
+    assert!(u > 0.25 && u <= 1.0, "{u}");
     assert_eq!(count(Mode::FullVm, "1"), 55);
     assert_eq!(count(Mode::Stackless, "x + y"), 54);
     assert_eq!(count(Mode::Stackless, "1"), 94);
