@@ -108,7 +108,7 @@ pub fn expand(attr: TokenStream, item: syn::ItemFn) -> Result<TokenStream, syn::
             /// The batched kernel: every active lane's inputs at once, through
             #[doc = ::std::concat!("`", ::std::stringify!(#path), "`.")]
             pub fn batched_kernel() -> #rt::Kernel {
-                #rt::Kernel::batched(|__ins: &[#rt::Column], __outs: &mut [#rt::Column]| -> ::std::result::Result<(), #rt::KernelError> {
+                #rt::Kernel::batched(|__ins: &[&#rt::Column], __outs: &mut [#rt::Column]| -> ::std::result::Result<(), #rt::KernelError> {
                     let __r = #target(#(#views),*);
                     let [#(#out_names),*] = __outs else {
                         return ::std::result::Result::Err(#rt::KernelError::whole(::std::format!("expected {} output leaves", #n_outs)));

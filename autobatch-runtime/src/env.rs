@@ -267,6 +267,36 @@ impl<'p> Env<'p> {
         Ok(())
     }
 
+    /// Like [`write`](Self::write) for values the caller no longer needs: with every lane
+    /// active, the value columns are swapped into storage instead of copied.
+    pub(crate) fn write_owned(
+        &mut self,
+        v: Var,
+        lanes: &[usize],
+        values: &mut [Column],
+        push: bool,
+        block: Block,
+    ) -> Result<()> {
+        let store = &self.vars[v.index()];
+        let whole = lanes.len() == self.batch
+            && store.alloc != Allocation::Null
+            && store.leaves.iter().zip(values.iter()).all(|(a, b)| {
+                a.dtype() == b.dtype() && a.width() == b.width() && a.rows() == b.rows()
+            });
+        if !whole {
+            return self.write(v, lanes, values, push, block);
+        }
+        if push {
+            self.push(v, lanes, block)?;
+        }
+        let store = &mut self.vars[v.index()];
+        for (leaf, value) in store.leaves.iter_mut().zip(values.iter_mut()) {
+            std::mem::swap(leaf, value);
+        }
+        store.set.iter_mut().for_each(|s| *s = true);
+        Ok(())
+    }
+
     /// Copies the rows of `lanes` of `v`'s leaves into new dense columns.
     pub(crate) fn gather(&self, v: Var, lanes: &[usize], block: Block) -> Result<Vec<Column>> {
         Ok(self
@@ -338,8 +368,17 @@ impl<'p> Env<'p> {
                             r
                         }
                         Kernel::Batched(f) => {
-                            let dense: Vec<Column> =
-                                inputs.iter().map(|c| c.gather(lanes)).collect();
+                            // With every lane active the storage rows are the dense rows.
+                            let gathered: Vec<Column> = if lanes.len() == self.batch {
+                                Vec::new()
+                            } else {
+                                inputs.iter().map(|c| c.gather(lanes)).collect()
+                            };
+                            let dense: Vec<&Column> = if gathered.is_empty() {
+                                inputs.clone()
+                            } else {
+                                gathered.iter().collect()
+                            };
                             let r = catch_unwind(AssertUnwindSafe(|| f(&dense, &mut outputs)));
                             stats.batched_kernel_time += start.elapsed();
                             r
@@ -380,13 +419,13 @@ impl<'p> Env<'p> {
                 });
             }
         }
-        let mut rest = outputs.as_slice();
+        let mut rest = outputs.as_mut_slice();
         for (i, &v) in op.outs.iter().enumerate() {
             let n = self.vars[v.index()].types.len();
-            let (mine, tail) = rest.split_at(n);
+            let (mine, tail) = std::mem::take(&mut rest).split_at_mut(n);
             rest = tail;
             let in_place = op.in_place.get(i).copied().unwrap_or(false);
-            self.write(v, lanes, mine, !in_place, block)?;
+            self.write_owned(v, lanes, mine, !in_place, block)?;
         }
         Ok(())
     }

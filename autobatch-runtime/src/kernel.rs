@@ -3,8 +3,9 @@
 //! * A **lane-wise** kernel reads its inputs straight from storage at the active lanes and
 //!   writes dense outputs (row `k` belongs to `lanes[k]`). The `#[autobatch]` macro generates
 //!   these from the user's own Rust expressions.
-//! * A **batched** kernel receives its inputs gathered into dense columns (row `k` is active
-//!   lane `k`) and writes dense outputs: one call sees every active lane, e.g. one GEMM.
+//! * A **batched** kernel receives its inputs as dense columns (row `k` is active lane `k`;
+//!   gathered, or the storage itself when every lane is active) and writes dense outputs: one
+//!   call sees every active lane, e.g. one GEMM.
 //!
 //! Inactive lanes are never passed to a kernel. A kernel reports failure with [`KernelError`];
 //! a panic inside a kernel is caught by the interpreter and reported with the lane.
@@ -158,7 +159,7 @@ pub type LaneWiseFn =
     dyn Fn(&LaneInputs<'_>, &mut [Column]) -> Result<(), KernelError> + Send + Sync;
 
 /// A batched kernel body: dense gathered inputs in, dense outputs written.
-pub type BatchedFn = dyn Fn(&[Column], &mut [Column]) -> Result<(), KernelError> + Send + Sync;
+pub type BatchedFn = dyn Fn(&[&Column], &mut [Column]) -> Result<(), KernelError> + Send + Sync;
 
 /// A primitive's implementation, resolved by [`KernelId`](autobatch_ir::KernelId).
 #[derive(Clone)]
@@ -188,7 +189,7 @@ impl Kernel {
 
     /// A batched kernel from its body.
     pub fn batched(
-        f: impl Fn(&[Column], &mut [Column]) -> Result<(), KernelError> + Send + Sync + 'static,
+        f: impl Fn(&[&Column], &mut [Column]) -> Result<(), KernelError> + Send + Sync + 'static,
     ) -> Kernel {
         Kernel::Batched(Arc::new(f))
     }

@@ -220,7 +220,7 @@ impl<'a> VectorOut<'a> {
 
 /// Input `i` of a batched kernel as a 1-d view (one element per active lane).
 pub fn batched_input<'a, T: Element>(
-    inputs: &'a [Column],
+    inputs: &'a [&'a Column],
     i: usize,
 ) -> std::result::Result<ArrayView1<'a, T>, KernelError> {
     let c = inputs
@@ -238,7 +238,7 @@ pub fn batched_input<'a, T: Element>(
 
 /// Input `i` of a batched kernel as a 2-d view (`[active lanes, len]`).
 pub fn batched_input_vectors<'a, T: Element>(
-    inputs: &'a [Column],
+    inputs: &'a [&'a Column],
     i: usize,
 ) -> std::result::Result<ArrayView2<'a, T>, KernelError> {
     let c = inputs
@@ -266,10 +266,7 @@ pub fn batched_output<T: Element>(
             value.len()
         )));
     }
-    slice
-        .iter_mut()
-        .zip(value.iter())
-        .for_each(|(o, v)| *o = *v);
+    copy_into(slice, value.iter(), value.as_slice());
     Ok(())
 }
 
@@ -286,9 +283,18 @@ pub fn batched_output_vectors<T: Element>(
         )));
     }
     let slice = out_leaf::<T>(out)?;
-    slice
-        .iter_mut()
-        .zip(value.iter())
-        .for_each(|(o, v)| *o = *v);
+    copy_into(slice, value.iter(), value.as_slice());
     Ok(())
+}
+
+/// Copies a result into a kernel output: one `memcpy` when the result is contiguous.
+fn copy_into<'a, T: Element>(
+    out: &mut [T],
+    values: impl Iterator<Item = &'a T>,
+    contiguous: Option<&[T]>,
+) {
+    match contiguous {
+        Some(src) => out.copy_from_slice(src),
+        None => out.iter_mut().zip(values).for_each(|(o, v)| *o = *v),
+    }
 }

@@ -69,7 +69,7 @@ pub fn run_kernel(
         }
         Kernel::Batched(f) => {
             let dense: Vec<Column> = inputs.iter().map(|c| c.gather(lanes)).collect();
-            f(&dense, &mut outs)?;
+            f(&dense.iter().collect::<Vec<_>>(), &mut outs)?;
         }
     }
     Ok(outs)

@@ -220,7 +220,7 @@ impl Interp<'_> {
                     Kernel::LaneWise(f) => {
                         f(&LaneInputs::new(&refs, &[0], &progress), &mut outputs)
                     }
-                    Kernel::Batched(f) => f(&inputs, &mut outputs),
+                    Kernel::Batched(f) => f(&refs, &mut outputs),
                 }));
                 match result {
                     Ok(Ok(())) => {}
