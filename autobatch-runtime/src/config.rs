@@ -21,7 +21,9 @@ pub struct Config {
     pub max_stack_depth: usize,
     /// Maximum block executions before giving up (`None`: unlimited).
     pub step_budget: Option<u64>,
-    /// Check reads of never-written variables per lane (costs a little per op).
+    /// Check reads of never-written variables per lane (costs a little per op). Only programs
+    /// built lowered by hand need it: for high-level programs the verifier has proven every read
+    /// preceded by a write on every path, and lowering preserves that, so the check is skipped.
     pub safety_checks: bool,
     /// Vector length when no vector input fixes it.
     pub vector_len: Option<usize>,

@@ -136,7 +136,7 @@ impl Executable {
             batch,
             vector_len,
             config.max_stack_depth,
-            config.safety_checks,
+            config.safety_checks && self.high.is_none(),
             stacks,
         );
         let all: Vec<usize> = (0..batch).collect();
