@@ -1,3 +1,4 @@
+//! UI case, compile error: async fn.
 use autobatch_runtime::autobatch;
 
 #[autobatch]

@@ -1,3 +1,4 @@
+//! UI case, compile error: attribute arguments.
 use autobatch_runtime::autobatch;
 
 #[autobatch(fast)]

@@ -1,3 +1,4 @@
+//! UI case, compile error: closure.
 use autobatch_runtime::autobatch;
 
 #[autobatch]

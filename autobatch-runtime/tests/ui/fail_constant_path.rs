@@ -1,3 +1,4 @@
+//! UI case, compile error: constant path.
 use autobatch_runtime::autobatch;
 
 #[autobatch]

@@ -1,3 +1,4 @@
+//! UI case, compile error: for loop.
 use autobatch_runtime::autobatch;
 
 #[autobatch]

@@ -1,3 +1,4 @@
+//! UI case, compile error: generic fn.
 use autobatch_runtime::autobatch;
 
 #[autobatch]

@@ -1,3 +1,4 @@
+//! UI case, compile error: index expr.
 use autobatch_runtime::autobatch;
 
 #[autobatch]

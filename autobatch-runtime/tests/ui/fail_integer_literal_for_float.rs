@@ -1,3 +1,4 @@
+//! UI case, compile error: integer literal for float.
 use autobatch_runtime::autobatch;
 
 #[autobatch]

@@ -1,3 +1,4 @@
+//! UI case, compile error: labeled loop.
 use autobatch_runtime::autobatch;
 
 #[autobatch]

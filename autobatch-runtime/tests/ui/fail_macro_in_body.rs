@@ -1,3 +1,4 @@
+//! UI case, compile error: macro in body.
 use autobatch_runtime::autobatch;
 
 #[autobatch]

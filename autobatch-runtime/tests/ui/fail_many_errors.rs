@@ -1,3 +1,4 @@
+//! UI case, compile error: many errors.
 use autobatch_runtime::autobatch;
 
 #[autobatch]

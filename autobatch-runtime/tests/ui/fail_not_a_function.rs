@@ -1,3 +1,4 @@
+//! UI case, compile error: not a function.
 use autobatch_runtime::autobatch;
 
 #[autobatch]

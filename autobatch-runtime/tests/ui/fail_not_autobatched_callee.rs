@@ -1,3 +1,4 @@
+//! UI case, compile error: not autobatched callee.
 use autobatch_runtime::autobatch;
 
 #[autobatch]

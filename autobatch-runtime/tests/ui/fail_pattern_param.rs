@@ -1,3 +1,4 @@
+//! UI case, compile error: pattern param.
 use autobatch_runtime::autobatch;
 
 #[autobatch]

@@ -1,3 +1,4 @@
+//! UI case, compile error: question mark.
 use autobatch_runtime::autobatch;
 
 #[autobatch]

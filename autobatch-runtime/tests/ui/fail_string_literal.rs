@@ -1,3 +1,4 @@
+//! UI case, compile error: string literal.
 use autobatch_runtime::autobatch;
 
 #[autobatch]

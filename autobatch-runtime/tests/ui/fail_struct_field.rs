@@ -1,3 +1,4 @@
+//! UI case, compile error: struct field.
 use autobatch_runtime::autobatch;
 
 #[autobatch]

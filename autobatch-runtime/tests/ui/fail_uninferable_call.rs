@@ -1,3 +1,4 @@
+//! UI case, compile error: uninferable call.
 use autobatch_runtime::autobatch;
 
 #[autobatch]

@@ -1,3 +1,4 @@
+//! UI case, compile error: unknown method.
 use autobatch_runtime::autobatch;
 
 #[autobatch]

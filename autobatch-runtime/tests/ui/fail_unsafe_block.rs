@@ -1,3 +1,4 @@
+//! UI case, compile error: unsafe block.
 use autobatch_runtime::autobatch;
 
 #[autobatch]

@@ -1,3 +1,4 @@
+//! UI case, compile error: unsupported type.
 use autobatch_runtime::autobatch;
 
 #[autobatch]

@@ -1,3 +1,4 @@
+//! UI case, compile error: wrong callee signature.
 use autobatch_runtime::autobatch;
 
 #[autobatch]

@@ -1,3 +1,4 @@
+//! UI case, must compile and run: all constructs.
 use autobatch_runtime::ndarray::array;
 use autobatch_runtime::{autobatch, Config};
 

@@ -1,3 +1,4 @@
+//! UI case, must compile and run: unit and shadowing.
 use autobatch_runtime::ndarray::array;
 use autobatch_runtime::{autobatch, Config};
 
