@@ -4,6 +4,8 @@
 //! The IR is plain data with no runtime dependency: the `#[autobatch]` macro builds it at
 //! compile time and the runtime executes it. See `ARCHITECTURE.md` at the workspace root.
 
+#![warn(missing_docs)]
+
 pub mod builder;
 pub mod conformance;
 pub mod entity;

@@ -1,7 +1,7 @@
 //! `#[autobatch]`: compiles ordinary scalar Rust functions into autobatch Programs at compile time.
 //!
-//! The entry point is thin: [`parse`] turns the function into the macro's own AST (collecting
-//! every unsupported construct as a spanned error), [`generate`] lowers it to IR, analyses that
+//! The entry point is thin: `parse` turns the function into the macro's own AST (collecting
+//! every unsupported construct as a spanned error), `generate` lowers it to IR, analyses that
 //! IR at compile time and emits the code. On any error the original function is emitted too, so
 //! the IDE keeps working.
 

@@ -27,6 +27,8 @@
 //! }
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod column;
 pub mod config;
 mod env;

@@ -1,6 +1,6 @@
 //! Linking `#[autobatch]` functions into one Program with its kernel table.
 //!
-//! Each annotated function's generated code calls [`Linker::define`] to add itself, declaring
+//! Each annotated function's generated code calls [`Linker::declare`] to add itself, declaring
 //! itself first so recursion and mutual recursion terminate, then defining its callees through
 //! their own generated code. The entry's [`Executable`] is built once per program.
 

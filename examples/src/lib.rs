@@ -1,4 +1,6 @@
 //! Shared code for the runnable autobatch examples: sampler diagnostics and draw output.
 
+#![warn(missing_docs)]
+
 pub mod diagnostics;
 pub mod npy;
