@@ -84,6 +84,9 @@ impl Activation<'_> {
         lanes: Vec<usize>,
         depth: usize,
     ) -> Result<()> {
+        if lanes.is_empty() {
+            return Ok(());
+        }
         let program = env.program;
         let blocks = &program.function(func).blocks;
         let mut waiting: Vec<Vec<usize>> = vec![Vec::new(); blocks.len()];

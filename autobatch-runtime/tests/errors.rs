@@ -383,3 +383,24 @@ fn a_program_lowering_rejects() {
     let err = Executable::new(program, vec![Kernel::map1(|x: i64| x - 1)]).unwrap_err();
     assert!(matches!(err, RuntimeError::Lower(_)), "{err}");
 }
+
+#[test]
+fn an_empty_batch_runs_and_returns_empty_outputs() {
+    let exe = executable(|k| programs::fibonacci_function_calls(k, DType::I64));
+    for config in both() {
+        let run = exe.run(&[i64s(&[])], &config).unwrap();
+        assert_eq!(run.outputs[0].rows(), 0);
+    }
+}
+
+#[test]
+fn a_zero_stack_depth_is_an_error_not_a_panic() {
+    let exe = executable(|k| programs::fibonacci_function_calls(k, DType::I64));
+    for mode in [Mode::FullVm, Mode::Stackless] {
+        let config = Config {
+            max_stack_depth: 0,
+            ..Config::with_mode(mode)
+        };
+        assert!(exe.run(&[i64s(&[3])], &config).is_err(), "{mode:?}");
+    }
+}
