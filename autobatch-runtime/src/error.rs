@@ -19,6 +19,10 @@ pub enum RuntimeError {
     /// The program's form does not suit the requested mode.
     #[error("{0}")]
     ModeUnsupported(String),
+    /// `#[autobatch]` functions could not be linked into one program, or a linked program's
+    /// output does not have the type its generated entry point expects.
+    #[error("linking failed: {0}")]
+    Link(String),
     /// A kernel id has no entry in the kernel table.
     #[error("block `{block}`: kernel {kernel} (`{source_text}`) is not in the kernel table ({table} kernels)")]
     MissingKernel {

@@ -132,7 +132,7 @@ impl Linker {
     pub fn finish(self, entry: FuncId) -> Result<Executable> {
         let program = self.builder.finish_with_entry(entry).map_err(|e| match e {
             autobatch_ir::BuildError::Invalid(v) => RuntimeError::Invalid(v),
-            other => RuntimeError::ModeUnsupported(format!("cannot link: {other}")),
+            other => RuntimeError::Link(other.to_string()),
         })?;
         if self.exact {
             Executable::with_allocations(program, self.kernels)
@@ -158,7 +158,7 @@ pub fn output<T: Element>(column: &Column) -> Result<Array1<T>> {
         .as_array::<T>()
         .map(|a| a.index_axis(Axis(1), 0).to_owned())
         .ok_or_else(|| {
-            RuntimeError::ModeUnsupported(format!(
+            RuntimeError::Link(format!(
                 "output is {}, expected {}",
                 column.dtype(),
                 T::DTYPE
@@ -169,7 +169,7 @@ pub fn output<T: Element>(column: &Column) -> Result<Array1<T>> {
 /// A 2-d output array (`[lanes, len]`) from a vector output column.
 pub fn output_vectors<T: Element>(column: &Column) -> Result<Array2<T>> {
     column.as_array::<T>().cloned().ok_or_else(|| {
-        RuntimeError::ModeUnsupported(format!(
+        RuntimeError::Link(format!(
             "output is {}, expected {}",
             column.dtype(),
             T::DTYPE
@@ -296,5 +296,30 @@ fn copy_into<'a, T: Element>(
     match contiguous {
         Some(src) => out.copy_from_slice(src),
         None => out.iter_mut().zip(values).for_each(|(o, v)| *o = *v),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outputs_of_the_wrong_type_are_link_errors() {
+        let ints = Column::from_scalars(&[1i64, 2]);
+        assert_eq!(output::<i64>(&ints).unwrap().to_vec(), vec![1, 2]);
+        assert!(matches!(output::<f64>(&ints), Err(RuntimeError::Link(_))));
+        assert!(matches!(
+            output_vectors::<bool>(&ints),
+            Err(RuntimeError::Link(_))
+        ));
+    }
+
+    #[test]
+    fn a_linked_function_is_declared_once() {
+        let mut l = Linker::new();
+        let f = l.declare("k", "f").unwrap_err();
+        assert_eq!(l.declare("k", "f"), Ok(f));
+        let g = l.declare("other::k", "f").unwrap_err();
+        assert_ne!(f, g, "same name, different path: two functions");
     }
 }
