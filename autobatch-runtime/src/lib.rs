@@ -254,3 +254,8 @@ fn check_inputs(program: &Program, inputs: &[Column], config: &Config) -> Result
     let batch = batch.map(|(b, _)| b).or(config.batch_size).unwrap_or(1);
     Ok((batch, vector_len.map_or(0, |(n, _)| n)))
 }
+
+/// The README's Rust examples, compiled and run as doctests so they stay true.
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
