@@ -4,3 +4,4 @@
 
 pub mod diagnostics;
 pub mod npy;
+pub mod nuts;

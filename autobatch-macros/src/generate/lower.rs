@@ -715,6 +715,23 @@ impl<'a> Lowerer<'a> {
         }
     }
 
+    /// A flexible variable (typed by a literal's default) assigned a value of another type
+    /// takes that type, as rustc would infer: `let mut n = 0; n += m_i64;` makes `n` an `i64`.
+    fn demand_from_assignment(&self, var: usize, ty: &Ty, value: &Expr, op: Option<&BinOp>) {
+        if !self.flexible.contains_key(&var) || !is_pure(value) || op == Some(&BinOp::Shift) {
+            return;
+        }
+        let scope = ScopeView(self);
+        if matches!(infer(value, Some(ty), &scope), Ok(t) if t == *ty) {
+            return;
+        }
+        if let Ok(t @ Ty::Scalar(_)) = infer(value, None, &scope) {
+            if t != *ty {
+                self.demand(var, &t);
+            }
+        }
+    }
+
     fn assign_stmt(
         &mut self,
         e: &Expr,
@@ -727,6 +744,7 @@ impl<'a> Lowerer<'a> {
             return;
         };
         let ty = self.out.vars[var].ty.clone();
+        self.demand_from_assignment(var, &ty, value, op.map(|(b, _)| b));
         match op {
             None => self.compile_into(value, var, &ty),
             Some((bop, op_tokens)) => {
