@@ -326,6 +326,63 @@ impl<'p> Env<'p> {
             .collect()
     }
 
+    /// Runs an assignment (`outs = ins`, leaf by leaf, no output among the inputs) on `lanes`
+    /// by copying rows straight from the inputs' storage into the outputs' (one copy, no
+    /// intermediate columns).
+    fn assign(&mut self, op: &PrimOp, lanes: &[usize], block: Block) -> Result<()> {
+        let mut sources: Vec<(usize, usize)> = Vec::new();
+        for &v in &op.ins {
+            let n = self.read(v, lanes, block)?.len();
+            sources.extend((0..n).map(|leaf| (v.index(), leaf)));
+        }
+        let mut next = sources.into_iter();
+        for (i, &v) in op.outs.iter().enumerate() {
+            let n = self.vars[v.index()].types.len();
+            let mine: Vec<(usize, usize)> = next.by_ref().take(n).collect();
+            if mine.len() != n {
+                return Err(RuntimeError::KernelOutput {
+                    block: self.block_name(block),
+                    source_text: op.source.clone(),
+                    leaf: mine.len(),
+                    expected: format!("{n} leaves for `{}`", self.name(v)),
+                    found: "too few input leaves".into(),
+                });
+            }
+            if self.vars[v.index()].alloc == Allocation::Null {
+                continue;
+            }
+            if !op.in_place.get(i).copied().unwrap_or(false) {
+                self.push(v, lanes, block)?;
+            }
+            let d = v.index();
+            for (leaf, (s, s_leaf)) in mine.into_iter().enumerate() {
+                let (src, dst) = if s < d {
+                    let (a, b) = self.vars.split_at_mut(d);
+                    (&a[s].leaves[s_leaf], &mut b[0].leaves[leaf])
+                } else {
+                    let (a, b) = self.vars.split_at_mut(s);
+                    (&b[0].leaves[s_leaf], &mut a[d].leaves[leaf])
+                };
+                if !dst.copy_rows(src, lanes.iter().map(|&l| (l, l))) {
+                    let expected = format!("{} [{}, {}]", dst.dtype(), lanes.len(), dst.width());
+                    let found = format!("{} [{}, {}]", src.dtype(), lanes.len(), src.width());
+                    return Err(RuntimeError::KernelOutput {
+                        block: self.block_name(block),
+                        source_text: op.source.clone(),
+                        leaf,
+                        expected,
+                        found,
+                    });
+                }
+            }
+            if self.safety {
+                let store = &mut self.vars[d];
+                lanes.iter().for_each(|&l| store.set[l] = true);
+            }
+        }
+        Ok(())
+    }
+
     /// Runs one primitive op on `lanes`: kernel on the active lanes, then the writes.
     pub(crate) fn run_prim(
         &mut self,
@@ -334,6 +391,11 @@ impl<'p> Env<'p> {
         block: Block,
         stats: &mut Stats,
     ) -> Result<()> {
+        // An assignment whose outputs are not among its inputs copies rows directly; one that
+        // permutes its own variables (`a, b = b, a`) goes through dense columns below.
+        if op.kernel == KernelRef::Assign && !op.outs.iter().any(|o| op.ins.contains(o)) {
+            return self.assign(op, lanes, block);
+        }
         let mut outputs = self.output_columns(&op.outs, lanes.len());
         let expected: Vec<(autobatch_ir::DType, usize)> =
             outputs.iter().map(|c| (c.dtype(), c.width())).collect();

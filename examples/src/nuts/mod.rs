@@ -103,7 +103,7 @@ pub enum SampleError {
         /// The target's name.
         target: String,
         /// The chain.
-        chain: usize,
+        chain: u64,
         /// The log density there.
         logp: f64,
         /// Whether every gradient coordinate was finite.
@@ -166,7 +166,7 @@ impl Run {
 impl Settings {
     /// Checks every setting's range.
     pub fn validate(&self) -> Result<(), SampleError> {
-        let bad = |name, value: String, why| Err(SampleError::Setting { name, value, why });
+        let bad = bad_setting;
         if self.chains == 0 {
             return bad("chains", "0".into(), "at least one chain");
         }
@@ -208,6 +208,10 @@ impl Settings {
     }
 }
 
+fn bad_setting<T>(name: &'static str, value: String, why: &'static str) -> Result<T, SampleError> {
+    Err(SampleError::Setting { name, value, why })
+}
+
 /// Chain `chain`'s key: its transitions use this, its initial point a key split from it.
 pub fn chain_key(seed: u64, chain: u64) -> Key {
     Key::new(seed).fold_in(chain)
@@ -228,7 +232,7 @@ pub fn initial_point(seed: u64, chain: u64, dim: usize, radius: f64) -> Vec<f64>
 
 /// Evaluates the target at `q` and checks shapes and finiteness (the checks a run makes
 /// before it starts).
-fn check_start(target: &dyn Target, q: ArrayView2<f64>) -> Result<(), SampleError> {
+fn check_start(target: &dyn Target, ids: &[u64], q: ArrayView2<f64>) -> Result<(), SampleError> {
     let (rows, dim) = q.dim();
     let (logp, grad) = target.logp_grad(q);
     let shape_error = |what, got: &[usize]| SampleError::TargetShape {
@@ -244,7 +248,7 @@ fn check_start(target: &dyn Target, q: ArrayView2<f64>) -> Result<(), SampleErro
     if grad.dim() != (rows, dim) {
         return Err(shape_error("gradients", grad.shape()));
     }
-    for (chain, (lp, g)) in logp.iter().zip(grad.rows()).enumerate() {
+    for ((lp, g), &chain) in logp.iter().zip(grad.rows()).zip(ids) {
         let grad_finite = g.iter().all(|x| x.is_finite());
         if !lp.is_finite() || !grad_finite {
             return Err(SampleError::NonFiniteStart {
@@ -258,8 +262,8 @@ fn check_start(target: &dyn Target, q: ArrayView2<f64>) -> Result<(), SampleErro
     Ok(())
 }
 
-/// Samples `target` with every chain in one autobatched call of [`sampler::chain`], calling
-/// `progress` as transitions finish.
+/// Samples `target` with chains `0..settings.chains` in one autobatched call of
+/// [`sampler::chain`], calling `progress` as transitions finish.
 ///
 /// A chain's draws depend only on the seed, the chain index and the settings: chain `k` gives
 /// the same bits alone, in any batch, in either mode, and as the scalar function.
@@ -268,27 +272,41 @@ pub fn sample<T: Target + 'static>(
     settings: &Settings,
     progress: impl FnMut(Progress) + 'static,
 ) -> Result<Run, SampleError> {
+    let ids: Vec<u64> = (0..settings.chains as u64).collect();
+    sample_chains(Rc::new(target), settings, &ids, progress)
+}
+
+/// Like [`sample`] for the chains with the given indices (row `k` of the result is chain
+/// `ids[k]`; `settings.chains` is ignored): e.g. one chain of a large run, alone.
+pub fn sample_chains(
+    target: Rc<dyn Target>,
+    settings: &Settings,
+    ids: &[u64],
+    progress: impl FnMut(Progress) + 'static,
+) -> Result<Run, SampleError> {
     settings.validate()?;
-    let target: Rc<dyn Target> = Rc::new(target);
     let dim = target.dim();
     if dim == 0 {
-        return Err(SampleError::Setting {
-            name: "target",
-            value: target.name(),
-            why: "the target must have at least one coordinate",
-        });
+        return bad_setting(
+            "target",
+            target.name(),
+            "the target must have at least one coordinate",
+        );
     }
-    let chains = settings.chains;
+    let chains = ids.len();
+    if chains == 0 {
+        return bad_setting("chains", "0".into(), "at least one chain");
+    }
     let init = Array2::from_shape_vec(
         (chains, dim),
-        (0..chains as u64)
-            .flat_map(|c| initial_point(settings.seed, c, dim, settings.init_radius))
+        ids.iter()
+            .flat_map(|&c| initial_point(settings.seed, c, dim, settings.init_radius))
             .collect(),
     )
     .expect("chains x dim values");
-    check_start(target.as_ref(), init.view())?;
-    let ids = Array1::from_iter(0..chains as i64);
-    let keys = Array1::from_iter((0..chains as u64).map(|c| chain_key(settings.seed, c)));
+    check_start(target.as_ref(), ids, init.view())?;
+    let keys = Array1::from_iter(ids.iter().map(|&c| chain_key(settings.seed, c)));
+    let rows = Array1::from_iter(0..chains as i64);
     let (warmup, draws) = (settings.warmup as i64, settings.draws as i64);
     let config = Config::with_mode(settings.mode);
     let total = (chains * (settings.warmup + settings.draws)) as u64;
@@ -298,7 +316,7 @@ pub fn sample<T: Target + 'static>(
             with_target(target.clone(), || {
                 sampler::chain::batch_with_stats(
                     init.view(),
-                    ids.view(),
+                    rows.view(),
                     keys.view(),
                     Array1::from_elem(chains, warmup).view(),
                     Array1::from_elem(chains, draws).view(),
