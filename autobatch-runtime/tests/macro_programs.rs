@@ -4,7 +4,7 @@
 
 use autobatch_runtime::ir::golden::assert_golden;
 use autobatch_runtime::ir::Allocation;
-use autobatch_runtime::{autobatch, ir};
+use autobatch_runtime::{autobatch, ir, Config, Mode, Vector};
 
 fn golden(name: &str, text: &str) {
     assert_golden(
@@ -71,4 +71,54 @@ fn unseen_callees_are_conservative_until_linked() {
     golden("macro_outer_linked", &linked.to_string());
     assert_eq!(alloc_of(linked, "outer.k"), Allocation::Register);
     assert_eq!(outer(3), 10);
+}
+
+/// Swaps a pair and counts with a counter whose type comes from what is added to it.
+#[autobatch]
+fn swap_count(a: Vector, b: Vector, steps: i64) -> (Vector, Vector, i64) {
+    let mut pair = (a, b);
+    let mut n = 0;
+    let mut i = 0;
+    while i < steps {
+        let (x, y) = pair;
+        pair = (y.clone(), x);
+        n += steps;
+        i += 1;
+    }
+    let (x, y) = pair;
+    (x, y, n)
+}
+
+/// A tuple built from variables (and their clones) is one built-in assignment, not a kernel;
+/// a tuple with one computed element computes it alone and assigns the rest.
+#[test]
+fn tuples_of_variables_are_assignments() {
+    let program = swap_count::program().unwrap();
+    golden("macro_swap_count_linked", &program.to_string());
+    let text = program.to_string();
+    assert!(text.contains("swap_count.pair = prim(swap_count.a, swap_count.b) by assign"));
+    assert!(text.contains("prim(swap_count.y, swap_count.x) by assign"));
+    assert!(text.contains("prim(swap_count.x.1, swap_count.y.1, swap_count.n) by assign"));
+    let (x, y, n) = swap_count(Vector::from(vec![1.0]), Vector::from(vec![2.0]), 3);
+    assert_eq!((x.get(0), y.get(0), n), (2.0, 1.0, 9));
+    let a = autobatch_runtime::ndarray::array![[1.0], [3.0]];
+    let b = autobatch_runtime::ndarray::array![[2.0], [4.0]];
+    let steps = autobatch_runtime::ndarray::array![3i64, 4];
+    for mode in [Mode::FullVm, Mode::Stackless] {
+        let (x, y, n) =
+            swap_count::batch(a.view(), b.view(), steps.view(), &Config::with_mode(mode)).unwrap();
+        assert_eq!(
+            (x.column(0).to_vec(), y.column(0).to_vec()),
+            (vec![2.0, 3.0], vec![1.0, 4.0])
+        );
+        assert_eq!(n.to_vec(), vec![9, 16]);
+    }
+}
+
+/// `let mut n = 0; n += m` with `m: i64` makes `n` an `i64`, as rustc infers it.
+#[test]
+fn a_literal_counter_takes_the_type_added_to_it() {
+    let program = swap_count::program().unwrap();
+    let n = program.var(program.var_named("swap_count.n").unwrap());
+    assert_eq!(n.ty.to_string(), "i64");
 }

@@ -360,6 +360,34 @@ impl<'a> Lowerer<'a> {
     /// Emits `outs = <pure e>` as a lane-wise kernel.
     fn prim_pure(&mut self, outs: Vec<usize>, e: &Expr, ty: Ty) {
         let Some(block) = self.current else { return };
+        if let Some(ins) = self.copy_sources(e, &ty) {
+            self.out.steps.push(Step::Assign { block, outs, ins });
+            return;
+        }
+        // A tuple that mostly moves variables: compute the other elements into temporaries,
+        // then assemble the tuple with one assignment.
+        if let (ExprKind::Tuple(items), Ty::Tuple(tys), [_]) = (&e.kind, &ty, outs.as_slice()) {
+            if items.len() == tys.len()
+                && items
+                    .iter()
+                    .zip(tys)
+                    .any(|(i, t)| self.copy_sources(i, t).is_some())
+            {
+                let mut ins = Vec::new();
+                for (item, t) in items.iter().zip(tys) {
+                    match self.copy_sources(item, t) {
+                        Some(vars) => ins.extend(vars),
+                        None => {
+                            let tmp = self.new_var("t", t.clone());
+                            self.prim_pure(vec![tmp], item, t.clone());
+                            ins.push(tmp);
+                        }
+                    }
+                }
+                self.out.steps.push(Step::Assign { block, outs, ins });
+                return;
+            }
+        }
         let mut names = Vec::new();
         free_vars(e, &mut names);
         let mut inputs = Vec::new();
@@ -378,6 +406,33 @@ impl<'a> Lowerer<'a> {
             e.span,
             source_text(&e.tokens),
         );
+    }
+
+    /// The variables a pure expression merely copies, leaf for leaf, when it is made only of
+    /// variables, `.clone()`s of them and tuples of those (`(q.clone(), p, 1)` is not): such an
+    /// expression compiles to the built-in assignment (one row copy per leaf) instead of a
+    /// kernel that rebuilds every value.
+    fn copy_sources(&self, e: &Expr, ty: &Ty) -> Option<Vec<usize>> {
+        fn collect(l: &Lowerer, e: &Expr, out: &mut Vec<usize>) -> Option<Ty> {
+            match &e.kind {
+                ExprKind::Var(id) => {
+                    let v = l.lookup(&id.to_string())?;
+                    out.push(v);
+                    Some(l.out.vars[v].ty.clone())
+                }
+                ExprKind::Method(recv, name, args) if name == "clone" && args.is_empty() => {
+                    collect(l, recv, out)
+                }
+                ExprKind::Tuple(items) => items
+                    .iter()
+                    .map(|item| collect(l, item, out))
+                    .collect::<Option<Vec<Ty>>>()
+                    .map(Ty::Tuple),
+                _ => None,
+            }
+        }
+        let mut ins = Vec::new();
+        (collect(self, e, &mut ins)? == *ty).then_some(ins)
     }
 
     #[allow(clippy::too_many_arguments)]
