@@ -5,7 +5,9 @@ mod support;
 
 use autobatch_ir::conformance::{self, numbering};
 use autobatch_ir::passes::LowerError;
-use autobatch_ir::passes::{allocate, fuse_pop_push, lower, prioritize_blocks, FusionError};
+use autobatch_ir::passes::{
+    allocate, fuse_pop_push, lower, prioritize_blocks, prioritize_blocks_deferring, FusionError,
+};
 use autobatch_ir::{
     verify, Block, DType, Form, FuncId, KernelId, KernelRef, Op, Program, ProgramBuilder,
     Terminator, Type, Var,
@@ -812,6 +814,38 @@ fn weight(p: &Program, b: Block) -> u8 {
             .iter()
             .any(|op| matches!(op, Op::Prim(_) | Op::Call(_))),
     )
+}
+
+/// A deferred op's block (here `enter_fib`, which holds `n > 1`) moves after every other
+/// block; the rest keep their order and every reference follows its block.
+#[test]
+fn priority_defers_blocks_with_expensive_ops_to_the_end() {
+    let p = conformance::fibonacci_program(&mut numbering());
+    let prio = prioritize_blocks_deferring(&p, |op| op.source == "n > 1");
+    let names: Vec<&str> = prio.blocks.iter().map(|b| b.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "entry",
+            "exit",
+            "recur1",
+            "recur2",
+            "recur3",
+            "finish",
+            "enter_fib"
+        ]
+    );
+    assert_eq!(
+        prio.blocks[0].term,
+        Terminator::PushGoto {
+            ret: Block::new(1),
+            target: Block::new(6)
+        }
+    );
+    assert_eq!(
+        prioritize_blocks_deferring(&p, |_| false),
+        prioritize_blocks(&p)
+    );
 }
 
 #[test]

@@ -52,8 +52,8 @@ pub use ndarray;
 pub use random::Key;
 pub use vector::Vector;
 
-use autobatch_ir::passes::{allocate, fuse_pop_push, liveness, lower, prioritize_blocks};
-use autobatch_ir::{verify, Form, Program, Shape, TensorType};
+use autobatch_ir::passes::{allocate, fuse_pop_push, liveness, lower, prioritize_blocks_deferring};
+use autobatch_ir::{verify, Form, KernelRef, PrimOp, Program, Shape, TensorType};
 use env::{Env, Stacks};
 
 /// The result of a run: one column per output leaf, and what the run did.
@@ -90,13 +90,20 @@ impl Executable {
     /// across a call that may overwrite it must be FULL.
     pub fn with_allocations(program: Program, kernels: Vec<Kernel>) -> Result<Self> {
         verify(&program)?;
+        // Blocks with a batched kernel run last, so lanes gather there (see
+        // `prioritize_blocks_deferring`).
+        let batched = |op: &PrimOp| {
+            matches!(op.kernel, KernelRef::User(id)
+                if matches!(kernels.get(id.index()), Some(Kernel::Batched(_))))
+        };
         let (high, lowered) = match program.form {
             Form::High => {
-                let lowered = prioritize_blocks(&fuse_pop_push(&lower(&program)?)?);
+                let fused = fuse_pop_push(&lower(&program)?)?;
+                let lowered = prioritize_blocks_deferring(&fused, batched);
                 let plan = stackless::Plan::new(&program, &liveness(&program));
                 (Some((program, plan)), lowered)
             }
-            Form::Lowered => (None, prioritize_blocks(&program)),
+            Form::Lowered => (None, prioritize_blocks_deferring(&program, batched)),
         };
         verify(&lowered)?;
         Ok(Executable {

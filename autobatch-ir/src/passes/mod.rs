@@ -10,4 +10,4 @@ pub use allocation::{allocate, allocations, allocations_with, is_tail_call, Allo
 pub use fusion::{fuse_pop_push, FusionError};
 pub use liveness::{liveness, BlockLiveness, Liveness, VarSet};
 pub use lowering::{lower, LowerError};
-pub use priority::prioritize_blocks;
+pub use priority::{prioritize_blocks, prioritize_blocks_deferring};

@@ -1,16 +1,19 @@
 //! Block priority ordering for the full VM (notes section 5.1).
 
-use crate::program::{Form, Op, Program, Terminator};
+use crate::program::{Form, Op, PrimOp, Program, Terminator};
 use crate::Block;
 
-/// The block's weight: 0 if it holds no primitive op (only pops, or nothing), else 1.
-fn weight(program: &Program, b: Block) -> u8 {
-    let has_prim = program
-        .block(b)
-        .ops
+/// The block's weight: 0 if it holds no primitive op (only pops, or nothing), 2 if it holds
+/// a deferred op, else 1.
+fn weight(program: &Program, b: Block, defer: &dyn Fn(&PrimOp) -> bool) -> u8 {
+    let ops = &program.block(b).ops;
+    if ops
         .iter()
-        .any(|op| matches!(op, Op::Prim(_) | Op::Call(_)));
-    u8::from(has_prim)
+        .any(|op| matches!(op, Op::Prim(prim) if defer(prim)))
+    {
+        return 2;
+    }
+    u8::from(ops.iter().any(|op| matches!(op, Op::Prim(_) | Op::Call(_))))
 }
 
 /// Reorders a lowered program's blocks; returns a new program.
@@ -22,6 +25,14 @@ fn weight(program: &Program, b: Block) -> u8 {
 /// new order; names are kept. A high-level program is returned unchanged (its functions' block
 /// orders are not the VM's schedule).
 pub fn prioritize_blocks(program: &Program) -> Program {
+    prioritize_blocks_deferring(program, |_| false)
+}
+
+/// Like [`prioritize_blocks`], also moving the blocks that hold an op for which `defer` is true
+/// after all others (stably). For an expensive batched kernel (a GEMM gradient) this makes the
+/// VM run every cheaper block first, so lanes gather at the kernel and each call computes as
+/// many lanes as possible: scheduling only, the result of every lane is unchanged.
+pub fn prioritize_blocks_deferring(program: &Program, defer: impl Fn(&PrimOp) -> bool) -> Program {
     if program.form != Form::Lowered {
         return program.clone();
     }
@@ -45,7 +56,7 @@ pub fn prioritize_blocks(program: &Program) -> Program {
             .map(Block::new),
     );
     if order.len() > 1 {
-        order[1..].sort_by_key(|&b| weight(program, b));
+        order[1..].sort_by_key(|&b| weight(program, b, &defer));
     }
     let mut new_index = vec![Block(0); program.blocks.len()];
     for (i, b) in order.iter().enumerate() {

@@ -1,5 +1,5 @@
-//! The No-U-Turn sampler as ordinary scalar Rust under `#[autobatch]`: a leapfrog step, the
-//! recursive tree builder, one transition, and a chain loop with warmup adaptation.
+//! The No-U-Turn sampler as ordinary scalar Rust under `#[autobatch]`: the recursive tree
+//! builder (whose leaves are leapfrog steps), one transition, and a chain loop with warmup.
 //!
 //! This is the algorithm of modern Stan and nuts-rs: multinomial sampling of the next state
 //! (biased progressive sampling between the old tree and each new subtree, uniform
@@ -14,23 +14,6 @@
 use super::record::record;
 use super::target::logp_grad;
 use autobatch_runtime::{autobatch, Key, Vector};
-
-/// One leapfrog step of size `eps` (negative to integrate backwards) from `(q, p)` with the
-/// gradient `g` at `q`: the new position, momentum, gradient and log density.
-#[autobatch]
-pub fn leapfrog(
-    q: Vector,
-    p: Vector,
-    g: Vector,
-    eps: f64,
-    minv: Vector,
-) -> (Vector, Vector, Vector, f64) {
-    let half = &p + &((0.5 * eps) * &g);
-    let q1 = &q + &(eps * &(&minv * &half));
-    let (logp1, g1): (f64, Vector) = logp_grad(&q1);
-    let p1 = &half + &((0.5 * eps) * &g1);
-    (q1, p1, g1, logp1)
-}
 
 /// Builds a subtree of `2^depth` leapfrog steps of size `eps` from the end state
 /// `(q, p, g, logp)`, for a trajectory that started at energy `h0`.
@@ -70,8 +53,12 @@ pub fn build_tree(
     Key,
 ) {
     if depth == 0 {
-        let (q1, p1, g1, logp1): (Vector, Vector, Vector, f64) =
-            leapfrog(q, p, g, eps, minv.clone());
+        // One leapfrog step, written out here rather than as a function: a call would copy
+        // every vector in and out.
+        let half = &p + &((0.5 * eps) * &g);
+        let q1 = &q + &(eps * &(&minv * &half));
+        let (logp1, g1): (f64, Vector) = logp_grad(&q1);
+        let p1 = &half + &((0.5 * eps) * &g1);
         let h = -logp1 + 0.5 * p1.dot(&(&minv * &p1));
         let log_weight = if h.is_nan() {
             f64::NEG_INFINITY
