@@ -82,11 +82,12 @@ pub fn autobatch(attr: TokenStream, item: TokenStream) -> TokenStream {
         errors.at(&attr, "#[autobatch] takes no arguments");
     }
     let func = parse::func(&item_fn, &mut errors);
-    let lowered = generate::lower::lower(&func, &mut errors);
+    let mut lowered = generate::lower::lower(&func, &mut errors);
     if let Err(e) = errors.finish() {
         let e = e.to_compile_error();
         return quote!(#e #original).into();
     }
+    generate::fuse::fuse_kernels(&mut lowered);
     match generate::ir::compile_time(&lowered, &func.name.to_string()) {
         Ok(ct) => {
             let generated = generate::emit::function(&item_fn, &func, &lowered, &ct);

@@ -122,3 +122,46 @@ fn a_literal_counter_takes_the_type_added_to_it() {
     let n = program.var(program.var_named("swap_count.n").unwrap());
     assert_eq!(n.ty.to_string(), "i64");
 }
+
+/// Straight-line code with intermediate values.
+#[autobatch]
+fn scaled_norm(q: Vector, eps: f64) -> f64 {
+    let a = &q * eps;
+    let b = a.dot(&a);
+    let c = b.sqrt() + eps;
+    if c > 1.0 {
+        c
+    } else {
+        b
+    }
+}
+
+/// Consecutive kernels of a block are one kernel; values used only inside it (`a`) are not
+/// outputs, values read later (`b` by the `else` branch, `c`) are.
+#[test]
+fn consecutive_kernels_fuse_and_keep_only_escaping_values() {
+    let program = scaled_norm::program().unwrap();
+    golden("macro_scaled_norm_linked", &program.to_string());
+    let text = program.to_string();
+    assert!(
+        text.contains(
+            "scaled_norm.b, scaled_norm.c, scaled_norm.t = prim(scaled_norm.q, scaled_norm.eps)"
+        ),
+        "{text}"
+    );
+    assert_eq!(
+        program
+            .var(program.var_named("scaled_norm.a").unwrap())
+            .alloc,
+        Allocation::Null
+    );
+    let q = autobatch_runtime::ndarray::array![[0.1, 0.2], [3.0, 4.0]];
+    let eps = autobatch_runtime::ndarray::array![0.5, 2.0];
+    for mode in [Mode::FullVm, Mode::Stackless] {
+        let out = scaled_norm::batch(q.view(), eps.view(), &Config::with_mode(mode)).unwrap();
+        for i in 0..2 {
+            let scalar = scaled_norm(Vector::from(q.row(i).to_vec()), eps[i]);
+            assert_eq!(out[i].to_bits(), scalar.to_bits());
+        }
+    }
+}

@@ -1,7 +1,8 @@
-//! From the macro's AST to generated code: lowering to a recorded IR, the compile-time
-//! analysis of that IR, and the emitted tokens.
+//! From the macro's AST to generated code: lowering to a recorded IR, kernel fusion, the
+//! compile-time analysis of that IR, and the emitted tokens.
 
 pub mod emit;
+pub mod fuse;
 pub mod infer;
 pub mod ir;
 pub mod lower;

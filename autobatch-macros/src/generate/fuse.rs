@@ -1,0 +1,236 @@
+//! Kernel fusion: consecutive lane-wise kernels of one block become one kernel, so values that
+//! live only between them stay in the lane's registers instead of being stored to and
+//! reloaded from batch storage.
+//!
+//! Every fused step still runs, in order, on every active lane (a step whose value nobody
+//! reads is computed and dropped, as in the scalar function); only the variables read outside
+//! the group (or across executions of the block, or returned) are outputs of the fused kernel.
+
+use super::emit::rust_type;
+use super::lower::{KernelSpec, Lowered, Step};
+use crate::parse::ast::Ty;
+use proc_macro2::{Ident, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use std::collections::{HashMap, HashSet};
+
+/// The variables step `s` reads.
+fn reads(s: &Step, returns: &[usize]) -> Vec<usize> {
+    match s {
+        Step::Prim { ins, .. } | Step::Assign { ins, .. } | Step::Call { ins, .. } => ins.clone(),
+        Step::Branch(_, c, _, _) => vec![*c],
+        Step::Ret(_) => returns.to_vec(),
+        Step::Goto(..) => Vec::new(),
+    }
+}
+
+/// A kernel step that fusion can take: one output variable of the kernel's type.
+fn fusible(s: &Step, l: &Lowered) -> Option<usize> {
+    match s {
+        Step::Prim {
+            block,
+            outs,
+            kernel,
+            ..
+        } if outs.len() == 1 && l.kernels[*kernel].out_ty == l.vars[outs[0]].ty => Some(*block),
+        _ => None,
+    }
+}
+
+fn local(v: usize) -> Ident {
+    format_ident!("__v{v}")
+}
+
+/// Fuses every run of two or more consecutive fusible kernel steps of the same block.
+pub fn fuse_kernels(l: &mut Lowered) {
+    let steps = std::mem::take(&mut l.steps);
+    let read_by: Vec<Vec<usize>> = steps.iter().map(|s| reads(s, &l.returns)).collect();
+    // How many steps read each variable, to tell reads outside a group from reads inside.
+    let mut readers: HashMap<usize, usize> = HashMap::new();
+    for vars in &read_by {
+        for &v in vars {
+            *readers.entry(v).or_default() += 1;
+        }
+    }
+    let mut out = Vec::with_capacity(steps.len());
+    let mut i = 0;
+    while i < steps.len() {
+        let Some(block) = fusible(&steps[i], l) else {
+            i += 1;
+            continue;
+        };
+        let mut end = i + 1;
+        while end < steps.len() && fusible(&steps[end], l) == Some(block) {
+            end += 1;
+        }
+        if end - i >= 2 {
+            let step = fuse_group(l, &steps[i..end], &read_by[i..end], &readers, block);
+            out.push((i, end, step));
+        }
+        i = end;
+    }
+    // Splice the fused steps in place of their groups.
+    let mut fused = out.into_iter().peekable();
+    let mut kept = Vec::new();
+    for (i, s) in steps.into_iter().enumerate() {
+        match fused.peek() {
+            Some((start, end, _)) if i >= *start && i < *end => {
+                if i + 1 == *end {
+                    kept.push(fused.next().expect("peeked").2);
+                }
+            }
+            _ => kept.push(s),
+        }
+    }
+    l.steps = kept;
+    drop_unused_kernels(l);
+}
+
+/// One kernel computing `group` in order; its outputs are the variables written in the group
+/// that are read outside it, read inside it before being written (across executions of the
+/// block), or returned.
+fn fuse_group(
+    l: &mut Lowered,
+    group: &[Step],
+    group_reads: &[Vec<usize>],
+    readers: &HashMap<usize, usize>,
+    block: usize,
+) -> Step {
+    let mut inside: HashMap<usize, usize> = HashMap::new();
+    for vars in group_reads {
+        for &v in vars {
+            *inside.entry(v).or_default() += 1;
+        }
+    }
+    let returns: HashSet<usize> = l.returns.iter().copied().collect();
+    let mut written: Vec<usize> = Vec::new();
+    let mut external: Vec<usize> = Vec::new();
+    let mut carried: HashSet<usize> = HashSet::new();
+    for (s, vars) in group.iter().zip(group_reads) {
+        for &v in vars {
+            if !written.contains(&v) {
+                if !external.contains(&v) {
+                    external.push(v);
+                }
+                carried.insert(v);
+            }
+        }
+        if let Step::Prim { outs, .. } = s {
+            if !written.contains(&outs[0]) {
+                written.push(outs[0]);
+            }
+        }
+    }
+    let mut needed: Vec<usize> = written
+        .iter()
+        .copied()
+        .filter(|v| {
+            returns.contains(v)
+                || carried.contains(v)
+                || readers.get(v).copied().unwrap_or(0) > inside.get(v).copied().unwrap_or(0)
+        })
+        .collect();
+    if needed.is_empty() {
+        // Nothing escapes: keep the last value as the (unread) output.
+        needed.extend(written.last());
+    }
+    // The last step reading each local: there the binding may be moved instead of cloned.
+    let mut last_read: HashMap<usize, usize> = HashMap::new();
+    for (k, vars) in group_reads.iter().enumerate() {
+        for &v in vars {
+            last_read.insert(v, k);
+        }
+    }
+    let mut body = Vec::new();
+    let mut sources = Vec::new();
+    let mut span = None;
+    for (k, s) in group.iter().enumerate() {
+        let Step::Prim {
+            outs,
+            kernel,
+            source,
+            ..
+        } = s
+        else {
+            continue;
+        };
+        let spec: &KernelSpec = &l.kernels[*kernel];
+        span.get_or_insert(spec.span);
+        sources.push(source.clone());
+        let bindings = spec.inputs.iter().map(|(name, v)| {
+            let ty = rust_type(&l.vars[*v].ty);
+            let src = local(*v);
+            let rewritten_later = group[k + 1..]
+                .iter()
+                .any(|s| matches!(s, Step::Prim { outs, .. } if outs[0] == *v));
+            let last = last_read.get(v) == Some(&k);
+            if last && (!needed.contains(v) || rewritten_later) && !spec_reads_twice(spec, *v) {
+                quote!(let #name: #ty = #src;)
+            } else {
+                quote!(let #name: #ty = ::core::clone::Clone::clone(&#src);)
+            }
+        });
+        let out = outs[0];
+        let ty = rust_type(&l.vars[out].ty);
+        let value = &spec.body;
+        let used_later =
+            needed.contains(&out) || group_reads[k + 1..].iter().any(|vars| vars.contains(&out));
+        let target: TokenStream = if used_later {
+            let id = local(out);
+            quote!(#id)
+        } else {
+            quote!(_)
+        };
+        let inner = quote_spanned!(spec.span=> #value);
+        body.push(quote!(let #target: #ty = { #(#bindings)* #inner };));
+    }
+    let (value, out_ty) = match needed.as_slice() {
+        [one] => {
+            let id = local(*one);
+            (quote!(#id), l.vars[*one].ty.clone())
+        }
+        many => {
+            let ids = many.iter().map(|&v| local(v));
+            (
+                quote!((#(#ids,)*)),
+                Ty::Tuple(many.iter().map(|&v| l.vars[v].ty.clone()).collect()),
+            )
+        }
+    };
+    let inputs: Vec<(Ident, usize)> = external.iter().map(|&v| (local(v), v)).collect();
+    l.kernels.push(KernelSpec {
+        inputs,
+        body: quote!({ #(#body)* #value }),
+        out_ty,
+        span: span.expect("a group has steps"),
+    });
+    Step::Prim {
+        block,
+        outs: needed,
+        ins: external,
+        kernel: l.kernels.len() - 1,
+        source: sources.join("; "),
+    }
+}
+
+/// A kernel that binds the same variable under two names must clone it for the first.
+fn spec_reads_twice(spec: &KernelSpec, v: usize) -> bool {
+    spec.inputs.iter().filter(|(_, x)| *x == v).count() > 1
+}
+
+/// Renumbers the kernels so only those some step uses remain.
+fn drop_unused_kernels(l: &mut Lowered) {
+    let mut map: HashMap<usize, usize> = HashMap::new();
+    let mut kernels = Vec::new();
+    let old = std::mem::take(&mut l.kernels);
+    let mut old: Vec<Option<KernelSpec>> = old.into_iter().map(Some).collect();
+    for s in &mut l.steps {
+        if let Step::Prim { kernel, .. } = s {
+            let new = *map.entry(*kernel).or_insert_with(|| {
+                kernels.push(old[*kernel].take().expect("each kernel moved once"));
+                kernels.len() - 1
+            });
+            *kernel = new;
+        }
+    }
+    l.kernels = kernels;
+}
