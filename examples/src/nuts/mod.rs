@@ -263,7 +263,7 @@ fn check_start(target: &dyn Target, ids: &[u64], q: ArrayView2<f64>) -> Result<(
 }
 
 /// Samples `target` with chains `0..settings.chains` in one autobatched call of
-/// [`sampler::chain`], calling `progress` as transitions finish.
+/// [`sampler::chain()`], calling `progress` as transitions finish.
 ///
 /// A chain's draws depend only on the seed, the chain index and the settings: chain `k` gives
 /// the same bits alone, in any batch, in either mode, and as the scalar function.

@@ -16,21 +16,20 @@ use super::target::logp_grad;
 use autobatch_runtime::{autobatch, Key, Vector};
 
 /// Builds a subtree of `2^depth` leapfrog steps of size `eps` from the end state
-/// `(q, p, g, logp)`, for a trajectory that started at energy `h0`.
+/// `(q, p, g)`, for a trajectory that started at energy `h0`.
 ///
-/// Returns the subtree's far end `(q, p, g, logp)`; its proposal `(q, logp, g)` drawn
+/// Returns the subtree's far end `(q, p, g)`; its proposal `(q, logp, g)` drawn
 /// multinomially with weights `exp(h0 - H)`; the momentum of its first state; the sum of its
 /// momenta; the log of its summed weights; the sum of its acceptance probabilities; its
 /// leapfrog count; whether it is valid (no U-turn or divergence inside); whether it diverged;
 /// and the advanced key. An invalid subtree is returned as soon as it is found.
 #[autobatch]
-#[allow(clippy::type_complexity)]
+#[allow(clippy::type_complexity, clippy::too_many_arguments)]
 pub fn build_tree(
     depth: i64,
     q: Vector,
     p: Vector,
     g: Vector,
-    logp: f64,
     eps: f64,
     minv: Vector,
     h0: f64,
@@ -39,7 +38,6 @@ pub fn build_tree(
     Vector,
     Vector,
     Vector,
-    f64,
     Vector,
     f64,
     Vector,
@@ -75,7 +73,6 @@ pub fn build_tree(
             q1.clone(),
             p1.clone(),
             g1.clone(),
-            logp1,
             q1,
             logp1,
             g1,
@@ -94,7 +91,6 @@ pub fn build_tree(
         q,
         p,
         g,
-        logp,
         prop_q,
         prop_logp,
         prop_g,
@@ -106,27 +102,11 @@ pub fn build_tree(
         valid,
         divergent,
         key,
-    ): (
-        Vector,
-        Vector,
-        Vector,
-        f64,
-        Vector,
-        f64,
-        Vector,
-        Vector,
-        Vector,
-        f64,
-        f64,
-        i64,
-        bool,
-        bool,
-        Key,
-    ) = build_tree(depth - 1, q, p, g, logp, eps, minv.clone(), h0, key);
+    ) = build_tree(depth - 1, q, p, g, eps, minv.clone(), h0, key);
     if !valid {
         return (
-            q, p, g, logp, prop_q, prop_logp, prop_g, p_begin, rho_init, lsw_init, acc_init,
-            n_init, false, divergent, key,
+            q, p, g, prop_q, prop_logp, prop_g, p_begin, rho_init, lsw_init, acc_init, n_init,
+            false, divergent, key,
         );
     }
     let p_init_end = p.clone();
@@ -135,7 +115,6 @@ pub fn build_tree(
         q,
         p,
         g,
-        logp,
         final_q,
         final_logp,
         final_g,
@@ -147,29 +126,13 @@ pub fn build_tree(
         valid,
         divergent,
         key,
-    ): (
-        Vector,
-        Vector,
-        Vector,
-        f64,
-        Vector,
-        f64,
-        Vector,
-        Vector,
-        Vector,
-        f64,
-        f64,
-        i64,
-        bool,
-        bool,
-        Key,
-    ) = build_tree(depth - 1, q, p, g, logp, eps, minv.clone(), h0, key);
+    ) = build_tree(depth - 1, q, p, g, eps, minv.clone(), h0, key);
     let accept = acc_init + acc_final;
     let n = n_init + n_final;
     if !valid {
         return (
-            q, p, g, logp, prop_q, prop_logp, prop_g, p_begin, rho_init, lsw_final, accept, n,
-            false, divergent, key,
+            q, p, g, prop_q, prop_logp, prop_g, p_begin, rho_init, lsw_final, accept, n, false,
+            divergent, key,
         );
     }
     // Multinomial sample between the halves.
@@ -196,7 +159,7 @@ pub fn build_tree(
         && ps_init_end.dot(&rho_right) > 0.0
         && ps_end.dot(&rho_right) > 0.0;
     (
-        q, p, g, logp, prop_q, prop_logp, prop_g, p_begin, rho, lsw, accept, n, persist, false, key,
+        q, p, g, prop_q, prop_logp, prop_g, p_begin, rho, lsw, accept, n, persist, false, key,
     )
 }
 
@@ -234,11 +197,9 @@ pub fn transition(
     let mut fwd_q = q.clone();
     let mut fwd_p = p.clone();
     let mut fwd_g = g.clone();
-    let mut fwd_logp = logp;
     let mut bck_q = q.clone();
     let mut bck_p = p.clone();
     let mut bck_g = g.clone();
-    let mut bck_logp = logp;
     // The sample so far, the summed momenta and the log of the summed weights.
     let mut sample_q = q;
     let mut sample_logp = logp;
@@ -252,12 +213,11 @@ pub fn transition(
     while depth < max_depth {
         let (u, k) = key.uniform();
         let forward = u > 0.5;
-        let (start_q, start_p, start_g, start_logp, step, near_p, far_p) = if forward {
+        let (start_q, start_p, start_g, step, near_p, far_p) = if forward {
             (
                 fwd_q.clone(),
                 fwd_p.clone(),
                 fwd_g.clone(),
-                fwd_logp,
                 eps,
                 fwd_p.clone(),
                 bck_p.clone(),
@@ -267,7 +227,6 @@ pub fn transition(
                 bck_q.clone(),
                 bck_p.clone(),
                 bck_g.clone(),
-                bck_logp,
                 -eps,
                 bck_p.clone(),
                 fwd_p.clone(),
@@ -277,7 +236,6 @@ pub fn transition(
             end_q,
             end_p,
             end_g,
-            end_logp,
             prop_q,
             prop_logp,
             prop_g,
@@ -293,7 +251,6 @@ pub fn transition(
             Vector,
             Vector,
             Vector,
-            f64,
             Vector,
             f64,
             Vector,
@@ -305,17 +262,7 @@ pub fn transition(
             bool,
             bool,
             Key,
-        ) = build_tree(
-            depth,
-            start_q,
-            start_p,
-            start_g,
-            start_logp,
-            step,
-            minv.clone(),
-            h0,
-            k,
-        );
+        ) = build_tree(depth, start_q, start_p, start_g, step, minv.clone(), h0, k);
         n_leapfrog += n;
         accept_sum += acc;
         divergent = div;
@@ -352,12 +299,10 @@ pub fn transition(
             fwd_q = end_q;
             fwd_p = end_p;
             fwd_g = end_g;
-            fwd_logp = end_logp;
         } else {
             bck_q = end_q;
             bck_p = end_p;
             bck_g = end_g;
-            bck_logp = end_logp;
         }
         if !persist {
             break;
@@ -377,7 +322,7 @@ pub fn transition(
 }
 
 /// Runs one chain for `warmup + draws` transitions from `q` and records every draw after
-/// warmup (with its statistics) through [`record`] under chain index `chain`.
+/// warmup (with its statistics) through [`record()`] under chain index `chain`.
 ///
 /// During warmup, `adapt_step` tunes the step size by dual averaging towards a mean
 /// acceptance of `target_accept` (Stan's constants: gamma 0.05, t0 10, kappa 0.75), and

@@ -2,7 +2,7 @@
 //! `logp_grad` primitive that evaluates the target installed for the current run.
 //!
 //! Autobatched code names its primitives at compile time, so the sampler calls one primitive,
-//! [`logp_grad`], and that primitive dispatches at run time to the target installed on this
+//! [`logp_grad()`], and that primitive dispatches at run time to the target installed on this
 //! thread by [`with_target`] (the runtime runs every kernel on the calling thread). A user
 //! plugs in their own model by implementing [`Target`]; nothing else changes.
 
@@ -41,7 +41,7 @@ use std::rc::Rc;
 ///
 /// let settings = Settings { chains: 4, draws: 50, warmup: 50, ..Settings::default() };
 /// let run = autobatch_examples::nuts::sample(StdNormal(3), &settings, |_| {})?;
-/// assert_eq!(run.draws.dim(), (4, 50, 3));
+/// assert_eq!(run.draws.q.dim(), (4, 50, 3));
 /// # Ok::<(), autobatch_examples::nuts::SampleError>(())
 /// ```
 pub trait Target {
@@ -59,7 +59,7 @@ thread_local! {
     static ROWS: Cell<u64> = const { Cell::new(0) };
 }
 
-/// Counts of gradient evaluations made through [`logp_grad`] on this thread.
+/// Counts of gradient evaluations made through [`logp_grad()`] on this thread.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct GradientCounts {
     /// Calls of the batched kernel (or of the scalar form).
@@ -68,7 +68,7 @@ pub struct GradientCounts {
     pub rows: u64,
 }
 
-/// Runs `f` with `target` installed as the density [`logp_grad`] evaluates, and returns its
+/// Runs `f` with `target` installed as the density [`logp_grad()`] evaluates, and returns its
 /// result with the gradient evaluations `f` made. The previous target (if any) is restored
 /// afterwards, also when `f` panics.
 pub fn with_target<R>(target: Rc<dyn Target>, f: impl FnOnce() -> R) -> (R, GradientCounts) {
@@ -112,7 +112,7 @@ pub fn logp_grad(q: &Vector) -> (f64, Vector) {
     (logp[0], Vector::from(grad.row(0).to_vec()))
 }
 
-/// The batched form of [`logp_grad`]: every active chain's position is a row of `q`.
+/// The batched form of [`logp_grad()`]: every active chain's position is a row of `q`.
 pub fn logp_grad_batch(q: ArrayView2<f64>) -> (Array1<f64>, Array2<f64>) {
     let target = CURRENT
         .with(|c| c.borrow().clone())
