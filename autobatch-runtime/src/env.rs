@@ -1,17 +1,21 @@
 //! Variable storage by allocation, and the execution of straight-line ops on a set of lanes.
 //!
 //! NULL variables have no storage (writes are dropped, reads are errors); TEMPORARY and
-//! REGISTER variables hold one `[batch, width]` column per leaf; FULL variables add their saved
-//! frames, stack-major (`row = depth * batch + lane`, as in the reference) in one column per
-//! leaf that grows by doubling, and a per-lane depth. Every operation touches only the rows of
-//! the lanes it is given, so its cost scales with the active lanes; each dispatches on the
-//! dtype once per leaf and then copies rows in a tight loop.
+//! REGISTER variables hold one leaf per tensor leaf with a row per lane; FULL variables'
+//! leaves also hold their saved frames, stack-major (`row = depth * batch + lane`, as in the
+//! reference), growing by doubling, with a per-lane depth. Scalar leaves (and non-`f64`
+//! vectors) keep their rows in place, in a `[rows, width]` column; `f64` vector leaves keep
+//! one [`Arena`] handle per row, so assignments, pushes and pops copy handles and only kernels
+//! write vector rows. Every operation touches only the rows of the lanes it is given, so its
+//! cost scales with the active lanes.
 
+use crate::arena::{Arena, ZERO};
 use crate::column::{width_of, Column};
 use crate::config::Stats;
 use crate::error::{Result, RuntimeError};
 use crate::kernel::{Kernel, KernelError, LaneInputs};
-use autobatch_ir::{Allocation, Block, KernelRef, PrimOp, Program, TensorType, Var};
+use autobatch_ir::{Allocation, Block, DType, KernelRef, PrimOp, Program, Shape, TensorType, Var};
+use std::borrow::Cow;
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
@@ -20,16 +24,141 @@ struct VarStore {
     alloc: Allocation,
     /// Leaf types, in storage order.
     types: Vec<TensorType>,
-    /// The current value of each leaf, `[batch, width]`.
-    leaves: Vec<Column>,
-    /// FULL only: saved frames of each leaf, `[levels * batch, width]`, stack-major.
-    stack: Vec<Column>,
-    /// Frames per lane the `stack` columns can hold.
+    /// Each leaf's current rows (and saved frames, if FULL).
+    leaves: Vec<Leaf>,
+    /// Frames per lane the saved rows can hold.
     levels: usize,
     /// FULL only: saved frames per lane.
     depth: Vec<u32>,
     /// With safety checks: whether each lane has been written.
     set: Vec<bool>,
+}
+
+/// The rows of one leaf: its current value per lane and, for FULL variables, the saved frames
+/// (`levels * batch` rows, stack-major).
+enum Leaf {
+    /// Rows in place, `[rows, width]`.
+    Dense { rows: Column, saved: Column },
+    /// One handle into the environment's arena per row (`f64` vectors). A saved handle at or
+    /// above its lane's depth is stale: it is not counted as a holder of its row.
+    Shared { rows: Vec<u32>, saved: Vec<u32> },
+}
+
+impl Leaf {
+    /// `rows` zero rows and no saved frames for a leaf of type `ty`.
+    fn zeros(ty: TensorType, rows: usize, vector_len: usize) -> Leaf {
+        if ty.shape == Shape::Vector && ty.dtype == DType::F64 {
+            Leaf::Shared {
+                rows: vec![ZERO; rows],
+                saved: Vec::new(),
+            }
+        } else {
+            let width = width_of(ty, vector_len);
+            Leaf::Dense {
+                rows: Column::zeros(ty.dtype, rows, width),
+                saved: Column::zeros(ty.dtype, 0, width),
+            }
+        }
+    }
+
+    /// Room for `rows` saved rows, keeping those saved so far.
+    fn grow_saved(&mut self, rows: usize) {
+        match self {
+            Leaf::Dense { saved, .. } => *saved = saved.grown(rows),
+            Leaf::Shared { saved, .. } => saved.resize(rows, ZERO),
+        }
+    }
+
+    /// The current rows of `lanes`, in order, as a new dense column.
+    fn gather(&self, arena: &Arena, lanes: &[usize]) -> Column {
+        match self {
+            Leaf::Dense { rows, .. } => rows.gather(lanes),
+            Leaf::Shared { rows, .. } => arena.gather(rows, lanes),
+        }
+    }
+
+    /// The leaf as a kernel input: its column, and for shared leaves the handle per lane.
+    fn input<'a>(&'a self, arena: &'a Arena) -> (&'a Column, Option<&'a [u32]>) {
+        match self {
+            Leaf::Dense { rows, .. } => (rows, None),
+            Leaf::Shared { rows, .. } => (arena.column(), Some(rows)),
+        }
+    }
+
+    /// Copies `src`'s current row `from` into row `to` for each pair (shared leaves share the
+    /// row). Returns `false`, copying nothing, if the leaves differ in kind, dtype or width.
+    fn copy_rows(
+        &mut self,
+        arena: &mut Arena,
+        src: &Leaf,
+        pairs: impl IntoIterator<Item = (usize, usize)>,
+    ) -> bool {
+        match (self, src) {
+            (Leaf::Dense { rows: d, .. }, Leaf::Dense { rows: s, .. }) => d.copy_rows(s, pairs),
+            (Leaf::Shared { rows: d, .. }, Leaf::Shared { rows: s, .. }) => {
+                for (to, from) in pairs {
+                    arena.assign(&mut d[to], s[from]);
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Writes row `k` of dense `src` into row `lanes[k]`. Returns `false`, writing nothing, if
+    /// `src` does not fit the leaf.
+    fn scatter(&mut self, arena: &mut Arena, lanes: &[usize], src: &Column) -> bool {
+        match self {
+            Leaf::Dense { rows, .. } => rows.copy_rows(src, lanes.iter().copied().zip(0..)),
+            Leaf::Shared { rows, .. } => {
+                let width = arena.width();
+                let Some(data) = src.as_slice::<f64>().filter(|_| src.width() == width) else {
+                    return false;
+                };
+                if width == 0 {
+                    return true;
+                }
+                for (&lane, row) in lanes.iter().zip(data.chunks_exact(width)) {
+                    arena.store(&mut rows[lane], row);
+                }
+                true
+            }
+        }
+    }
+
+    /// Saves the current rows of `lanes` at their `depth` (a duplicating push).
+    fn push(&mut self, arena: &mut Arena, lanes: &[usize], depth: &[u32], batch: usize) {
+        let at = |l: usize| depth[l] as usize * batch + l;
+        match self {
+            Leaf::Dense { rows, saved } => {
+                saved.copy_rows(rows, lanes.iter().map(|&l| (at(l), l)));
+            }
+            Leaf::Shared { rows, saved } => {
+                // The slot above the depth holds nothing: take the handle without a release.
+                for &l in lanes {
+                    arena.retain(rows[l]);
+                    saved[at(l)] = rows[l];
+                }
+            }
+        }
+    }
+
+    /// Restores the rows of `lanes` saved at their (already decremented) `depth`.
+    fn pop(&mut self, arena: &mut Arena, lanes: &[usize], depth: &[u32], batch: usize) {
+        let at = |l: usize| depth[l] as usize * batch + l;
+        match self {
+            Leaf::Dense { rows, saved } => {
+                rows.copy_rows(saved, lanes.iter().map(|&l| (l, at(l))));
+            }
+            Leaf::Shared { rows, saved } => {
+                // The saved frame's hold passes to the current value.
+                for &l in lanes {
+                    arena.release(rows[l]);
+                    rows[l] = saved[at(l)];
+                }
+            }
+        }
+    }
 }
 
 /// How writes treat FULL variables' stacks.
@@ -46,6 +175,8 @@ pub(crate) struct Env<'p> {
     pub(crate) program: &'p Program,
     kernels: &'p [Kernel],
     vars: Vec<VarStore>,
+    /// The rows of every shared (`f64` vector) leaf.
+    arena: Arena,
     pub(crate) batch: usize,
     pub(crate) vector_len: usize,
     max_depth: usize,
@@ -98,20 +229,16 @@ impl<'p> Env<'p> {
             .map(|d| {
                 let types = d.ty.leaves();
                 let full = d.alloc == Allocation::Full && stacks == Stacks::Honour;
-                let column = |rows| -> Vec<Column> {
-                    types
-                        .iter()
-                        .map(|t| Column::zeros(t.dtype, rows, width_of(*t, vector_len)))
-                        .collect()
-                };
                 VarStore {
                     alloc: d.alloc,
                     leaves: if d.alloc == Allocation::Null {
                         Vec::new()
                     } else {
-                        column(batch)
+                        types
+                            .iter()
+                            .map(|t| Leaf::zeros(*t, batch, vector_len))
+                            .collect()
                     },
-                    stack: if full { column(0) } else { Vec::new() },
                     levels: 0,
                     depth: if full { vec![0; batch] } else { Vec::new() },
                     set: if safety {
@@ -127,6 +254,7 @@ impl<'p> Env<'p> {
             program,
             kernels,
             vars,
+            arena: Arena::new(vector_len),
             batch,
             vector_len,
             max_depth,
@@ -147,8 +275,8 @@ impl<'p> Env<'p> {
         self.vars[v.index()].alloc == Allocation::Full && self.stacks == Stacks::Honour
     }
 
-    /// The leaf columns of `v`, checking that it is readable in `lanes`.
-    pub(crate) fn read(&self, v: Var, lanes: &[usize], block: Block) -> Result<&[Column]> {
+    /// The leaves of `v`, checking that it is readable in `lanes`.
+    fn read(&self, v: Var, lanes: &[usize], block: Block) -> Result<&[Leaf]> {
         let store = &self.vars[v.index()];
         if store.alloc == Allocation::Null {
             return Err(RuntimeError::ReadNull {
@@ -174,9 +302,9 @@ impl<'p> Env<'p> {
             return Ok(());
         }
         let (max, batch) = (self.max_depth, self.batch);
+        let arena = &mut self.arena;
         let VarStore {
             leaves,
-            stack,
             levels,
             depth,
             ..
@@ -196,15 +324,12 @@ impl<'p> Env<'p> {
         }
         if need > *levels {
             *levels = need.max(2 * *levels).min(max);
-            for saved in stack.iter_mut() {
-                *saved = saved.grown(*levels * batch);
-            }
+            leaves
+                .iter_mut()
+                .for_each(|l| l.grow_saved(*levels * batch));
         }
-        for (saved, cur) in stack.iter_mut().zip(leaves.iter()) {
-            saved.copy_rows(
-                cur,
-                lanes.iter().map(|&l| (depth[l] as usize * batch + l, l)),
-            );
+        for leaf in leaves.iter_mut() {
+            leaf.push(arena, lanes, depth, batch);
         }
         lanes.iter().for_each(|&l| depth[l] += 1);
         Ok(())
@@ -216,12 +341,8 @@ impl<'p> Env<'p> {
             return Ok(());
         }
         let batch = self.batch;
-        let VarStore {
-            leaves,
-            stack,
-            depth,
-            ..
-        } = &mut self.vars[v.index()];
+        let arena = &mut self.arena;
+        let VarStore { leaves, depth, .. } = &mut self.vars[v.index()];
         if let Some(&lane) = lanes.iter().find(|&&l| depth[l] == 0) {
             return Err(RuntimeError::PopEmpty {
                 var: self.program.var(v).name.clone(),
@@ -230,11 +351,8 @@ impl<'p> Env<'p> {
             });
         }
         lanes.iter().for_each(|&l| depth[l] -= 1);
-        for (cur, saved) in leaves.iter_mut().zip(stack.iter()) {
-            cur.copy_rows(
-                saved,
-                lanes.iter().map(|&l| (l, depth[l] as usize * batch + l)),
-            );
+        for leaf in leaves.iter_mut() {
+            leaf.pop(arena, lanes, depth, batch);
         }
         Ok(())
     }
@@ -256,8 +374,22 @@ impl<'p> Env<'p> {
             self.push(v, lanes, block)?;
         }
         let store = &mut self.vars[v.index()];
-        for (leaf, value) in store.leaves.iter_mut().zip(values) {
-            leaf.scatter(lanes, value);
+        for (i, (leaf, value)) in store.leaves.iter_mut().zip(values).enumerate() {
+            if !leaf.scatter(&mut self.arena, lanes, value) {
+                let t = store.types[i];
+                return Err(RuntimeError::KernelOutput {
+                    block: self.program.block(block).name.clone(),
+                    source_text: format!("write to `{}`", self.program.var(v).name),
+                    leaf: i,
+                    expected: format!(
+                        "{} [{}, {}]",
+                        t.dtype,
+                        lanes.len(),
+                        width_of(t, self.vector_len)
+                    ),
+                    found: format!("{} [{}, {}]", value.dtype(), value.rows(), value.width()),
+                });
+            }
         }
         if self.safety {
             for &lane in lanes {
@@ -268,7 +400,7 @@ impl<'p> Env<'p> {
     }
 
     /// Like [`write`](Self::write) for values the caller no longer needs: with every lane
-    /// active, the value columns are swapped into storage instead of copied.
+    /// active, dense leaves take the value columns by swapping instead of copying.
     pub(crate) fn write_owned(
         &mut self,
         v: Var,
@@ -280,9 +412,18 @@ impl<'p> Env<'p> {
         let store = &self.vars[v.index()];
         let whole = lanes.len() == self.batch
             && store.alloc != Allocation::Null
-            && store.leaves.iter().zip(values.iter()).all(|(a, b)| {
-                a.dtype() == b.dtype() && a.width() == b.width() && a.rows() == b.rows()
-            });
+            && store
+                .leaves
+                .iter()
+                .zip(values.iter())
+                .all(|(a, b)| match a {
+                    Leaf::Dense { rows, .. } => {
+                        rows.dtype() == b.dtype()
+                            && rows.width() == b.width()
+                            && rows.rows() == b.rows()
+                    }
+                    Leaf::Shared { .. } => false,
+                });
         if !whole {
             return self.write(v, lanes, values, push, block);
         }
@@ -291,7 +432,9 @@ impl<'p> Env<'p> {
         }
         let store = &mut self.vars[v.index()];
         for (leaf, value) in store.leaves.iter_mut().zip(values.iter_mut()) {
-            std::mem::swap(leaf, value);
+            if let Leaf::Dense { rows, .. } = leaf {
+                std::mem::swap(rows, value);
+            }
         }
         store.set.iter_mut().for_each(|s| *s = true);
         Ok(())
@@ -302,14 +445,17 @@ impl<'p> Env<'p> {
         Ok(self
             .read(v, lanes, block)?
             .iter()
-            .map(|c| c.gather(lanes))
+            .map(|leaf| leaf.gather(&self.arena, lanes))
             .collect())
     }
 
     /// Reads a scalar `bool` variable for `lanes`.
     pub(crate) fn read_bools(&self, v: Var, lanes: &[usize], block: Block) -> Result<Vec<bool>> {
-        let col = &self.read(v, lanes, block)?[0];
-        let data = col.as_slice::<bool>().ok_or_else(|| {
+        let data = match self.read(v, lanes, block)?.first() {
+            Some(Leaf::Dense { rows, .. }) => rows.as_slice::<bool>(),
+            _ => None,
+        }
+        .ok_or_else(|| {
             RuntimeError::ModeUnsupported(format!(
                 "branch condition `{}` is not bool",
                 self.name(v)
@@ -327,8 +473,8 @@ impl<'p> Env<'p> {
     }
 
     /// Runs an assignment (`outs = ins`, leaf by leaf, no output among the inputs) on `lanes`
-    /// by copying rows straight from the inputs' storage into the outputs' (one copy, no
-    /// intermediate columns).
+    /// by copying rows straight from the inputs' storage into the outputs' (shared vector
+    /// rows are not copied at all: the outputs take the inputs' handles).
     fn assign(&mut self, op: &PrimOp, lanes: &[usize], block: Block) -> Result<()> {
         let mut sources: Vec<(usize, usize)> = Vec::new();
         for &v in &op.ins {
@@ -356,6 +502,7 @@ impl<'p> Env<'p> {
             }
             let d = v.index();
             for (leaf, (s, s_leaf)) in mine.into_iter().enumerate() {
+                let arena = &mut self.arena;
                 let (src, dst) = if s < d {
                     let (a, b) = self.vars.split_at_mut(d);
                     (&a[s].leaves[s_leaf], &mut b[0].leaves[leaf])
@@ -363,15 +510,15 @@ impl<'p> Env<'p> {
                     let (a, b) = self.vars.split_at_mut(s);
                     (&b[0].leaves[s_leaf], &mut a[d].leaves[leaf])
                 };
-                if !dst.copy_rows(src, lanes.iter().map(|&l| (l, l))) {
-                    let expected = format!("{} [{}, {}]", dst.dtype(), lanes.len(), dst.width());
-                    let found = format!("{} [{}, {}]", src.dtype(), lanes.len(), src.width());
+                if !dst.copy_rows(arena, src, lanes.iter().map(|&l| (l, l))) {
+                    let (dt, st) = (self.vars[d].types[leaf], self.vars[s].types[s_leaf]);
+                    let w = |t| width_of(t, self.vector_len);
                     return Err(RuntimeError::KernelOutput {
                         block: self.block_name(block),
                         source_text: op.source.clone(),
                         leaf,
-                        expected,
-                        found,
+                        expected: format!("{} [{}, {}]", dt.dtype, lanes.len(), w(dt)),
+                        found: format!("{} [{}, {}]", st.dtype, lanes.len(), w(st)),
                     });
                 }
             }
@@ -400,14 +547,14 @@ impl<'p> Env<'p> {
         let expected: Vec<(autobatch_ir::DType, usize)> =
             outputs.iter().map(|c| (c.dtype(), c.width())).collect();
         {
-            let mut inputs: Vec<&Column> = Vec::new();
+            let mut inputs: Vec<&Leaf> = Vec::new();
             for &v in &op.ins {
                 inputs.extend(self.read(v, lanes, block)?.iter());
             }
             match op.kernel {
                 KernelRef::Assign => {
                     for (out, input) in outputs.iter_mut().zip(&inputs) {
-                        *out = input.gather(lanes);
+                        *out = input.gather(&self.arena, lanes);
                     }
                 }
                 KernelRef::User(id) => {
@@ -424,23 +571,26 @@ impl<'p> Env<'p> {
                     let start = Instant::now();
                     let result = match kernel {
                         Kernel::LaneWise(f) => {
-                            let ins = LaneInputs::new(&inputs, lanes, &progress);
+                            let ins = LaneInputs::with_shared(
+                                inputs.iter().map(|leaf| leaf.input(&self.arena)),
+                                lanes,
+                                &progress,
+                            );
                             let r = catch_unwind(AssertUnwindSafe(|| f(&ins, &mut outputs)));
                             stats.lane_kernel_time += start.elapsed();
                             r
                         }
                         Kernel::Batched(f) => {
-                            // With every lane active the storage rows are the dense rows.
-                            let gathered: Vec<Column> = if lanes.len() == self.batch {
-                                Vec::new()
-                            } else {
-                                inputs.iter().map(|c| c.gather(lanes)).collect()
-                            };
-                            let dense: Vec<&Column> = if gathered.is_empty() {
-                                inputs.clone()
-                            } else {
-                                gathered.iter().collect()
-                            };
+                            // With every lane active, dense storage rows are the kernel's rows.
+                            let all = lanes.len() == self.batch;
+                            let dense: Vec<Cow<'_, Column>> = inputs
+                                .iter()
+                                .map(|leaf| match leaf {
+                                    Leaf::Dense { rows, .. } if all => Cow::Borrowed(rows),
+                                    _ => Cow::Owned(leaf.gather(&self.arena, lanes)),
+                                })
+                                .collect();
+                            let dense: Vec<&Column> = dense.iter().map(|c| c.as_ref()).collect();
                             let r = catch_unwind(AssertUnwindSafe(|| f(&dense, &mut outputs)));
                             stats.batched_kernel_time += start.elapsed();
                             r

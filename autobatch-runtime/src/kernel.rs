@@ -48,65 +48,104 @@ impl fmt::Display for KernelError {
     }
 }
 
-/// The inputs of one lane-wise kernel call: storage columns indexed by lane, and the active lanes.
+/// One input leaf of a lane-wise kernel, as storage holds it.
+#[derive(Clone, Copy)]
+enum Input<'a> {
+    /// Rows indexed by lane.
+    Dense(&'a Column),
+    /// Arena rows and the handle each lane holds.
+    Shared(&'a Column, &'a [u32]),
+}
+
+/// The inputs of one lane-wise kernel call: storage leaves indexed by lane, and the active lanes.
 pub struct LaneInputs<'a> {
-    columns: &'a [&'a Column],
+    inputs: Vec<Input<'a>>,
     lanes: &'a [usize],
     progress: &'a Cell<usize>,
 }
 
 impl<'a> LaneInputs<'a> {
-    /// Inputs over `columns` (one per input leaf) for `lanes`; `progress` records the position
-    /// being computed so a panic can be attributed to its lane.
-    pub fn new(columns: &'a [&'a Column], lanes: &'a [usize], progress: &'a Cell<usize>) -> Self {
+    /// Inputs over `columns` (one per input leaf, rows indexed by lane) for `lanes`;
+    /// `progress` records the position being computed so a panic can be attributed to its lane.
+    pub fn new(columns: &[&'a Column], lanes: &'a [usize], progress: &'a Cell<usize>) -> Self {
         LaneInputs {
-            columns,
+            inputs: columns.iter().map(|&c| Input::Dense(c)).collect(),
             lanes,
             progress,
         }
     }
 
-    /// The active lanes (rows of the input columns), in order.
+    /// Inputs whose leaves are dense columns (`None`) or arena rows named by per-lane
+    /// handles (`Some(handles)` with the arena's column).
+    pub(crate) fn with_shared(
+        leaves: impl IntoIterator<Item = (&'a Column, Option<&'a [u32]>)>,
+        lanes: &'a [usize],
+        progress: &'a Cell<usize>,
+    ) -> Self {
+        let inputs = leaves
+            .into_iter()
+            .map(|(c, handles)| match handles {
+                Some(h) => Input::Shared(c, h),
+                None => Input::Dense(c),
+            })
+            .collect();
+        LaneInputs {
+            inputs,
+            lanes,
+            progress,
+        }
+    }
+
+    /// The active lanes (rows of the input leaves), in order.
     pub fn lanes(&self) -> &'a [usize] {
         self.lanes
     }
 
     /// Number of input leaves.
     pub fn len(&self) -> usize {
-        self.columns.len()
+        self.inputs.len()
     }
 
     /// True if the kernel has no inputs.
     pub fn is_empty(&self) -> bool {
-        self.columns.is_empty()
+        self.inputs.is_empty()
     }
 
-    /// Input leaf `i` as a raw column.
-    pub fn column(&self, i: usize) -> Result<&'a Column, KernelError> {
-        self.columns
+    fn input(&self, i: usize) -> Result<Input<'a>, KernelError> {
+        self.inputs
             .get(i)
             .copied()
             .ok_or_else(|| KernelError::whole(format!("kernel input {i} is missing")))
     }
 
-    /// Input leaf `i`'s elements (row-major), typed.
-    pub fn slice<T: Element>(&self, i: usize) -> Result<&'a [T], KernelError> {
-        let c = self.column(i)?;
-        c.as_slice::<T>().ok_or_else(|| {
+    /// Input leaf `i` as a raw column indexed by lane. Vector leaves shared through the
+    /// interpreter's arena have no such column: read them with [`rows`](Self::rows).
+    pub fn column(&self, i: usize) -> Result<&'a Column, KernelError> {
+        match self.input(i)? {
+            Input::Dense(c) => Ok(c),
+            Input::Shared(..) => Err(KernelError::whole(format!(
+                "kernel input {i} is a shared vector leaf; read it with `rows`"
+            ))),
+        }
+    }
+
+    /// Input leaf `i` as a per-lane row accessor (scalars: width 1; vectors: the row).
+    pub fn rows<T: Element>(&self, i: usize) -> Result<Rows<'a, T>, KernelError> {
+        let (c, index) = match self.input(i)? {
+            Input::Dense(c) => (c, None),
+            Input::Shared(c, h) => (c, Some(h)),
+        };
+        let data = c.as_slice::<T>().ok_or_else(|| {
             KernelError::whole(format!(
                 "kernel input {i} is {}, expected {}",
                 c.dtype(),
                 T::DTYPE
             ))
-        })
-    }
-
-    /// Input leaf `i` as a per-lane row accessor (scalars: width 1; vectors: the row).
-    pub fn rows<T: Element>(&self, i: usize) -> Result<Rows<'a, T>, KernelError> {
-        let width = self.column(i)?.width();
+        })?;
         Ok(Rows {
-            data: self.slice::<T>(i)?,
-            width,
+            data,
+            width: c.width(),
+            index,
         })
     }
 
@@ -116,22 +155,32 @@ impl<'a> LaneInputs<'a> {
     }
 }
 
-/// Row access to one input leaf.
+/// Row access to one input leaf, by lane.
 #[derive(Clone, Copy)]
 pub struct Rows<'a, T> {
     data: &'a [T],
     width: usize,
+    /// For shared leaves: the row each lane's handle names.
+    index: Option<&'a [u32]>,
 }
 
 impl<'a, T: Copy> Rows<'a, T> {
-    /// The scalar in row `r` (the first element of the row).
-    pub fn scalar(&self, r: usize) -> T {
-        self.data[r * self.width]
+    fn start(&self, lane: usize) -> usize {
+        match self.index {
+            Some(h) => h[lane] as usize * self.width,
+            None => lane * self.width,
+        }
     }
 
-    /// The elements of row `r`.
-    pub fn row(&self, r: usize) -> &'a [T] {
-        &self.data[r * self.width..(r + 1) * self.width]
+    /// The scalar of `lane` (the first element of its row).
+    pub fn scalar(&self, lane: usize) -> T {
+        self.data[self.start(lane)]
+    }
+
+    /// The elements of `lane`'s row.
+    pub fn row(&self, lane: usize) -> &'a [T] {
+        let s = self.start(lane);
+        &self.data[s..s + self.width]
     }
 
     /// Elements per row.

@@ -29,6 +29,7 @@
 
 #![warn(missing_docs)]
 
+mod arena;
 pub mod column;
 pub mod config;
 mod env;
@@ -166,7 +167,7 @@ impl Executable {
         }
         let mut outputs = Vec::new();
         for &v in program.outputs() {
-            outputs.extend(env.read(v, &all, entry)?.iter().cloned());
+            outputs.extend(env.gather(v, &all, entry)?);
         }
         Ok(Run { outputs, stats })
     }

@@ -1,0 +1,174 @@
+//! `Arena`: reference-counted rows that vector variables share, so copying a vector between
+//! variables or onto a stack copies a 4-byte handle instead of the whole row.
+//!
+//! Every `f64` vector leaf of a batched run stores one handle per lane; the handle names a row
+//! of the arena. Assignments, pushes and pops move handles and adjust counts; only kernels
+//! write rows. Freed rows are reused last-in first-out, so the rows in use stay few and warm in
+//! cache however many variables and saved frames hold them. Handle [`ZERO`] is a row of zeros
+//! that is never freed: the value of a leaf before its first write.
+
+use crate::column::Column;
+use autobatch_ir::DType;
+
+/// The handle of the permanent all-zeros row.
+pub(crate) const ZERO: u32 = 0;
+
+/// Rows of `width` `f64`s with a reference count each.
+pub(crate) struct Arena {
+    /// `[capacity, width]` row storage.
+    rows: Column,
+    width: usize,
+    counts: Vec<u32>,
+    free: Vec<u32>,
+}
+
+impl Arena {
+    /// An arena for rows of `width` elements holding only the zero row.
+    pub(crate) fn new(width: usize) -> Arena {
+        Arena {
+            rows: Column::zeros(DType::F64, 1, width),
+            width,
+            counts: vec![1],
+            free: Vec::new(),
+        }
+    }
+
+    /// Elements per row.
+    pub(crate) fn width(&self) -> usize {
+        self.width
+    }
+
+    /// All rows as one column (row `h` is handle `h`'s value).
+    pub(crate) fn column(&self) -> &Column {
+        &self.rows
+    }
+
+    /// The elements of row `h`.
+    pub(crate) fn row(&self, h: u32) -> &[f64] {
+        let h = h as usize;
+        &self.data()[h * self.width..(h + 1) * self.width]
+    }
+
+    fn data(&self) -> &[f64] {
+        self.rows.as_slice::<f64>().expect("arena rows are f64")
+    }
+
+    /// A new handle (count 1) holding a copy of `value` (exactly `width` elements).
+    pub(crate) fn alloc(&mut self, value: &[f64]) -> u32 {
+        let h = match self.free.pop() {
+            Some(h) => h,
+            None => {
+                let h = self.counts.len();
+                if h == self.rows.rows() {
+                    self.rows = self.rows.grown(2 * h);
+                }
+                self.counts.push(0);
+                h as u32
+            }
+        };
+        self.counts[h as usize] = 1;
+        let start = h as usize * self.width;
+        let data = self.rows.as_slice_mut::<f64>().expect("arena rows are f64");
+        data[start..start + self.width].copy_from_slice(value);
+        h
+    }
+
+    /// One more holder of `h`.
+    pub(crate) fn retain(&mut self, h: u32) {
+        if h != ZERO {
+            self.counts[h as usize] += 1;
+        }
+    }
+
+    /// One holder fewer of `h`; the row is reused once nothing holds it.
+    pub(crate) fn release(&mut self, h: u32) {
+        if h == ZERO {
+            return;
+        }
+        let c = &mut self.counts[h as usize];
+        *c -= 1;
+        if *c == 0 {
+            self.free.push(h);
+        }
+    }
+
+    /// Makes `slot` hold `h`: retains `h` before releasing what `slot` held, so assigning a
+    /// handle to itself keeps it alive.
+    pub(crate) fn assign(&mut self, slot: &mut u32, h: u32) {
+        self.retain(h);
+        self.release(*slot);
+        *slot = h;
+    }
+
+    /// Makes `slot` hold a new row with `value`, releasing what it held.
+    pub(crate) fn store(&mut self, slot: &mut u32, value: &[f64]) {
+        let h = self.alloc(value);
+        self.release(*slot);
+        *slot = h;
+    }
+
+    /// A dense `[lanes.len(), width]` column of the rows `handles[lane]` for each of `lanes`.
+    pub(crate) fn gather(&self, handles: &[u32], lanes: &[usize]) -> Column {
+        let mut out = Column::zeros(DType::F64, lanes.len(), self.width);
+        let dst = out.as_slice_mut::<f64>().expect("f64 column");
+        for (chunk, &lane) in dst.chunks_exact_mut(self.width.max(1)).zip(lanes) {
+            chunk.copy_from_slice(self.row(handles[lane]));
+        }
+        out
+    }
+
+    /// Rows in use, the zero row included (for tests of reuse).
+    #[cfg(test)]
+    pub(crate) fn live(&self) -> usize {
+        self.counts.iter().filter(|&&c| c > 0).count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_are_shared_counted_and_reused() {
+        let mut a = Arena::new(2);
+        let mut x = ZERO;
+        a.store(&mut x, &[1.0, 2.0]);
+        let mut y = ZERO;
+        a.assign(&mut y, x);
+        assert_eq!(x, y);
+        assert_eq!(a.live(), 2);
+        a.store(&mut x, &[3.0, 4.0]);
+        assert_eq!(a.row(y), &[1.0, 2.0]);
+        assert_eq!(a.row(x), &[3.0, 4.0]);
+        let old = y;
+        a.assign(&mut y, ZERO);
+        assert_eq!(a.live(), 2);
+        // The freed row is the next one handed out.
+        assert_eq!(a.alloc(&[5.0, 6.0]), old);
+        assert_eq!(a.row(ZERO), &[0.0, 0.0]);
+    }
+
+    #[test]
+    fn self_assignment_keeps_the_row() {
+        let mut a = Arena::new(1);
+        let mut x = ZERO;
+        a.store(&mut x, &[7.0]);
+        let h = x;
+        a.assign(&mut x, h);
+        assert_eq!(a.row(x), &[7.0]);
+        assert_eq!(a.live(), 2);
+    }
+
+    #[test]
+    fn gather_reads_rows_by_lane() {
+        let mut a = Arena::new(2);
+        let mut hs = [ZERO; 3];
+        a.store(&mut hs[0], &[1.0, 1.5]);
+        a.store(&mut hs[2], &[3.0, 3.5]);
+        let g = a.gather(&hs, &[2, 1, 0]);
+        assert_eq!(
+            g.as_slice::<f64>().unwrap(),
+            &[3.0, 3.5, 0.0, 0.0, 1.0, 1.5]
+        );
+    }
+}
