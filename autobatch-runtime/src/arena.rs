@@ -117,6 +117,12 @@ impl Arena {
         out
     }
 
+    /// The most rows held at once so far, the zero row included (freed rows are reused
+    /// before new ones are made).
+    pub(crate) fn peak(&self) -> usize {
+        self.counts.len()
+    }
+
     /// Rows in use, the zero row included (for tests of reuse).
     #[cfg(test)]
     pub(crate) fn live(&self) -> usize {

@@ -94,6 +94,22 @@ impl Column {
         }
     }
 
+    /// This column's allocation reused as a zero-filled column of `rows` rows (same dtype
+    /// and width); it reallocates only to grow.
+    pub(crate) fn into_zeros(self, rows: usize) -> Column {
+        fn reset<T: Element>(a: Array2<T>, rows: usize) -> Column {
+            let width = a.ncols();
+            let (mut v, _) = a.into_raw_vec_and_offset();
+            v.clear();
+            v.resize(rows * width, T::default());
+            T::column(
+                Array2::from_shape_vec((rows, width), v)
+                    .unwrap_or_else(|_| Array2::from_elem((rows, width), T::default())),
+            )
+        }
+        with_array!(self, a => reset(a, rows))
+    }
+
     /// A column of scalars (width 1) from a slice.
     pub fn from_scalars<T: Element>(values: &[T]) -> Column {
         T::column(Array2::from_shape_fn((values.len(), 1), |(r, _)| values[r]))
@@ -249,6 +265,14 @@ mod tests {
         assert_eq!(d.as_slice::<i64>().unwrap(), &[13, 0, 11, 0]);
         assert_eq!(c.dtype(), DType::I64);
         assert!(c.as_slice::<f64>().is_none());
+    }
+
+    #[test]
+    fn reused_columns_are_zeroed_to_the_new_size() {
+        let c = Column::from_view2(ndarray::array![[1.0, 2.0], [3.0, 4.0]].view());
+        let z = c.into_zeros(3);
+        assert_eq!(z.as_slice::<f64>().unwrap(), &[0.0; 6]);
+        assert_eq!((z.rows(), z.width()), (3, 2));
     }
 
     #[test]

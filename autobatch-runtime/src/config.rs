@@ -75,6 +75,9 @@ pub struct Stats {
     pub batched_kernel_time: Duration,
     /// Wall time spent inside lane-wise kernels.
     pub lane_kernel_time: Duration,
+    /// The most `f64` vector rows held at once (variables, saved frames and the zero row):
+    /// the memory of vector state is this times the vector length times 8 bytes.
+    pub vector_rows: usize,
 }
 
 impl Stats {

@@ -161,6 +161,16 @@ impl Leaf {
     }
 }
 
+/// The value of one variable in some lanes, taken out of storage to be put back later (by
+/// the stackless interpreter, around calls). Shared vector rows are held, not copied.
+pub(crate) struct Snapshot(Vec<Taken>);
+
+/// One leaf of a [`Snapshot`]: dense rows (row `k` for the `k`-th lane), or held handles.
+enum Taken {
+    Dense(Column),
+    Shared(Vec<u32>),
+}
+
 /// How writes treat FULL variables' stacks.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Stacks {
@@ -177,6 +187,8 @@ pub(crate) struct Env<'p> {
     vars: Vec<VarStore>,
     /// The rows of every shared (`f64` vector) leaf.
     arena: Arena,
+    /// Kernel output columns kept for reuse, so ops do not allocate in the hot loop.
+    spare: Vec<Column>,
     pub(crate) batch: usize,
     pub(crate) vector_len: usize,
     max_depth: usize,
@@ -255,6 +267,7 @@ impl<'p> Env<'p> {
             kernels,
             vars,
             arena: Arena::new(vector_len),
+            spare: Vec::new(),
             batch,
             vector_len,
             max_depth,
@@ -440,6 +453,11 @@ impl<'p> Env<'p> {
         Ok(())
     }
 
+    /// The most vector rows held at once so far.
+    pub(crate) fn vector_rows(&self) -> usize {
+        self.arena.peak()
+    }
+
     /// Copies the rows of `lanes` of `v`'s leaves into new dense columns.
     pub(crate) fn gather(&self, v: Var, lanes: &[usize], block: Block) -> Result<Vec<Column>> {
         Ok(self
@@ -447,6 +465,81 @@ impl<'p> Env<'p> {
             .iter()
             .map(|leaf| leaf.gather(&self.arena, lanes))
             .collect())
+    }
+
+    /// The value of `v` in `lanes`, held so that writes to `v` do not change it; give it back
+    /// with [`restore`](Self::restore).
+    pub(crate) fn snapshot(&mut self, v: Var, lanes: &[usize], block: Block) -> Result<Snapshot> {
+        self.read(v, lanes, block)?;
+        let arena = &mut self.arena;
+        let taken = self.vars[v.index()]
+            .leaves
+            .iter()
+            .map(|leaf| match leaf {
+                Leaf::Dense { rows, .. } => Taken::Dense(rows.gather(lanes)),
+                Leaf::Shared { rows, .. } => Taken::Shared(
+                    lanes
+                        .iter()
+                        .map(|&l| {
+                            arena.retain(rows[l]);
+                            rows[l]
+                        })
+                        .collect(),
+                ),
+            })
+            .collect();
+        Ok(Snapshot(taken))
+    }
+
+    /// Writes a snapshot (of `v` or of a variable of the same type) into `v` at `lanes` (the
+    /// lanes it was taken at, in order), without pushing; held rows pass to `v`, or are
+    /// released if `v` is NULL.
+    pub(crate) fn restore(
+        &mut self,
+        v: Var,
+        lanes: &[usize],
+        snapshot: Snapshot,
+        block: Block,
+    ) -> Result<()> {
+        let arena = &mut self.arena;
+        let store = &mut self.vars[v.index()];
+        let null = store.alloc == Allocation::Null;
+        for (i, taken) in snapshot.0.into_iter().enumerate() {
+            let fits = match (store.leaves.get_mut(i), taken) {
+                (Some(leaf @ Leaf::Dense { .. }), Taken::Dense(c)) => {
+                    leaf.scatter(arena, lanes, &c)
+                }
+                (Some(Leaf::Shared { rows, .. }), Taken::Shared(held)) => {
+                    for (&l, h) in lanes.iter().zip(held) {
+                        arena.release(rows[l]);
+                        rows[l] = h;
+                    }
+                    true
+                }
+                (_, Taken::Shared(held)) => {
+                    held.into_iter().for_each(|h| arena.release(h));
+                    null
+                }
+                (_, Taken::Dense(_)) => null,
+            };
+            if !fits {
+                let expected = store
+                    .types
+                    .get(i)
+                    .map_or("no leaf".into(), |t| t.to_string());
+                return Err(RuntimeError::KernelOutput {
+                    block: self.program.block(block).name.clone(),
+                    source_text: format!("call value into `{}`", self.program.var(v).name),
+                    leaf: i,
+                    expected,
+                    found: "a value of another type".into(),
+                });
+            }
+        }
+        if self.safety && !null {
+            lanes.iter().for_each(|&l| store.set[l] = true);
+        }
+        Ok(())
     }
 
     /// Reads a scalar `bool` variable for `lanes`.
@@ -464,12 +557,31 @@ impl<'p> Env<'p> {
         Ok(lanes.iter().map(|&l| data[l]).collect())
     }
 
-    /// Dense zeroed columns for the leaves of `outs`, `rows` rows each.
-    fn output_columns(&self, outs: &[Var], rows: usize) -> Vec<Column> {
-        outs.iter()
-            .flat_map(|&v| &self.vars[v.index()].types)
-            .map(|t| Column::zeros(t.dtype, rows, width_of(*t, self.vector_len)))
-            .collect()
+    /// Dense zeroed columns for the leaves of `outs`, `rows` rows each, reusing spare ones.
+    fn output_columns(&mut self, outs: &[Var], rows: usize) -> Vec<Column> {
+        let mut columns = Vec::new();
+        for &v in outs {
+            for t in &self.vars[v.index()].types {
+                let (dtype, width) = (t.dtype, width_of(*t, self.vector_len));
+                let column = match self
+                    .spare
+                    .iter()
+                    .position(|c| c.dtype() == dtype && c.width() == width)
+                {
+                    Some(i) => self.spare.swap_remove(i).into_zeros(rows),
+                    None => Column::zeros(dtype, rows, width),
+                };
+                columns.push(column);
+            }
+        }
+        columns
+    }
+
+    /// Keeps `columns` for reuse by later ops, up to a bound.
+    fn recycle(&mut self, columns: Vec<Column>) {
+        const KEEP: usize = 64;
+        let room = KEEP.saturating_sub(self.spare.len());
+        self.spare.extend(columns.into_iter().take(room));
     }
 
     /// Runs an assignment (`outs = ins`, leaf by leaf, no output among the inputs) on `lanes`
@@ -639,6 +751,7 @@ impl<'p> Env<'p> {
             let in_place = op.in_place.get(i).copied().unwrap_or(false);
             self.write_owned(v, lanes, mine, !in_place, block)?;
         }
+        self.recycle(outputs);
         Ok(())
     }
 }

@@ -165,6 +165,7 @@ impl Executable {
                 stackless::run(&mut env, plan, config, &mut stats)?
             }
         }
+        stats.vector_rows = env.vector_rows();
         let mut outputs = Vec::new();
         for &v in program.outputs() {
             outputs.extend(env.gather(v, &all, entry)?);

@@ -161,30 +161,32 @@ impl Activation<'_> {
             });
         }
         let callee = program.function(call.func);
+        // Arguments and the caller's live values are held before any formal is written (a
+        // self-call's formals are the caller's own variables); vector rows are shared, not copied.
         let args = call
             .ins
             .iter()
-            .map(|&v| env.gather(v, lanes, block))
+            .map(|&v| env.snapshot(v, lanes, block))
             .collect::<Result<Vec<_>>>()?;
         let saves = &self.plan.saves[block.index()][op_index];
         let saved = saves
             .iter()
-            .map(|&v| env.gather(v, lanes, block))
+            .map(|&v| env.snapshot(v, lanes, block))
             .collect::<Result<Vec<_>>>()?;
-        for (&formal, value) in callee.params.iter().zip(&args) {
-            env.write(formal, lanes, value, false, block)?;
+        for (&formal, value) in callee.params.iter().zip(args) {
+            env.restore(formal, lanes, value, block)?;
         }
         self.run_function(env, stats, call.func, lanes.to_vec(), depth + 1)?;
         let results = callee
             .returns
             .iter()
-            .map(|&v| env.gather(v, lanes, block))
+            .map(|&v| env.snapshot(v, lanes, block))
             .collect::<Result<Vec<_>>>()?;
-        for (&out, value) in call.outs.iter().zip(&results) {
-            env.write(out, lanes, value, false, block)?;
+        for (&out, value) in call.outs.iter().zip(results) {
+            env.restore(out, lanes, value, block)?;
         }
-        for (&v, value) in saves.iter().zip(&saved) {
-            env.write(v, lanes, value, false, block)?;
+        for (&v, value) in saves.iter().zip(saved) {
+            env.restore(v, lanes, value, block)?;
         }
         Ok(())
     }

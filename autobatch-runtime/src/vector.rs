@@ -70,13 +70,23 @@ impl Vector {
         self.0[i]
     }
 
-    /// The inner product (summed left to right).
+    /// The inner product, in a fixed order: four interleaved partial sums (element `i` goes
+    /// to sum `i % 4`, each summed left to right), combined as `(s0 + s1) + (s2 + s3)`. The
+    /// order is the same in every call, batched or not, and lets the sums run in parallel.
     pub fn dot(&self, other: &Vector) -> f64 {
         check_len(self, other);
-        self.0
-            .iter()
-            .zip(&other.0)
-            .fold(0.0, |acc, (a, b)| acc + a * b)
+        let (a, b) = (self.0.chunks_exact(4), other.0.chunks_exact(4));
+        let (ra, rb) = (a.remainder(), b.remainder());
+        let mut s = [0.0; 4];
+        for (x, y) in a.zip(b) {
+            for k in 0..4 {
+                s[k] += x[k] * y[k];
+            }
+        }
+        for (k, (x, y)) in ra.iter().zip(rb).enumerate() {
+            s[k] += x * y;
+        }
+        (s[0] + s[1]) + (s[2] + s[3])
     }
 
     /// The sum of the elements (left to right).
@@ -150,22 +160,31 @@ macro_rules! elementwise {
                 self.zip_map(rhs, |a, b| a $op b)
             }
         }
+        // An operand passed by value lends its buffer to the result: no allocation. The
+        // updates are spelled `x = a op b` because `op` may not commute (clippy's
+        // assign_op_pattern is allowed on these impls for that reason).
         impl $trait<Vector> for Vector {
             type Output = Vector;
             fn $method(self, rhs: Vector) -> Vector {
-                &self $op &rhs
+                self $op &rhs
             }
         }
         impl $trait<&Vector> for Vector {
             type Output = Vector;
-            fn $method(self, rhs: &Vector) -> Vector {
-                &self $op rhs
+            #[allow(clippy::assign_op_pattern)]
+            fn $method(mut self, rhs: &Vector) -> Vector {
+                check_len(&self, rhs);
+                self.0.iter_mut().zip(&rhs.0).for_each(|(a, &b)| *a = *a $op b);
+                self
             }
         }
         impl $trait<Vector> for &Vector {
             type Output = Vector;
-            fn $method(self, rhs: Vector) -> Vector {
-                self $op &rhs
+            #[allow(clippy::assign_op_pattern)]
+            fn $method(self, mut rhs: Vector) -> Vector {
+                check_len(self, &rhs);
+                rhs.0.iter_mut().zip(&self.0).for_each(|(b, &a)| *b = a $op *b);
+                rhs
             }
         }
         impl $trait<f64> for &Vector {
@@ -176,8 +195,10 @@ macro_rules! elementwise {
         }
         impl $trait<f64> for Vector {
             type Output = Vector;
-            fn $method(self, rhs: f64) -> Vector {
-                &self $op rhs
+            #[allow(clippy::assign_op_pattern)]
+            fn $method(mut self, rhs: f64) -> Vector {
+                self.0.iter_mut().for_each(|a| *a = *a $op rhs);
+                self
             }
         }
         impl $trait<&Vector> for f64 {
@@ -188,8 +209,10 @@ macro_rules! elementwise {
         }
         impl $trait<Vector> for f64 {
             type Output = Vector;
-            fn $method(self, rhs: Vector) -> Vector {
-                self $op &rhs
+            #[allow(clippy::assign_op_pattern)]
+            fn $method(self, mut rhs: Vector) -> Vector {
+                rhs.0.iter_mut().for_each(|b| *b = self $op *b);
+                rhs
             }
         }
     };
@@ -263,6 +286,54 @@ mod tests {
         assert_eq!(c.as_slice(), &[8.0, 12.0, 16.0]);
         assert_eq!(Vector::zeros(2).len(), 2);
         assert!(Vector::default().is_empty());
+    }
+
+    #[test]
+    fn by_value_operands_give_the_by_reference_results() {
+        let a = Vector::from(vec![1.5, -2.0, 3.25]);
+        let b = Vector::from(vec![4.0, 0.5, -6.0]);
+        let cases: [(Vector, Vector, Vector, Vector); 4] = [
+            (
+                &a + &b,
+                a.clone() + &b,
+                &a + b.clone(),
+                a.clone() + b.clone(),
+            ),
+            (
+                &a - &b,
+                a.clone() - &b,
+                &a - b.clone(),
+                a.clone() - b.clone(),
+            ),
+            (
+                &a * &b,
+                a.clone() * &b,
+                &a * b.clone(),
+                a.clone() * b.clone(),
+            ),
+            (
+                &a / &b,
+                a.clone() / &b,
+                &a / b.clone(),
+                a.clone() / b.clone(),
+            ),
+        ];
+        for (want, x, y, z) in cases {
+            assert_eq!((&want, &want, &want), (&x, &y, &z));
+        }
+        assert_eq!(3.0 - b.clone(), 3.0 - &b);
+        assert_eq!(3.0 / b.clone(), 3.0 / &b);
+        assert_eq!(b.clone() - 3.0, &b - 3.0);
+    }
+
+    #[test]
+    fn dot_sums_in_its_documented_order() {
+        let x: Vec<f64> = (0..7).map(|i| 0.1 * f64::from(i) + 1e-17).collect();
+        let y: Vec<f64> = (0..7).map(|i| 1.0 / f64::from(i + 3)).collect();
+        let p: Vec<f64> = x.iter().zip(&y).map(|(a, b)| a * b).collect();
+        let want = ((p[0] + p[4]) + (p[1] + p[5])) + ((p[2] + p[6]) + p[3]);
+        let got = Vector::from(x).dot(&Vector::from(y));
+        assert_eq!(got.to_bits(), want.to_bits());
     }
 
     #[test]

@@ -297,3 +297,24 @@ fn a_primitive_vector_of_the_wrong_length_is_an_error() {
     }
     assert_eq!(shorten(Vector::zeros(3)).len(), 2);
 }
+
+#[test]
+fn vector_rows_are_reused_not_leaked() {
+    // Every iteration makes new vectors and drops old ones; the rows held at once must not
+    // grow with the number of iterations, in either mode.
+    let n = 64;
+    let (q, p) = (states(n, 5), states(n, 6));
+    let eps = Array1::from_elem(n, 0.01);
+    for config in modes() {
+        let rows = |steps: i64| {
+            let steps = Array1::from_elem(n, steps);
+            let (_, stats) =
+                leapfrog::batch_with_stats(q.view(), p.view(), eps.view(), steps.view(), &config)
+                    .unwrap();
+            stats.vector_rows
+        };
+        let (few, many) = (rows(2), rows(500));
+        assert!(few > 2 * n, "{:?}: {few} rows for {n} lanes", config.mode);
+        assert_eq!(few, many, "{:?}: rows grew with iterations", config.mode);
+    }
+}

@@ -208,6 +208,12 @@ fn report(args: &Args, run: &Run) {
         run.gradient_utilisation(),
         run.stats.utilisation()
     );
+    let rows = run.stats.vector_rows;
+    println!(
+        "vector state   {rows} rows at most ({:.1} MB, {:.1} per chain)",
+        (rows * run.draws.q.dim().2 * 8) as f64 / 1e6,
+        rows as f64 / run.stats.batch_size.max(1) as f64
+    );
 }
 
 fn main() -> ExitCode {
