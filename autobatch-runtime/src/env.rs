@@ -13,7 +13,7 @@ use crate::arena::{Arena, ZERO};
 use crate::column::{width_of, Column};
 use crate::config::Stats;
 use crate::error::{Result, RuntimeError};
-use crate::kernel::{Kernel, KernelError, LaneInputs};
+use crate::kernel::{Input, Kernel, KernelError, LaneInputs};
 use autobatch_ir::{Allocation, Block, DType, KernelRef, PrimOp, Program, Shape, TensorType, Var};
 use std::borrow::Cow;
 use std::cell::Cell;
@@ -77,11 +77,11 @@ impl Leaf {
         }
     }
 
-    /// The leaf as a kernel input: its column, and for shared leaves the handle per lane.
-    fn input<'a>(&'a self, arena: &'a Arena) -> (&'a Column, Option<&'a [u32]>) {
+    /// The leaf as a lane-wise kernel input.
+    fn input<'a>(&'a self, arena: &'a Arena) -> Input<'a> {
         match self {
-            Leaf::Dense { rows, .. } => (rows, None),
-            Leaf::Shared { rows, .. } => (arena.column(), Some(rows)),
+            Leaf::Dense { rows, .. } => Input::Dense(rows),
+            Leaf::Shared { rows, .. } => Input::Shared(arena.column(), rows),
         }
     }
 
@@ -115,10 +115,8 @@ impl Leaf {
                 let Some(data) = src.as_slice::<f64>().filter(|_| src.width() == width) else {
                     return false;
                 };
-                if width == 0 {
-                    return true;
-                }
-                for (&lane, row) in lanes.iter().zip(data.chunks_exact(width)) {
+                // Zero-length vectors have no rows to store (`max(1)` only keeps chunking legal).
+                for (&lane, row) in lanes.iter().zip(data.chunks_exact(width.max(1))) {
                     arena.store(&mut rows[lane], row);
                 }
                 true
@@ -169,6 +167,11 @@ pub(crate) struct Snapshot(Vec<Taken>);
 enum Taken {
     Dense(Column),
     Shared(Vec<u32>),
+}
+
+/// `dtype [rows, width]` of a leaf of type `t`, for error messages.
+fn describe(t: TensorType, rows: usize, vector_len: usize) -> String {
+    format!("{} [{rows}, {}]", t.dtype, width_of(t, vector_len))
 }
 
 /// How writes treat FULL variables' stacks.
@@ -389,17 +392,12 @@ impl<'p> Env<'p> {
         let store = &mut self.vars[v.index()];
         for (i, (leaf, value)) in store.leaves.iter_mut().zip(values).enumerate() {
             if !leaf.scatter(&mut self.arena, lanes, value) {
-                let t = store.types[i];
+                let expected = describe(store.types[i], lanes.len(), self.vector_len);
                 return Err(RuntimeError::KernelOutput {
-                    block: self.program.block(block).name.clone(),
-                    source_text: format!("write to `{}`", self.program.var(v).name),
+                    block: self.block_name(block),
+                    source_text: format!("write to `{}`", self.name(v)),
                     leaf: i,
-                    expected: format!(
-                        "{} [{}, {}]",
-                        t.dtype,
-                        lanes.len(),
-                        width_of(t, self.vector_len)
-                    ),
+                    expected,
                     found: format!("{} [{}, {}]", value.dtype(), value.rows(), value.width()),
                 });
             }
@@ -476,7 +474,7 @@ impl<'p> Env<'p> {
             .leaves
             .iter()
             .map(|leaf| match leaf {
-                Leaf::Dense { rows, .. } => Taken::Dense(rows.gather(lanes)),
+                Leaf::Dense { .. } => Taken::Dense(leaf.gather(arena, lanes)),
                 Leaf::Shared { rows, .. } => Taken::Shared(
                     lanes
                         .iter()
@@ -523,13 +521,12 @@ impl<'p> Env<'p> {
                 (_, Taken::Dense(_)) => null,
             };
             if !fits {
-                let expected = store
-                    .types
-                    .get(i)
-                    .map_or("no leaf".into(), |t| t.to_string());
+                let expected = store.types.get(i).map_or("no leaf".into(), |&t| {
+                    describe(t, lanes.len(), self.vector_len)
+                });
                 return Err(RuntimeError::KernelOutput {
-                    block: self.program.block(block).name.clone(),
-                    source_text: format!("call value into `{}`", self.program.var(v).name),
+                    block: self.block_name(block),
+                    source_text: format!("call value into `{}`", self.name(v)),
                     leaf: i,
                     expected,
                     found: "a value of another type".into(),
@@ -623,14 +620,12 @@ impl<'p> Env<'p> {
                     (&b[0].leaves[s_leaf], &mut a[d].leaves[leaf])
                 };
                 if !dst.copy_rows(arena, src, lanes.iter().map(|&l| (l, l))) {
-                    let (dt, st) = (self.vars[d].types[leaf], self.vars[s].types[s_leaf]);
-                    let w = |t| width_of(t, self.vector_len);
                     return Err(RuntimeError::KernelOutput {
                         block: self.block_name(block),
                         source_text: op.source.clone(),
                         leaf,
-                        expected: format!("{} [{}, {}]", dt.dtype, lanes.len(), w(dt)),
-                        found: format!("{} [{}, {}]", st.dtype, lanes.len(), w(st)),
+                        expected: describe(self.vars[d].types[leaf], lanes.len(), self.vector_len),
+                        found: describe(self.vars[s].types[s_leaf], lanes.len(), self.vector_len),
                     });
                 }
             }
@@ -683,8 +678,8 @@ impl<'p> Env<'p> {
                     let start = Instant::now();
                     let result = match kernel {
                         Kernel::LaneWise(f) => {
-                            let ins = LaneInputs::with_shared(
-                                inputs.iter().map(|leaf| leaf.input(&self.arena)),
+                            let ins = LaneInputs::from_storage(
+                                inputs.iter().map(|leaf| leaf.input(&self.arena)).collect(),
                                 lanes,
                                 &progress,
                             );

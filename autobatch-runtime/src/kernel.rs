@@ -50,7 +50,7 @@ impl fmt::Display for KernelError {
 
 /// One input leaf of a lane-wise kernel, as storage holds it.
 #[derive(Clone, Copy)]
-enum Input<'a> {
+pub(crate) enum Input<'a> {
     /// Rows indexed by lane.
     Dense(&'a Column),
     /// Arena rows and the handle each lane holds.
@@ -75,20 +75,12 @@ impl<'a> LaneInputs<'a> {
         }
     }
 
-    /// Inputs whose leaves are dense columns (`None`) or arena rows named by per-lane
-    /// handles (`Some(handles)` with the arena's column).
-    pub(crate) fn with_shared(
-        leaves: impl IntoIterator<Item = (&'a Column, Option<&'a [u32]>)>,
+    /// Inputs over leaves as storage holds them: dense columns or shared arena rows.
+    pub(crate) fn from_storage(
+        inputs: Vec<Input<'a>>,
         lanes: &'a [usize],
         progress: &'a Cell<usize>,
     ) -> Self {
-        let inputs = leaves
-            .into_iter()
-            .map(|(c, handles)| match handles {
-                Some(h) => Input::Shared(c, h),
-                None => Input::Dense(c),
-            })
-            .collect();
         LaneInputs {
             inputs,
             lanes,
