@@ -8,6 +8,7 @@
 //! that is never freed: the value of a leaf before its first write.
 
 use crate::column::Column;
+use crate::prefetch::{prefetch, PREFETCH_AHEAD};
 use autobatch_ir::DType;
 
 /// The handle of the permanent all-zeros row.
@@ -55,6 +56,15 @@ impl Arena {
 
     /// A new handle (count 1) holding a copy of `value` (exactly `width` elements).
     pub(crate) fn alloc(&mut self, value: &[f64]) -> u32 {
+        // Rows are handed out last-in first-out: start fetching the one a few allocations on.
+        if let Some(&ahead) = self
+            .free
+            .len()
+            .checked_sub(1 + PREFETCH_AHEAD)
+            .and_then(|i| self.free.get(i))
+        {
+            prefetch(self.row(ahead));
+        }
         let h = match self.free.pop() {
             Some(h) => h,
             None => {
@@ -111,7 +121,14 @@ impl Arena {
     pub(crate) fn gather(&self, handles: &[u32], lanes: &[usize]) -> Column {
         let mut out = Column::zeros(DType::F64, lanes.len(), self.width);
         let dst = out.as_slice_mut::<f64>().expect("f64 column");
-        for (chunk, &lane) in dst.chunks_exact_mut(self.width.max(1)).zip(lanes) {
+        for (k, (chunk, &lane)) in dst
+            .chunks_exact_mut(self.width.max(1))
+            .zip(lanes)
+            .enumerate()
+        {
+            if let Some(&ahead) = lanes.get(k + PREFETCH_AHEAD) {
+                prefetch(self.row(handles[ahead]));
+            }
             chunk.copy_from_slice(self.row(handles[lane]));
         }
         out

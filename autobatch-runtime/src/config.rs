@@ -71,6 +71,8 @@ pub struct Stats {
     pub kernel_runs: Vec<u64>,
     /// Per user kernel: the sum over its runs of the number of lanes it computed.
     pub kernel_lanes: Vec<u64>,
+    /// Per user kernel: wall time spent inside it.
+    pub kernel_time: Vec<Duration>,
     /// Wall time spent inside batched kernels.
     pub batched_kernel_time: Duration,
     /// Wall time spent inside lane-wise kernels.
@@ -114,17 +116,34 @@ impl Stats {
             block_names: names,
             kernel_runs: vec![0; kernels],
             kernel_lanes: vec![0; kernels],
+            kernel_time: vec![Duration::ZERO; kernels],
             ..Stats::default()
         }
     }
 
-    pub(crate) fn record_kernel(&mut self, kernel: usize, lanes: usize) {
-        if let (Some(r), Some(l)) = (
+    /// Counts one run of user kernel `kernel` over `lanes` lanes, taking `time`; `batched`
+    /// also adds the time to [`batched_kernel_time`](Self::batched_kernel_time), else to
+    /// [`lane_kernel_time`](Self::lane_kernel_time).
+    pub(crate) fn record_kernel(
+        &mut self,
+        kernel: usize,
+        lanes: usize,
+        time: Duration,
+        batched: bool,
+    ) {
+        if let (Some(r), Some(l), Some(t)) = (
             self.kernel_runs.get_mut(kernel),
             self.kernel_lanes.get_mut(kernel),
+            self.kernel_time.get_mut(kernel),
         ) {
             *r += 1;
             *l += lanes as u64;
+            *t += time;
+        }
+        if batched {
+            self.batched_kernel_time += time;
+        } else {
+            self.lane_kernel_time += time;
         }
     }
 

@@ -673,7 +673,6 @@ impl<'p> Env<'p> {
                             table: self.kernels.len(),
                         }
                     })?;
-                    stats.record_kernel(id.index(), lanes.len());
                     let progress = Cell::new(0usize);
                     let start = Instant::now();
                     let result = match kernel {
@@ -684,7 +683,7 @@ impl<'p> Env<'p> {
                                 &progress,
                             );
                             let r = catch_unwind(AssertUnwindSafe(|| f(&ins, &mut outputs)));
-                            stats.lane_kernel_time += start.elapsed();
+                            stats.record_kernel(id.index(), lanes.len(), start.elapsed(), false);
                             r
                         }
                         Kernel::Batched(f) => {
@@ -699,7 +698,7 @@ impl<'p> Env<'p> {
                                 .collect();
                             let dense: Vec<&Column> = dense.iter().map(|c| c.as_ref()).collect();
                             let r = catch_unwind(AssertUnwindSafe(|| f(&dense, &mut outputs)));
-                            stats.batched_kernel_time += start.elapsed();
+                            stats.record_kernel(id.index(), lanes.len(), start.elapsed(), true);
                             r
                         }
                     };

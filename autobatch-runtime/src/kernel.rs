@@ -179,6 +179,15 @@ impl<'a, T: Copy> Rows<'a, T> {
     pub fn width(&self) -> usize {
         self.width
     }
+
+    /// Starts fetching `lane`'s row into the cache (see [`prefetch`](crate::prefetch)).
+    #[inline(always)]
+    pub fn prefetch(&self, lane: usize) {
+        let s = self.start(lane);
+        if let Some(row) = self.data.get(s..s + self.width) {
+            crate::prefetch::prefetch(row);
+        }
+    }
 }
 
 /// Typed mutable access to dense output leaf `i`.

@@ -36,6 +36,7 @@ mod env;
 pub mod error;
 pub mod kernel;
 pub mod link;
+pub mod prefetch;
 pub mod primitive;
 pub mod random;
 mod reference;

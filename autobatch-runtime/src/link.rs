@@ -201,6 +201,11 @@ impl<'a> VectorOut<'a> {
         })
     }
 
+    /// Row `k`, to write in place (a compiled vector kernel fills it element by element).
+    pub fn row_mut(&mut self, k: usize) -> &mut [f64] {
+        &mut self.data[k * self.width..(k + 1) * self.width]
+    }
+
     /// Stores `value` as row `k`; a vector of another length is an error naming the lane.
     pub fn store(&mut self, k: usize, value: &Vector) -> std::result::Result<(), KernelError> {
         if value.len() != self.width {
