@@ -3,6 +3,7 @@
 
 use super::ir::CompileTime;
 use super::lower::{KernelSpec, Lowered, Step};
+use super::vectorise::vector_kernel;
 use crate::parse::ast::{Func, Ty};
 use autobatch_ir::{Allocation, DType};
 use proc_macro2::{Ident, Span, TokenStream};
@@ -155,13 +156,18 @@ pub fn lane_kernel(
     }
 }
 
-fn kernel(k: &KernelSpec, l: &Lowered) -> TokenStream {
+/// A kernel of the function, and whether it was compiled to element loops ([`vector_kernel`])
+/// rather than evaluated per lane on owned vectors.
+fn kernel(k: &KernelSpec, l: &Lowered) -> (TokenStream, bool) {
     let inputs: Vec<(Ident, Ty)> = k
         .inputs
         .iter()
         .map(|(n, v)| (n.clone(), l.vars[*v].ty.clone()))
         .collect();
-    lane_kernel(&inputs, &k.body, &k.out_ty, k.span)
+    match vector_kernel(&inputs, &k.body, &k.out_ty) {
+        Some(compiled) => (compiled, true),
+        None => (lane_kernel(&inputs, &k.body, &k.out_ty, k.span), false),
+    }
 }
 
 /// The leaves of `t` in storage order, with the field path reaching each from `root`.
@@ -319,7 +325,9 @@ pub fn function(item: &syn::ItemFn, func: &Func, l: &Lowered, ct: &CompileTime) 
         .iter()
         .zip(&block_names)
         .map(|(n, id)| quote!(let #id = __l.block(__f, #n);));
-    let kernels: Vec<TokenStream> = l.kernels.iter().map(|k| kernel(k, l)).collect();
+    let (kernels, compiled): (Vec<TokenStream>, Vec<bool>) =
+        l.kernels.iter().map(|k| kernel(k, l)).unzip();
+    let vector_kernels = compiled.iter().filter(|&&c| c).count();
     let vs = |xs: &[usize]| {
         let ids = xs.iter().map(|&i| &var_names[i]);
         quote!(&[#(#ids),*])
@@ -409,7 +417,7 @@ pub fn function(item: &syn::ItemFn, func: &Func, l: &Lowered, ct: &CompileTime) 
         #(#checks)*
 
         #[doc = #doc_mod]
-        #[allow(unused_imports, unused_parens, unused_braces, non_snake_case, clippy::all, clippy::pedantic)]
+        #[allow(unused_imports, unused_parens, unused_braces, unused_variables, non_snake_case, clippy::all, clippy::pedantic)]
         #vis mod #name {
             use super::*;
 
@@ -451,6 +459,11 @@ pub fn function(item: &syn::ItemFn, func: &Func, l: &Lowered, ct: &CompileTime) 
             /// This function's IR as the macro built it at compile time, with the allocation it
             /// computed then (conservative for callees it could not see).
             pub const COMPILE_TIME_PROGRAM: &str = #printed;
+
+            /// How many of this function's kernels compile their vector arithmetic to element
+            /// loops (the others evaluate per lane on owned vectors); for tests.
+            #[doc(hidden)]
+            pub const VECTOR_KERNELS: usize = #vector_kernels;
 
             #[doc = #doc_batch]
             pub fn batch(#(#param_names: #param_views,)* config: &#rt::Config) -> ::std::result::Result<#ret_array, #rt::RuntimeError> {

@@ -1,0 +1,930 @@
+//! Vector kernels: the `Vector` arithmetic of a lane-wise kernel compiled to fused element
+//! loops over the rows in storage, bit-identical to the `Vector` operations of the scalar
+//! function.
+//!
+//! The generic kernel ([`lane_kernel`](super::emit::lane_kernel)) evaluates the user's
+//! expression per lane on owned `Vector`s: every vector input is copied out of storage, every
+//! operation allocates its result, every output is copied back. Here the same code is compiled
+//! instead, per lane:
+//!
+//! * vector inputs are read in place (and the rows of lanes a little ahead are prefetched);
+//! * a vector value is an *element template*: element `__j` as a scalar expression over the
+//!   rows it reads. `let`s of cheap element-wise vectors stay templates (recomputed where used,
+//!   which is cheaper than storing and reloading them); others are written once into a scratch
+//!   row allocated per kernel call;
+//! * every `dot`, `sum` and `norm_squared` of a statement is computed in one loop before it,
+//!   each summing in exactly the order [`Vector`] documents; a pure element-wise reduction is
+//!   hoisted out of `&&`, `||` and `if` to where its operands exist (it cannot fail or have an
+//!   effect, so computing it where the scalar function might skip it changes nothing);
+//! * all vector outputs are written by one loop at the end.
+//!
+//! Each element goes through the same IEEE operations, in the same order, as in the `Vector`
+//! methods, so results are equal bit for bit. Scalar code is emitted as written, with every
+//! binding renamed uniquely (so blocks can be flattened without shadowing surprises) and the
+//! right-hand sides of `&&` / `||` and the branches of `if` kept conditional.
+//!
+//! The subset: `+ - * /` between vectors and `f64`s, unary `-`, `&`, parentheses, `.clone()`,
+//! `.map(f)`, `.zip_map(&w, f)`, `Vector::filled_like(x, &v)`, `.dot(&w)`, `.sum()`,
+//! `.norm_squared()`, `.get(i)`, with blocks, `let`s and scalar code around them. A kernel with
+//! anything else touching a vector (a key method that makes one, a vector-valued `if`, a tuple
+//! holding one) is not compiled here: [`vector_kernel`] returns `None` and the generic kernel
+//! is used.
+//!
+//! [`Vector`]: ../../../autobatch_runtime/vector/struct.Vector.html
+
+use super::emit::{leaf_paths, runtime, rust_type};
+use crate::parse::ast::Ty;
+use proc_macro2::{Ident, TokenStream};
+use quote::{format_ident, quote};
+
+/// Element-wise operations above which a vector `let` is stored in a scratch row instead of
+/// being recomputed at each use.
+const VIRTUAL_OPS: usize = 8;
+
+/// The compiled form of a lane-wise kernel whose inputs are `inputs` (bound by name, leaves in
+/// order), computing `body` of type `out_ty`; `None` if it touches no vector or leaves the
+/// compiled subset.
+pub fn vector_kernel(
+    inputs: &[(Ident, Ty)],
+    body: &TokenStream,
+    out_ty: &Ty,
+) -> Option<TokenStream> {
+    let rt = runtime();
+    let expr: syn::Expr = syn::parse2(body.clone()).ok()?;
+    let mut c = Compiler::default();
+    c.lists.push(List::default());
+    c.scopes.push(Vec::new());
+    let mut accessors = Vec::new();
+    let mut prefetches = Vec::new();
+    let mut width = None;
+    let mut next = 0usize;
+    for (name, ty) in inputs {
+        let leaves = leaf_paths(ty, quote!());
+        for (i, (leaf, _)) in leaves.iter().enumerate() {
+            let acc = format_ident!("__i{}", next + i);
+            let el = match leaf {
+                Ty::Vector => quote!(f64),
+                other => rust_type(other),
+            };
+            let idx = next + i;
+            accessors.push(quote!(let #acc = __ins.rows::<#el>(#idx)?;));
+        }
+        match ty {
+            Ty::Vector => {
+                let acc = format_ident!("__i{next}");
+                let row = format_ident!("__x{next}");
+                c.emit(quote!(let #row: &[f64] = #acc.row(__lane);));
+                prefetches.push(quote!(#acc.prefetch(__ahead);));
+                width.get_or_insert_with(|| quote!(#acc.width()));
+                c.bind(name, Sym::Vector(Elems::row(row, 0)));
+            }
+            t if contains_vector(t) => return None,
+            t => {
+                let rty = rust_type(t);
+                let value = read_scalars(t, &mut next.clone());
+                let id = c.unique(name);
+                c.emit(quote!(let #id: #rty = #value;));
+                c.bind(name, Sym::Value(id, 0));
+            }
+        }
+        next += leaves.len();
+    }
+    // Without a vector input there is no vector to compile (and no length to give one).
+    let width = width?;
+    let mut outs = Vec::new();
+    let mut wrappers = Vec::new();
+    for (i, (leaf, _)) in leaf_paths(out_ty, quote!()).iter().enumerate() {
+        let o = format_ident!("__o{i}");
+        outs.push(o.clone());
+        wrappers.push(match leaf {
+            Ty::Vector => quote!(let mut #o = #rt::link::VectorOut::new(#o)?;),
+            other => {
+                let el = rust_type(other);
+                quote!(let #o = #rt::link::out_leaf::<#el>(#o)?;)
+            }
+        });
+    }
+    let mut fills: Vec<(TokenStream, Elems)> = Vec::new();
+    c.output(&expr, out_ty, &mut 0, &mut fills)?;
+    c.flush(0);
+    if !fills.is_empty() {
+        let fill = fill_loop(&fills);
+        c.lists[0].stmts.push(fill);
+    }
+    let body = std::mem::take(&mut c.lists[0].stmts);
+    let n_outs = outs.len();
+    let scratch = (0..c.scratch).map(|i| {
+        let s = format_ident!("__s{i}");
+        quote!(let mut #s: ::std::vec::Vec<f64> = ::std::vec![0.0; __n];)
+    });
+    Some(quote! {
+        #rt::Kernel::lane_wise(|__ins: &#rt::LaneInputs<'_>, __outs: &mut [#rt::Column]| -> ::std::result::Result<(), #rt::KernelError> {
+            #(#accessors)*
+            let [#(#outs),*] = __outs else {
+                return ::std::result::Result::Err(#rt::KernelError::whole(::std::format!("expected {} output leaves", #n_outs)));
+            };
+            #(#wrappers)*
+            let __n: usize = #width;
+            #(#scratch)*
+            let __lanes = __ins.lanes();
+            for (__k, &__lane) in __lanes.iter().enumerate() {
+                __ins.at(__k);
+                if let ::std::option::Option::Some(&__ahead) = __lanes.get(__k + #rt::prefetch::PREFETCH_AHEAD) {
+                    #(#prefetches)*
+                }
+                #(#body)*
+            }
+            ::std::result::Result::Ok(())
+        })
+    })
+}
+
+/// True if a value of type `t` holds a vector anywhere.
+fn contains_vector(t: &Ty) -> bool {
+    match t {
+        Ty::Vector => true,
+        Ty::Tuple(items) => items.iter().any(contains_vector),
+        Ty::Scalar(_) => false,
+    }
+}
+
+/// An expression reading a scalar-only value of type `t` from input leaves `*next..`.
+fn read_scalars(t: &Ty, next: &mut usize) -> TokenStream {
+    match t {
+        Ty::Tuple(items) => {
+            let parts = items.iter().map(|i| read_scalars(i, next));
+            quote!((#(#parts,)*))
+        }
+        _ => {
+            let acc = format_ident!("__i{}", *next);
+            *next += 1;
+            quote!(#acc.scalar(__lane))
+        }
+    }
+}
+
+/// What a name of the user's stands for.
+#[derive(Clone)]
+enum Sym {
+    /// A vector.
+    Vector(Elems),
+    /// A value without vectors, bound to this unique name in the list at this depth.
+    Value(Ident, usize),
+}
+
+/// A compiled value; `level` is the depth of the deepest statement list that defines a name
+/// it reads (the value exists in that list and the lists nested in it).
+enum Val {
+    /// A value without vectors: the Rust expression computing it.
+    Scalar(TokenStream, usize),
+    /// A vector, element by element.
+    Vector(Elems),
+}
+
+/// A vector as an element template: element `__j` is `elem`, which indexes the slices in
+/// `sources` (each exactly `__n` long).
+#[derive(Clone)]
+struct Elems {
+    elem: TokenStream,
+    sources: Vec<Ident>,
+    level: usize,
+    /// Element-wise operations in `elem`.
+    ops: usize,
+    /// `elem` calls a function (`map`, `zip_map`): not free to recompute or to hoist.
+    calls: bool,
+}
+
+impl Elems {
+    fn row(src: Ident, level: usize) -> Elems {
+        Elems {
+            elem: quote!(#src[__j]),
+            sources: vec![src],
+            level,
+            ops: 0,
+            calls: false,
+        }
+    }
+
+    /// A template combining `self` with `other` through `elem`.
+    fn join(mut self, other: Elems, elem: TokenStream) -> Elems {
+        merge_sources(&mut self.sources, other.sources);
+        Elems {
+            elem,
+            sources: self.sources,
+            level: self.level.max(other.level),
+            ops: self.ops + other.ops + 1,
+            calls: self.calls || other.calls,
+        }
+    }
+}
+
+/// One reduction waiting for its list's next loop.
+struct Reduction {
+    /// The name its result is bound to.
+    result: Ident,
+    kind: ReductionKind,
+}
+
+enum ReductionKind {
+    /// `a.dot(b)`: elements multiplied, summed in four interleaved partial sums.
+    Dot(Elems, Elems),
+    /// `a.sum()`: elements summed left to right.
+    Sum(Elems),
+}
+
+/// Statements being emitted at one nesting depth, and the reductions waiting to be computed
+/// before the next of them.
+#[derive(Default)]
+struct List {
+    stmts: Vec<TokenStream>,
+    pending: Vec<Reduction>,
+}
+
+#[derive(Default)]
+struct Compiler {
+    /// Nested statement lists; the last is where code goes now.
+    lists: Vec<List>,
+    scopes: Vec<Vec<(String, Sym)>>,
+    /// Scratch rows allocated so far (`__s0..`).
+    scratch: usize,
+    /// Names made so far.
+    fresh: usize,
+}
+
+impl Compiler {
+    fn depth(&self) -> usize {
+        self.lists.len() - 1
+    }
+
+    fn bind(&mut self, name: &Ident, sym: Sym) {
+        let scope = self.scopes.last_mut().expect("a scope");
+        scope.push((name.to_string(), sym));
+    }
+
+    fn lookup(&self, name: &str) -> Option<&Sym> {
+        self.scopes
+            .iter()
+            .rev()
+            .find_map(|s| s.iter().rev().find(|(n, _)| n == name).map(|(_, sym)| sym))
+    }
+
+    fn fresh(&mut self, prefix: &str) -> Ident {
+        self.fresh += 1;
+        format_ident!("__{}{}", prefix, self.fresh - 1)
+    }
+
+    /// A unique name for a binding of the user's called `name`.
+    fn unique(&mut self, name: &Ident) -> Ident {
+        self.fresh += 1;
+        format_ident!(
+            "__{}_{}",
+            name.to_string().trim_start_matches("r#"),
+            self.fresh - 1
+        )
+    }
+
+    /// Appends a statement to the current list, after the reductions waiting there.
+    fn emit(&mut self, stmt: TokenStream) {
+        let d = self.depth();
+        self.flush(d);
+        self.lists[d].stmts.push(stmt);
+    }
+
+    /// Computes the reductions waiting in list `depth` in one loop.
+    fn flush(&mut self, depth: usize) {
+        let pending = std::mem::take(&mut self.lists[depth].pending);
+        if !pending.is_empty() {
+            let code = reduction_loop(&pending);
+            self.lists[depth].stmts.push(code);
+        }
+    }
+
+    /// Registers a reduction in the shallowest list where its operands exist (a pure
+    /// element-wise one may leave conditional code; one calling functions stays in the current
+    /// list); its result is readable at once in the current statement.
+    fn reduce(&mut self, kind: ReductionKind) -> Val {
+        let (level, calls) = match &kind {
+            ReductionKind::Dot(a, b) => (a.level.max(b.level), a.calls || b.calls),
+            ReductionKind::Sum(a) => (a.level, a.calls),
+        };
+        let target = if calls { self.depth() } else { level };
+        let result = self.fresh("rd");
+        self.lists[target].pending.push(Reduction {
+            result: result.clone(),
+            kind,
+        });
+        Val::Scalar(quote!(#result), target)
+    }
+
+    /// Compiles `e` in a list of its own (code that runs only sometimes: an `if` branch, the
+    /// right side of `&&`); the value is an expression, a block when statements were needed.
+    fn conditional(
+        &mut self,
+        e: impl FnOnce(&mut Self) -> Option<Val>,
+    ) -> Option<(TokenStream, usize)> {
+        self.lists.push(List::default());
+        self.scopes.push(Vec::new());
+        let value = e(self);
+        self.scopes.pop();
+        let d = self.depth();
+        self.flush(d);
+        let list = self.lists.pop().expect("pushed");
+        let (t, level) = match value? {
+            Val::Scalar(t, level) => (t, level),
+            Val::Vector(_) => return None,
+        };
+        let stmts = list.stmts;
+        let t = if stmts.is_empty() {
+            t
+        } else {
+            quote!({ #(#stmts)* #t })
+        };
+        Some((t, level.min(d - 1)))
+    }
+
+    /// Stores the value of `e` (of type `ty`) into output leaves `*next..` for lane `__k`;
+    /// vector leaves are added to `fills` for the final loop.
+    fn output(
+        &mut self,
+        e: &syn::Expr,
+        ty: &Ty,
+        next: &mut usize,
+        fills: &mut Vec<(TokenStream, Elems)>,
+    ) -> Option<()> {
+        if !contains_vector(ty) {
+            let Val::Scalar(t, _) = self.compile(e)? else {
+                return None;
+            };
+            let r = self.fresh("r");
+            let rty = rust_type(ty);
+            self.emit(quote!(let #r: #rty = #t;));
+            for (_, path) in leaf_paths(ty, quote!(#r)) {
+                let o = format_ident!("__o{}", *next);
+                *next += 1;
+                self.emit(quote!(#o[__k] = #path;));
+            }
+            return Some(());
+        }
+        match (peel(e), ty) {
+            (syn::Expr::Block(b), _) if b.label.is_none() => {
+                self.scopes.push(Vec::new());
+                let done = self
+                    .stmts(&b.block.stmts)
+                    .and_then(|()| match b.block.stmts.last() {
+                        Some(syn::Stmt::Expr(tail, None)) => self.output(tail, ty, next, fills),
+                        _ => None,
+                    });
+                self.scopes.pop();
+                done
+            }
+            (syn::Expr::Tuple(t), Ty::Tuple(tys)) if t.elems.len() == tys.len() => {
+                for (item, ty) in t.elems.iter().zip(tys) {
+                    self.output(item, ty, next, fills)?;
+                }
+                Some(())
+            }
+            (e, Ty::Vector) => {
+                let Val::Vector(el) = self.compile(e)? else {
+                    return None;
+                };
+                let o = format_ident!("__o{}", *next);
+                *next += 1;
+                fills.push((quote!(#o.row_mut(__k)), el));
+                Some(())
+            }
+            _ => None,
+        }
+    }
+
+    /// The statements of a block but its tail, emitted into the current list.
+    fn stmts(&mut self, stmts: &[syn::Stmt]) -> Option<()> {
+        let n = stmts.len();
+        for (i, s) in stmts.iter().enumerate() {
+            match s {
+                syn::Stmt::Local(local) => self.local(local)?,
+                syn::Stmt::Expr(e, Some(_)) => match self.compile(e)? {
+                    Val::Scalar(t, _) => self.emit(quote!(#t;)),
+                    // A vector computed and dropped: nothing to do.
+                    Val::Vector(_) => {}
+                },
+                syn::Stmt::Expr(_, None) if i + 1 == n => {}
+                _ => return None,
+            }
+        }
+        Some(())
+    }
+
+    fn local(&mut self, local: &syn::Local) -> Option<()> {
+        let init = local.init.as_ref()?;
+        if init.diverge.is_some() {
+            return None;
+        }
+        let (pat, annotated) = match &local.pat {
+            syn::Pat::Type(pt) => (&*pt.pat, Some(&*pt.ty)),
+            p => (p, None),
+        };
+        let declared = annotated.map(kind_of_type);
+        match self.compile(&init.expr)? {
+            Val::Scalar(t, _) => {
+                if matches!(declared, Some(Kind::Vector | Kind::Opaque)) {
+                    return None;
+                }
+                let mut names = Vec::new();
+                let pat = self.rename(pat, &mut names)?;
+                let ty = annotated.map(|t| quote!(: #t));
+                self.emit(quote!(let #pat #ty = #t;));
+                let d = self.depth();
+                for (name, id) in names {
+                    self.bind(&name, Sym::Value(id, d));
+                }
+                Some(())
+            }
+            Val::Vector(el) => {
+                if matches!(declared, Some(Kind::Value | Kind::Opaque)) {
+                    return None;
+                }
+                match pat {
+                    syn::Pat::Wild(_) => Some(()),
+                    syn::Pat::Ident(id)
+                        if id.by_ref.is_none()
+                            && id.subpat.is_none()
+                            && id.mutability.is_none() =>
+                    {
+                        let el = if el.calls || el.ops > VIRTUAL_OPS {
+                            self.materialize(el)
+                        } else {
+                            el
+                        };
+                        self.bind(&id.ident, Sym::Vector(el));
+                        Some(())
+                    }
+                    _ => None,
+                }
+            }
+        }
+    }
+
+    /// Writes `el` into a fresh scratch row now; the row is its template from then on.
+    fn materialize(&mut self, el: Elems) -> Elems {
+        let s = format_ident!("__s{}", self.scratch);
+        self.scratch += 1;
+        let fill = fill_loop(&[(quote!(#s), el)]);
+        self.emit(fill);
+        Elems::row(s, self.depth())
+    }
+
+    /// `pat` with every bound name replaced by a unique one; `(name, unique)` pairs go to
+    /// `names`.
+    fn rename(&mut self, pat: &syn::Pat, names: &mut Vec<(Ident, Ident)>) -> Option<TokenStream> {
+        match pat {
+            syn::Pat::Ident(id) if id.subpat.is_none() && id.by_ref.is_none() => {
+                let unique = self.unique(&id.ident);
+                names.push((id.ident.clone(), unique.clone()));
+                let m = &id.mutability;
+                Some(quote!(#m #unique))
+            }
+            syn::Pat::Wild(_) => Some(quote!(_)),
+            syn::Pat::Tuple(t) => {
+                let parts = t
+                    .elems
+                    .iter()
+                    .map(|p| self.rename(p, names))
+                    .collect::<Option<Vec<_>>>()?;
+                Some(quote!((#(#parts,)*)))
+            }
+            syn::Pat::Paren(p) => self.rename(&p.pat, names),
+            _ => None,
+        }
+    }
+
+    /// A scalar operand: its tokens and level, or `None` for a vector.
+    fn scalar(&mut self, e: &syn::Expr) -> Option<(TokenStream, usize)> {
+        match self.compile(e)? {
+            Val::Scalar(t, level) => Some((t, level)),
+            Val::Vector(_) => None,
+        }
+    }
+
+    fn compile(&mut self, e: &syn::Expr) -> Option<Val> {
+        use syn::Expr as E;
+        match e {
+            E::Paren(p) => self.compile(&p.expr).map(|v| wrap(v, |t| quote!((#t)))),
+            E::Group(g) => self.compile(&g.expr),
+            E::Lit(_) => Some(Val::Scalar(quote!(#e), 0)),
+            E::Path(p) if p.qself.is_none() => match p.path.get_ident() {
+                Some(id) => match self.lookup(&id.to_string()) {
+                    Some(Sym::Vector(el)) => Some(Val::Vector(el.clone())),
+                    Some(Sym::Value(unique, level)) => Some(Val::Scalar(quote!(#unique), *level)),
+                    None => Some(Val::Scalar(quote!(#e), 0)),
+                },
+                None => Some(Val::Scalar(quote!(#e), 0)),
+            },
+            E::Reference(r) if r.mutability.is_none() => {
+                self.compile(&r.expr).map(|v| wrap(v, |t| quote!((&#t))))
+            }
+            E::Unary(u) => {
+                let op = &u.op;
+                match (self.compile(&u.expr)?, op) {
+                    (Val::Scalar(t, level), _) => Some(Val::Scalar(quote!((#op #t)), level)),
+                    (Val::Vector(mut el), syn::UnOp::Neg(_)) => {
+                        let x = &el.elem;
+                        el.elem = quote!((-#x));
+                        el.ops += 1;
+                        Some(Val::Vector(el))
+                    }
+                    _ => None,
+                }
+            }
+            E::Binary(b) => self.binary(b),
+            E::Cast(c) => {
+                let (t, level) = self.scalar(&c.expr)?;
+                let ty = &c.ty;
+                Some(Val::Scalar(quote!((#t as #ty)), level))
+            }
+            E::Field(f) => {
+                let (t, level) = self.scalar(&f.base)?;
+                let m = &f.member;
+                Some(Val::Scalar(quote!(#t.#m), level))
+            }
+            E::Tuple(t) => {
+                let mut items = Vec::new();
+                let mut level = 0;
+                for x in &t.elems {
+                    let (t, l) = self.scalar(x)?;
+                    items.push(t);
+                    level = level.max(l);
+                }
+                Some(Val::Scalar(quote!((#(#items,)*)), level))
+            }
+            E::MethodCall(m) => self.method(m),
+            E::Call(c) => self.call(c),
+            E::If(i) => {
+                let (cond, cl) = self.scalar(&i.cond)?;
+                let (then_, tl) = self.conditional(|c| c.block(&i.then_branch))?;
+                let (else_, el) = match &i.else_branch {
+                    Some((_, e)) => {
+                        let (t, l) = self.conditional(|c| c.compile(e))?;
+                        (quote!(else { #t }), l)
+                    }
+                    None => (quote!(), 0),
+                };
+                Some(Val::Scalar(
+                    quote!((if #cond { #then_ } #else_)),
+                    cl.max(tl).max(el),
+                ))
+            }
+            E::Block(b) if b.label.is_none() => self.block(&b.block),
+            _ => None,
+        }
+    }
+
+    /// A block's value, its statements flattened into the current list (names are unique).
+    fn block(&mut self, b: &syn::Block) -> Option<Val> {
+        self.scopes.push(Vec::new());
+        let value = self.stmts(&b.stmts).and_then(|()| match b.stmts.last() {
+            Some(syn::Stmt::Expr(tail, None)) => self.compile(tail),
+            _ => Some(Val::Scalar(quote!(()), 0)),
+        });
+        self.scopes.pop();
+        value
+    }
+
+    fn binary(&mut self, b: &syn::ExprBinary) -> Option<Val> {
+        use syn::BinOp as B;
+        let op = &b.op;
+        if matches!(op, B::And(_) | B::Or(_)) {
+            let (l, ll) = self.scalar(&b.left)?;
+            let (r, rl) = self.conditional(|c| c.compile(&b.right))?;
+            return Some(Val::Scalar(quote!((#l #op #r)), ll.max(rl)));
+        }
+        let l = self.compile(&b.left)?;
+        let r = self.compile(&b.right)?;
+        let arith = matches!(op, B::Add(_) | B::Sub(_) | B::Mul(_) | B::Div(_));
+        Some(match (l, r) {
+            (Val::Scalar(l, ll), Val::Scalar(r, rl)) => {
+                Val::Scalar(quote!((#l #op #r)), ll.max(rl))
+            }
+            (Val::Vector(l), Val::Vector(r)) if arith => {
+                let elem = {
+                    let (le, re) = (&l.elem, &r.elem);
+                    quote!((#le #op #re))
+                };
+                Val::Vector(l.join(r, elem))
+            }
+            (Val::Vector(l), Val::Scalar(r, rl)) if arith => {
+                let c = self.constant(r, rl);
+                let elem = {
+                    let le = &l.elem;
+                    quote!((#le #op #c))
+                };
+                Val::Vector(l.join(c.into_elems(), elem))
+            }
+            (Val::Scalar(l, ll), Val::Vector(r)) if arith => {
+                let c = self.constant(l, ll);
+                let elem = {
+                    let re = &r.elem;
+                    quote!((#c #op #re))
+                };
+                Val::Vector(c.into_elems().join(r, elem))
+            }
+            _ => return None,
+        })
+    }
+
+    /// A scalar that a vector operation uses for every element, evaluated once: a literal or
+    /// a name stays as it is, anything else is bound to a new name first.
+    fn constant(&mut self, t: TokenStream, level: usize) -> Constant {
+        // A reduction's result is not computed until its loop runs: bind it here (which runs
+        // that loop first) so it can be read inside another loop.
+        let pending = self
+            .lists
+            .iter()
+            .flat_map(|l| &l.pending)
+            .any(|r| r.result == t.to_string());
+        let simple = !pending
+            && syn::parse2::<syn::Expr>(t.clone())
+                .is_ok_and(|e| matches!(peel(&e), syn::Expr::Lit(_) | syn::Expr::Path(_)));
+        if simple {
+            return Constant { tokens: t, level };
+        }
+        let c = self.fresh("c");
+        self.emit(quote!(let #c: f64 = #t;));
+        Constant {
+            tokens: quote!(#c),
+            level: self.depth(),
+        }
+    }
+
+    fn method(&mut self, m: &syn::ExprMethodCall) -> Option<Val> {
+        let recv = self.compile(&m.receiver)?;
+        let name = m.method.to_string();
+        let args: Vec<&syn::Expr> = m.args.iter().collect();
+        let el = match recv {
+            Val::Scalar(r, mut level) => {
+                let mut ts = Vec::new();
+                for a in args {
+                    let (t, l) = self.scalar(a)?;
+                    ts.push(t);
+                    level = level.max(l);
+                }
+                let (method, turbofish) = (&m.method, &m.turbofish);
+                return Some(Val::Scalar(quote!(#r.#method #turbofish (#(#ts),*)), level));
+            }
+            Val::Vector(el) => el,
+        };
+        if m.turbofish.is_some() {
+            return None;
+        }
+        match (name.as_str(), args.as_slice()) {
+            ("clone", []) => Some(Val::Vector(el)),
+            ("map", [f]) => {
+                let (f, fl) = self.scalar(f)?;
+                let fname = self.fresh("f");
+                self.emit(quote!(let #fname = #f;));
+                let x = &el.elem;
+                let elem = quote!(#fname(#x));
+                let level = el.level.max(fl).max(self.depth());
+                Some(Val::Vector(Elems {
+                    elem,
+                    level,
+                    ops: el.ops + 1,
+                    calls: true,
+                    ..el
+                }))
+            }
+            ("zip_map", [other, f]) => {
+                let Val::Vector(other) = self.compile(other)? else {
+                    return None;
+                };
+                let (f, fl) = self.scalar(f)?;
+                let fname = self.fresh("f");
+                self.emit(quote!(let #fname = #f;));
+                let elem = {
+                    let (x, y) = (&el.elem, &other.elem);
+                    quote!(#fname(#x, #y))
+                };
+                let mut joined = el.join(other, elem);
+                joined.calls = true;
+                joined.level = joined.level.max(fl).max(self.depth());
+                Some(Val::Vector(joined))
+            }
+            ("dot", [other]) => {
+                let Val::Vector(other) = self.compile(other)? else {
+                    return None;
+                };
+                Some(self.reduce(ReductionKind::Dot(el, other)))
+            }
+            ("norm_squared", []) => Some(self.reduce(ReductionKind::Dot(el.clone(), el))),
+            ("sum", []) => Some(self.reduce(ReductionKind::Sum(el))),
+            ("get", [i]) => {
+                let (i, il) = self.scalar(i)?;
+                let elem = &el.elem;
+                let level = el.level.max(il);
+                Some(Val::Scalar(quote!({ let __j: usize = #i; #elem }), level))
+            }
+            _ => None,
+        }
+    }
+
+    fn call(&mut self, c: &syn::ExprCall) -> Option<Val> {
+        let syn::Expr::Path(p) = &*c.func else {
+            return None;
+        };
+        let segments: Vec<String> = p
+            .path
+            .segments
+            .iter()
+            .map(|s| s.ident.to_string())
+            .collect();
+        let last = segments.last()?.as_str();
+        let args: Vec<&syn::Expr> = c.args.iter().collect();
+        let on_vector = segments.len() >= 2 && segments[segments.len() - 2] == "Vector";
+        match (last, args.as_slice()) {
+            // `Clone::clone(&x)` (as kernel fusion writes it) and `Vector::clone(&x)`.
+            ("clone", [x]) => match self.compile(x)? {
+                Val::Vector(el) => Some(Val::Vector(el)),
+                Val::Scalar(t, level) => Some(Val::Scalar(quote!(#p(#t)), level)),
+            },
+            ("filled_like", [value, like]) if on_vector => {
+                let (value, vl) = self.scalar(value)?;
+                // Only the length of `like` matters, and every vector has the run's length.
+                let Val::Vector(_) = self.compile(like)? else {
+                    return None;
+                };
+                Some(Val::Vector(self.constant(value, vl).into_elems()))
+            }
+            _ if on_vector => None,
+            _ => {
+                let mut ts = Vec::new();
+                let mut level = 0;
+                for a in args {
+                    let (t, l) = self.scalar(a)?;
+                    ts.push(t);
+                    level = level.max(l);
+                }
+                Some(Val::Scalar(quote!(#p(#(#ts),*)), level))
+            }
+        }
+    }
+}
+
+/// A scalar used for every element of a vector operation.
+struct Constant {
+    tokens: TokenStream,
+    level: usize,
+}
+
+impl Constant {
+    /// The constant as a template of its own (every element the same).
+    fn into_elems(self) -> Elems {
+        let t = self.tokens;
+        Elems {
+            elem: quote!(#t),
+            sources: Vec::new(),
+            level: self.level,
+            ops: 0,
+            calls: false,
+        }
+    }
+}
+
+impl quote::ToTokens for Constant {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        self.tokens.to_tokens(tokens);
+    }
+}
+
+/// Adds the slices of `more` that `sources` does not name yet.
+fn merge_sources(sources: &mut Vec<Ident>, more: impl IntoIterator<Item = Ident>) {
+    for s in more {
+        if !sources.contains(&s) {
+            sources.push(s);
+        }
+    }
+}
+
+/// Applies `f` to a scalar's tokens; a vector passes through (`&v` and `(v)` are `v`).
+fn wrap(v: Val, f: impl FnOnce(TokenStream) -> TokenStream) -> Val {
+    match v {
+        Val::Scalar(t, level) => Val::Scalar(f(t), level),
+        vector => vector,
+    }
+}
+
+/// Every source re-sliced to exactly `__n` elements, so loops index without bounds checks.
+fn exact<'a>(templates: impl IntoIterator<Item = &'a Elems>) -> TokenStream {
+    let mut sources = Vec::new();
+    for t in templates {
+        merge_sources(&mut sources, t.sources.iter().cloned());
+    }
+    quote!(#(let #sources: &[f64] = &#sources[..__n];)*)
+}
+
+/// One loop writing each template into its destination (an expression indexable as a
+/// mutable slice of at least `__n` elements: a scratch row, an output row).
+fn fill_loop(fills: &[(TokenStream, Elems)]) -> TokenStream {
+    let dests = fills.iter().enumerate().map(|(i, (d, _))| {
+        let name = format_ident!("__d{i}");
+        quote!(let #name: &mut [f64] = &mut #d[..__n];)
+    });
+    let writes = fills.iter().enumerate().map(|(i, (_, el))| {
+        let name = format_ident!("__d{i}");
+        let e = &el.elem;
+        quote!(#name[__j] = #e;)
+    });
+    let exact = exact(fills.iter().map(|(_, el)| el));
+    quote!({
+        #(#dests)*
+        #exact
+        for __j in 0..__n {
+            #(#writes)*
+        }
+    })
+}
+
+/// One loop computing every reduction of `pending`, binding each result to its name. A dot
+/// sums element `i` into partial sum `i % 4` and combines them as `(s0 + s1) + (s2 + s3)`; a
+/// sum adds elements left to right from `0.0`: the orders `Vector::dot` and `Vector::sum` use.
+fn reduction_loop(pending: &[Reduction]) -> TokenStream {
+    let mut inits = Vec::new();
+    let mut steps = Vec::new();
+    let mut results = Vec::new();
+    let mut templates = Vec::new();
+    for (i, r) in pending.iter().enumerate() {
+        let acc = format_ident!("__a{i}");
+        let result = &r.result;
+        match &r.kind {
+            ReductionKind::Dot(a, b) => {
+                let (ae, be) = (&a.elem, &b.elem);
+                inits.push(quote!(let mut #acc = [0.0f64; 4];));
+                steps.push(quote!(#acc[__q] += #ae * #be;));
+                results.push(quote!(let #result: f64 = (#acc[0] + #acc[1]) + (#acc[2] + #acc[3]);));
+                templates.extend([a, b]);
+            }
+            ReductionKind::Sum(a) => {
+                let ae = &a.elem;
+                inits.push(quote!(let mut #acc: f64 = 0.0;));
+                steps.push(quote!(#acc = #acc + #ae;));
+                results.push(quote!(let #result: f64 = #acc;));
+                templates.push(a);
+            }
+        }
+    }
+    let exact = exact(templates);
+    let names = pending.iter().map(|r| &r.result);
+    let values = pending.iter().map(|r| &r.result);
+    quote!(
+        let (#(#names,)*) = {
+            #exact
+            #(#inits)*
+            let __m = __n / 4;
+            for __b in 0..__m {
+                for __q in 0..4 {
+                    let __j = 4 * __b + __q;
+                    #(#steps)*
+                }
+            }
+            for __q in 0..__n % 4 {
+                let __j = 4 * __m + __q;
+                #(#steps)*
+            }
+            #(#results)*
+            (#(#values,)*)
+        };
+    )
+}
+
+/// The expression under parentheses and invisible groups.
+fn peel(e: &syn::Expr) -> &syn::Expr {
+    match e {
+        syn::Expr::Paren(p) => peel(&p.expr),
+        syn::Expr::Group(g) => peel(&g.expr),
+        e => e,
+    }
+}
+
+/// How a declared type is held.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    Vector,
+    Value,
+    Opaque,
+}
+
+fn kind_of_type(t: &syn::Type) -> Kind {
+    match t {
+        syn::Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "Vector") => {
+            Kind::Vector
+        }
+        syn::Type::Tuple(t) => {
+            if t.elems.iter().any(|e| kind_of_type(e) != Kind::Value) {
+                Kind::Opaque
+            } else {
+                Kind::Value
+            }
+        }
+        syn::Type::Paren(p) => kind_of_type(&p.elem),
+        syn::Type::Group(g) => kind_of_type(&g.elem),
+        _ => Kind::Value,
+    }
+}
