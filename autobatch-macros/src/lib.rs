@@ -61,6 +61,13 @@ use quote::quote;
 /// }
 /// ```
 ///
+/// Straight-line code runs as lane-wise kernels: your own expressions, compiled by rustc, run
+/// for each active lane. An `if` with an `else` is part of such a kernel when it is pure: no
+/// call to an `#[autobatch]` function or primitive, no assignment, loop, `break`, `continue`
+/// or `return` in it, only `let`s in its branches, and no `Vector` in its value. Each lane
+/// then runs the branch it takes, as the scalar function does. Any other `if` branches: the
+/// lanes split between its two blocks and meet again after it.
+///
 /// Annotated functions are items of a module (not of a function body): the generated module
 /// reaches its neighbours through `super`. Calls to a function that is neither `#[autobatch]`
 /// nor `#[primitive]` fail to resolve its generated module (`cannot find `f` in `super``) at

@@ -123,7 +123,7 @@ fn a_literal_counter_takes_the_type_added_to_it() {
     assert_eq!(n.ty.to_string(), "i64");
 }
 
-/// Straight-line code with intermediate values.
+/// Straight-line code with intermediate values, ending in a pure `if`.
 #[autobatch]
 fn scaled_norm(q: Vector, eps: f64) -> f64 {
     let a = &q * eps;
@@ -136,25 +136,34 @@ fn scaled_norm(q: Vector, eps: f64) -> f64 {
     }
 }
 
-/// Consecutive kernels of a block are one kernel; values used only inside it (`a`) are not
-/// outputs, values read later (`b` by the `else` branch, `c`) are.
+/// The same steps before a vector-valued `if`, which stays control flow.
+#[autobatch]
+fn scaled_pick(q: Vector, eps: f64) -> (Vector, f64) {
+    let a = &q * eps;
+    let b = a.dot(&a);
+    let c = b.sqrt() + eps;
+    let v = if c > 1.0 { a } else { q };
+    (v, b)
+}
+
+/// Consecutive kernels of a block are one kernel, and a pure scalar `if` is part of it: the
+/// whole of `scaled_norm` is one kernel and nothing but its result is stored.
 #[test]
 fn consecutive_kernels_fuse_and_keep_only_escaping_values() {
     let program = scaled_norm::program().unwrap();
     golden("macro_scaled_norm_linked", &program.to_string());
     let text = program.to_string();
     assert!(
-        text.contains(
-            "scaled_norm.b, scaled_norm.c, scaled_norm.t = prim(scaled_norm.q, scaled_norm.eps)"
-        ),
+        text.contains("scaled_norm.ret = prim(scaled_norm.q, scaled_norm.eps) by"),
         "{text}"
     );
-    assert_eq!(
-        program
-            .var(program.var_named("scaled_norm.a").unwrap())
-            .alloc,
-        Allocation::Null
-    );
+    for name in ["scaled_norm.a", "scaled_norm.b", "scaled_norm.c"] {
+        assert_eq!(
+            program.var(program.var_named(name).unwrap()).alloc,
+            Allocation::Null,
+            "{name} in\n{text}"
+        );
+    }
     let q = autobatch_runtime::ndarray::array![[0.1, 0.2], [3.0, 4.0]];
     let eps = autobatch_runtime::ndarray::array![0.5, 2.0];
     for mode in [Mode::FullVm, Mode::Stackless] {
@@ -162,6 +171,36 @@ fn consecutive_kernels_fuse_and_keep_only_escaping_values() {
         for i in 0..2 {
             let scalar = scaled_norm(Vector::from(q.row(i).to_vec()), eps[i]);
             assert_eq!(out[i].to_bits(), scalar.to_bits());
+        }
+    }
+}
+
+/// Values read after the fused kernel are its outputs (`a` by the `then` branch, `b` by the
+/// result, the condition by the branch); values used only inside it (`c`) are not.
+#[test]
+fn fused_kernels_output_the_values_later_blocks_read() {
+    let program = scaled_pick::program().unwrap();
+    let text = program.to_string();
+    assert!(
+        text.contains(
+            "scaled_pick.a, scaled_pick.b, scaled_pick.t = prim(scaled_pick.q, scaled_pick.eps)"
+        ),
+        "{text}"
+    );
+    assert_eq!(
+        program
+            .var(program.var_named("scaled_pick.c").unwrap())
+            .alloc,
+        Allocation::Null
+    );
+    let q = autobatch_runtime::ndarray::array![[0.1, 0.2], [3.0, 4.0]];
+    let eps = autobatch_runtime::ndarray::array![0.5, 2.0];
+    for mode in [Mode::FullVm, Mode::Stackless] {
+        let (v, b) = scaled_pick::batch(q.view(), eps.view(), &Config::with_mode(mode)).unwrap();
+        for i in 0..2 {
+            let (sv, sb) = scaled_pick(Vector::from(q.row(i).to_vec()), eps[i]);
+            assert_eq!(v.row(i).to_vec(), sv.as_slice().to_vec());
+            assert_eq!(b[i].to_bits(), sb.to_bits());
         }
     }
 }

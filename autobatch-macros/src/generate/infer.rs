@@ -1,9 +1,14 @@
 //! Type inference for expressions of the language: bidirectional and local, enough to give
 //! every IR variable and kernel binding its Rust type. Kernels spell out these types, so a wrong
 //! inference becomes a rustc type error, never a silent mistake.
+//!
+//! Pure `if`s and blocks (only `let`s and a value) are typed here too, with the names their
+//! `let`s bind in scope inside them: they compile into kernels whole.
 
-use crate::parse::ast::{BinOp, Expr, ExprKind, Ty};
+use crate::parse::ast::{BinOp, Block, Expr, ExprKind, Pat, Stmt, Ty};
 use autobatch_ir::DType;
+use std::cell::RefCell;
+use std::collections::HashMap;
 
 /// The type of a local variable in scope, if any.
 pub trait Scope {
@@ -16,6 +21,9 @@ pub trait Scope {
     /// Records that variable `name` is used where a value of type `ty` is needed (lets whose
     /// type came from a literal's default are re-typed from these demands).
     fn demand(&self, name: &str, ty: &Ty);
+    /// Called with the type of every `if` and block expression typed as a value (the lowering
+    /// keeps vector-valued ones as control flow).
+    fn typed_branch(&self, _ty: &Ty) {}
 }
 
 /// An inference failure with the expression at fault (an empty message: already reported).
@@ -201,7 +209,178 @@ pub fn infer(e: &Expr, expected: Option<&Ty>, scope: &dyn Scope) -> Result<Ty, T
                 ),
             ),
         },
+        ExprKind::If(cond, then, Some(els)) => {
+            let bool_ty = Ty::Scalar(DType::Bool);
+            let cond_ty = infer(cond, Some(&bool_ty), scope)?;
+            if cond_ty != bool_ty {
+                return err(cond, format!("expected bool, found {}", describe(&cond_ty)));
+            }
+            let then_ty = infer_block(then, expected, scope)?;
+            let else_ty = infer(els, expected.or(Some(&then_ty)), scope)?;
+            let ty = if then_ty == else_ty {
+                then_ty
+            } else {
+                // The branches disagree: the first one's type may be a literal's default,
+                // which the second one's corrects (`if c { 1 } else { n }` with `n: i64`).
+                let retyped = infer_block(then, Some(&else_ty), scope)?;
+                if retyped != else_ty {
+                    return err(
+                        e,
+                        format!(
+                            "`if` and `else` have different types: {} and {}",
+                            describe(&retyped),
+                            describe(&else_ty)
+                        ),
+                    );
+                }
+                retyped
+            };
+            scope.typed_branch(&ty);
+            Ok(ty)
+        }
+        ExprKind::Block(b) => {
+            let ty = infer_block(b, expected, scope)?;
+            scope.typed_branch(&ty);
+            Ok(ty)
+        }
         _ => err(e, "internal: control flow has no pure type"),
+    }
+}
+
+/// How many times a block's unannotated `let`s are re-typed from their uses, at most.
+const LOCAL_ROUNDS: usize = 4;
+
+/// The type of a block of `let`s and a value (a branch of a pure `if`), its names in scope.
+///
+/// An unannotated `let` takes its type from its uses, as the lowering does for the function's
+/// own `let`s: `let k = 0; k + n` with `n: i64` makes `k` an `i64`, as rustc infers it.
+fn infer_block(b: &Block, expected: Option<&Ty>, scope: &dyn Scope) -> Result<Ty, TypeError> {
+    let mut retyped: HashMap<usize, Ty> = HashMap::new();
+    let mut round = 1;
+    loop {
+        let mut locals = Locals {
+            outer: scope,
+            names: Vec::new(),
+            demands: RefCell::new(Vec::new()),
+        };
+        for (i, s) in b.stmts.iter().enumerate() {
+            let (pat, ty, init) = match s {
+                Stmt::Let { pat, ty, init } => (pat, ty, init),
+                Stmt::Expr(x) => return err(x, "internal: only `let` statements have a pure type"),
+            };
+            let flexible = (ty.is_none() && matches!(pat, Pat::Ident(_))).then_some(i);
+            let want = ty.as_ref().or_else(|| retyped.get(&i));
+            let t = infer(init, want, &locals)?;
+            if let Some(a) = ty {
+                if *a != t {
+                    return err(
+                        init,
+                        format!("expected {}, found {}", describe(a), describe(&t)),
+                    );
+                }
+            }
+            locals.bind(pat, &t, flexible, init)?;
+        }
+        let ty = match &b.tail {
+            Some(tail) => {
+                let t = infer(tail, expected, &locals)?;
+                if let (ExprKind::Var(id), Some(want)) = (&tail.kind, expected) {
+                    // A variable typed by a literal's default takes the type the block's value
+                    // needs: this block's `let`s in the next round here, the function's in the
+                    // lowering's next round.
+                    if t != *want && !t.has_vector() && !want.has_vector() {
+                        locals.demand(&id.to_string(), want);
+                    }
+                }
+                t
+            }
+            None => Ty::unit(),
+        };
+        let changed = locals
+            .demands
+            .into_inner()
+            .into_iter()
+            .fold(false, |changed, (i, t)| {
+                let old = retyped.insert(i, t.clone());
+                changed || old.as_ref() != Some(&t)
+            });
+        if !changed || round == LOCAL_ROUNDS {
+            return Ok(ty);
+        }
+        round += 1;
+    }
+}
+
+/// The names a block's `let`s bind, over the enclosing scope.
+struct Locals<'s> {
+    outer: &'s dyn Scope,
+    /// In binding order: name, type, and the index of an unannotated `let name` (re-typable).
+    names: Vec<(String, Ty, Option<usize>)>,
+    /// Types demanded for the re-typable `let`s: (index, type).
+    demands: RefCell<Vec<(usize, Ty)>>,
+}
+
+impl Locals<'_> {
+    /// The innermost local binding of `name`.
+    fn local(&self, name: &str) -> Option<&(String, Ty, Option<usize>)> {
+        self.names.iter().rev().find(|(n, _, _)| n == name)
+    }
+
+    /// Binds the names of `pat` to the parts of a value of type `ty`.
+    fn bind(
+        &mut self,
+        pat: &Pat,
+        ty: &Ty,
+        flexible: Option<usize>,
+        init: &Expr,
+    ) -> Result<(), TypeError> {
+        match (pat, ty) {
+            (Pat::Ident(id), _) => {
+                self.names.push((id.to_string(), ty.clone(), flexible));
+                Ok(())
+            }
+            (Pat::Wild, _) => Ok(()),
+            (Pat::Tuple(ps), Ty::Tuple(ts)) if ps.len() == ts.len() => ps
+                .iter()
+                .zip(ts)
+                .try_for_each(|(p, t)| self.bind(p, t, None, init)),
+            (Pat::Tuple(_), _) => err(
+                init,
+                format!(
+                    "this pattern does not match a value of type {}",
+                    describe(ty)
+                ),
+            ),
+        }
+    }
+}
+
+impl Scope for Locals<'_> {
+    fn lookup(&self, name: &str) -> Option<Ty> {
+        match self.local(name) {
+            Some((_, t, _)) => Some(t.clone()),
+            None => self.outer.lookup(name),
+        }
+    }
+
+    fn is_poisoned(&self, name: &str) -> bool {
+        self.local(name).is_none() && self.outer.is_poisoned(name)
+    }
+
+    fn callee_return(&self, path: &syn::Path) -> Option<Ty> {
+        self.outer.callee_return(path)
+    }
+
+    fn demand(&self, name: &str, ty: &Ty) {
+        match self.local(name) {
+            Some((_, t, Some(i))) if t != ty => self.demands.borrow_mut().push((*i, ty.clone())),
+            Some(_) => {}
+            None => self.outer.demand(name, ty),
+        }
+    }
+
+    fn typed_branch(&self, ty: &Ty) {
+        self.outer.typed_branch(ty);
     }
 }
 

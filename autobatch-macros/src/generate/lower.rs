@@ -10,7 +10,7 @@ use crate::parse::Errors;
 use autobatch_ir::DType;
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
 /// A variable of the function.
@@ -154,6 +154,47 @@ impl Scope for ScopeView<'_, '_> {
     }
 }
 
+/// The scope a kernel is typed in: notes any `if` or block inside it whose value a kernel
+/// should not compute (see [`Lowerer::classify`]).
+struct KernelProbe<'l, 'a> {
+    view: ScopeView<'l, 'a>,
+    keep_branches: Cell<bool>,
+}
+
+impl Scope for KernelProbe<'_, '_> {
+    fn lookup(&self, name: &str) -> Option<Ty> {
+        self.view.lookup(name)
+    }
+
+    fn is_poisoned(&self, name: &str) -> bool {
+        self.view.is_poisoned(name)
+    }
+
+    fn callee_return(&self, path: &syn::Path) -> Option<Ty> {
+        self.view.callee_return(path)
+    }
+
+    fn demand(&self, name: &str, ty: &Ty) {
+        self.view.demand(name, ty);
+    }
+
+    fn typed_branch(&self, ty: &Ty) {
+        if ty.is_unit() || ty.has_vector() {
+            self.keep_branches.set(true);
+        }
+    }
+}
+
+/// How an expression compiles.
+enum Shape {
+    /// As one lane-wise kernel computing a value of this type.
+    Kernel(Ty),
+    /// As control flow and statements.
+    ControlFlow,
+    /// Not at all: its error is reported.
+    Failed,
+}
+
 /// Lowers `func`, recording its IR; errors go to `errors`.
 ///
 /// An unannotated `let` takes its type from how the variable is used later, as in Rust (where
@@ -228,6 +269,10 @@ fn lower_once(
     (l.out, demands)
 }
 
+/// True for an expression a lane-wise kernel can compute: no calls, assignments, loops or
+/// jumps. `if`s (with an `else`) and blocks qualify when every statement in them is a `let` of
+/// such an expression and their value is one; whether their type suits a kernel is decided
+/// when they are compiled ([`Lowerer::classify`]).
 fn is_pure(e: &Expr) -> bool {
     match &e.kind {
         ExprKind::Lit { .. } | ExprKind::Var(_) | ExprKind::Const(_) => true,
@@ -238,31 +283,115 @@ fn is_pure(e: &Expr) -> bool {
         | ExprKind::Ref(x) => is_pure(x),
         ExprKind::Method(r, _, args) => is_pure(r) && args.iter().all(is_pure),
         ExprKind::Assoc(_, _, args) | ExprKind::Tuple(args) => args.iter().all(is_pure),
+        ExprKind::If(c, then, Some(els)) => is_pure(c) && is_pure_block(then) && is_pure(els),
+        ExprKind::Block(b) => is_pure_block(b),
         _ => false,
     }
 }
 
-fn free_vars(e: &Expr, out: &mut Vec<Ident>) {
+/// A block of `let`s with pure initialisers and a pure value.
+fn is_pure_block(b: &Block) -> bool {
+    b.tail.as_deref().is_some_and(is_pure)
+        && b.stmts
+            .iter()
+            .all(|s| matches!(s, Stmt::Let { init, .. } if is_pure(init)))
+}
+
+/// The direct sub-expressions of `e`, with the initialisers and values of its blocks.
+fn children(e: &Expr) -> Vec<&Expr> {
+    fn block_exprs(b: &Block) -> impl Iterator<Item = &Expr> {
+        b.stmts
+            .iter()
+            .map(|s| match s {
+                Stmt::Let { init, .. } => init,
+                Stmt::Expr(x) => x,
+            })
+            .chain(b.tail.as_deref())
+    }
     match &e.kind {
-        ExprKind::Var(id) if !out.contains(id) => out.push(id.clone()),
-        ExprKind::Var(_) => {}
-        ExprKind::Binary(_, _, l, r) => {
-            free_vars(l, out);
-            free_vars(r, out);
-        }
+        ExprKind::Binary(_, _, l, r) => vec![l, r],
         ExprKind::Unary(_, x)
         | ExprKind::Cast(x, _, _)
         | ExprKind::Field(x, _)
-        | ExprKind::Ref(x) => free_vars(x, out),
-        ExprKind::Method(r, _, args) => {
-            free_vars(r, out);
-            args.iter().for_each(|a| free_vars(a, out));
-        }
-        ExprKind::Assoc(_, _, args) | ExprKind::Tuple(args) => {
-            args.iter().for_each(|a| free_vars(a, out))
-        }
-        _ => {}
+        | ExprKind::Ref(x) => vec![x],
+        ExprKind::Method(r, _, args) => std::iter::once(&**r).chain(args).collect(),
+        ExprKind::Assoc(_, _, args) | ExprKind::Tuple(args) => args.iter().collect(),
+        ExprKind::If(c, then, els) => std::iter::once(&**c)
+            .chain(block_exprs(then))
+            .chain(els.as_deref())
+            .collect(),
+        ExprKind::Block(b) => block_exprs(b).collect(),
+        _ => Vec::new(),
     }
+}
+
+/// True if `e` has an `if` or a block in it.
+fn has_branches(e: &Expr) -> bool {
+    matches!(e.kind, ExprKind::If(..) | ExprKind::Block(_))
+        || children(e).into_iter().any(has_branches)
+}
+
+/// How many unannotated `let`s `e` has inside it.
+fn unannotated_lets(e: &Expr) -> usize {
+    let own = |b: &Block| {
+        b.stmts
+            .iter()
+            .filter(|s| matches!(s, Stmt::Let { ty: None, .. }))
+            .count()
+    };
+    let here = match &e.kind {
+        ExprKind::If(_, then, _) => own(then),
+        ExprKind::Block(b) => own(b),
+        _ => 0,
+    };
+    here + children(e).into_iter().map(unannotated_lets).sum::<usize>()
+}
+
+/// The variables `e` reads from outside it, in order of first use: a name one of its own
+/// `let`s binds is not one where that binding is in scope.
+fn free_vars(e: &Expr, out: &mut Vec<Ident>) {
+    free_vars_in(e, &mut Vec::new(), out);
+}
+
+/// [`free_vars`] with the names `bound` by enclosing `let`s of `e`'s own.
+fn free_vars_in(e: &Expr, bound: &mut Vec<String>, out: &mut Vec<Ident>) {
+    match &e.kind {
+        ExprKind::Var(id) => {
+            if !out.contains(id) && !bound.iter().any(|b| id == b) {
+                out.push(id.clone());
+            }
+        }
+        ExprKind::Block(b) => block_free_vars(b, bound, out),
+        ExprKind::If(c, then, els) => {
+            free_vars_in(c, bound, out);
+            block_free_vars(then, bound, out);
+            if let Some(x) = els {
+                free_vars_in(x, bound, out);
+            }
+        }
+        _ => children(e)
+            .into_iter()
+            .for_each(|x| free_vars_in(x, bound, out)),
+    }
+}
+
+/// [`free_vars_in`] for a block: each `let`'s names are bound from the next statement to the
+/// block's end.
+fn block_free_vars(b: &Block, bound: &mut Vec<String>, out: &mut Vec<Ident>) {
+    let outer = bound.len();
+    for s in &b.stmts {
+        match s {
+            Stmt::Let { pat, init, .. } => {
+                free_vars_in(init, bound, out);
+                bound.extend(pat.names());
+            }
+            Stmt::Expr(x) => free_vars_in(x, bound, out),
+        }
+    }
+    if let Some(tail) = &b.tail {
+        free_vars_in(tail, bound, out);
+    }
+    bound.truncate(outer);
 }
 
 fn source_text(tokens: &TokenStream) -> String {
@@ -323,14 +452,36 @@ impl<'a> Lowerer<'a> {
         self.out.blocks.len() - 1
     }
 
-    fn infer(&mut self, e: &Expr, expected: Option<&Ty>) -> Option<Ty> {
-        match infer(e, expected, &ScopeView(self)) {
-            Ok(t) => Some(t),
-            Err(te) => {
+    /// Decides how `e` compiles. A pure expression is one lane-wise kernel, `if`s and blocks in
+    /// it included: the user's Rust runs per active lane and takes the branch it takes in the
+    /// scalar function, nothing else. An `if` or block whose value is `()` or holds a `Vector`
+    /// stays control flow (its branches mostly move vectors between variables, which the
+    /// built-in assignment does by handle while a kernel would copy every element), and so does
+    /// one this inference cannot type: the control-flow lowering reports its errors, or
+    /// re-types the variables it uses so that a later round can convert it.
+    fn classify(&mut self, e: &Expr, expected: Option<&Ty>) -> Shape {
+        if !is_pure(e) {
+            return Shape::ControlFlow;
+        }
+        let probe = KernelProbe {
+            view: ScopeView(self),
+            keep_branches: Cell::new(false),
+        };
+        let typed = infer(e, expected, &probe);
+        match (typed, probe.keep_branches.get()) {
+            (Ok(ty), false) => {
+                // The `let`s inside are not lowered, but count them as if they were, so the
+                // order that keys the types fixed between rounds is the same either way.
+                self.lets += unannotated_lets(e);
+                Shape::Kernel(ty)
+            }
+            (Ok(_), true) => Shape::ControlFlow,
+            (Err(_), _) if has_branches(e) => Shape::ControlFlow,
+            (Err(te), _) => {
                 if !te.message.is_empty() {
                     self.errors.at(te.span, te.message);
                 }
-                None
+                Shape::Failed
             }
         }
     }
@@ -409,9 +560,9 @@ impl<'a> Lowerer<'a> {
     }
 
     /// The variables a pure expression merely copies, leaf for leaf, when it is made only of
-    /// variables, `.clone()`s of them and tuples of those (`(q.clone(), p, 1)` is not): such an
-    /// expression compiles to the built-in assignment (one row copy per leaf) instead of a
-    /// kernel that rebuilds every value.
+    /// variables, `.clone()`s of them, tuples of those and blocks holding nothing but one of
+    /// those (`{ x }` is, `(q.clone(), p, 1)` is not): such an expression compiles to the
+    /// built-in assignment (one row copy per leaf) instead of a kernel that rebuilds every value.
     fn copy_sources(&self, e: &Expr, ty: &Ty) -> Option<Vec<usize>> {
         fn collect(l: &Lowerer, e: &Expr, out: &mut Vec<usize>) -> Option<Ty> {
             match &e.kind {
@@ -423,6 +574,7 @@ impl<'a> Lowerer<'a> {
                 ExprKind::Method(recv, name, args) if name == "clone" && args.is_empty() => {
                     collect(l, recv, out)
                 }
+                ExprKind::Block(b) if b.stmts.is_empty() => collect(l, b.tail.as_deref()?, out),
                 ExprKind::Tuple(items) => items
                     .iter()
                     .map(|item| collect(l, item, out))
@@ -497,17 +649,18 @@ impl<'a> Lowerer<'a> {
         if let ExprKind::Invalid = &e.kind {
             return Val::Unit;
         }
-        if is_pure(e) {
-            let Some(ty) = self.infer(e, expected) else {
-                return Val::Unit;
-            };
-            let t = self.new_var("t", ty.clone());
-            self.prim_pure(vec![t], e, ty.clone());
-            return Val::Var {
-                var: t,
-                ty,
-                fresh: true,
-            };
+        match self.classify(e, expected) {
+            Shape::Kernel(ty) => {
+                let t = self.new_var("t", ty.clone());
+                self.prim_pure(vec![t], e, ty.clone());
+                return Val::Var {
+                    var: t,
+                    ty,
+                    fresh: true,
+                };
+            }
+            Shape::Failed => return Val::Unit,
+            Shape::ControlFlow => {}
         }
         match &e.kind {
             ExprKind::Call(path, args) => self.call(e, path, args, expected, None),
@@ -564,8 +717,8 @@ impl<'a> Lowerer<'a> {
         match &e.kind {
             ExprKind::Invalid => return,
             ExprKind::Var(id) => self.demand_var(&id.to_string(), ty),
-            _ if is_pure(e) => {
-                if let Some(t) = self.infer(e, Some(ty)) {
+            _ => match self.classify(e, Some(ty)) {
+                Shape::Kernel(t) => {
                     if t != *ty {
                         self.errors.at(
                             e.span,
@@ -573,9 +726,13 @@ impl<'a> Lowerer<'a> {
                         );
                     }
                     self.prim_pure(vec![target], e, ty.clone());
+                    return;
                 }
-                return;
-            }
+                Shape::Failed => return,
+                Shape::ControlFlow => {}
+            },
+        }
+        match &e.kind {
             ExprKind::Call(path, args) => {
                 self.call(e, path, args, Some(ty), Some(target));
                 return;
@@ -645,13 +802,17 @@ impl<'a> Lowerer<'a> {
         });
         let forced = order.and_then(|o| self.overrides.get(&o).cloned());
         let expected = forced.as_ref().or(annotated);
-        if let (Pat::Ident(name), true) =
-            (pat, is_pure(init) && !matches!(init.kind, ExprKind::Var(_)))
-        {
-            let Some(ty) = self.infer(init, expected) else {
-                self.poison(pat);
-                return;
-            };
+        let shape = match (pat, &init.kind) {
+            (Pat::Ident(_), ExprKind::Var(_)) | (Pat::Tuple(_) | Pat::Wild, _) => {
+                Shape::ControlFlow
+            }
+            (Pat::Ident(_), _) => self.classify(init, expected),
+        };
+        if let Shape::Failed = shape {
+            self.poison(pat);
+            return;
+        }
+        if let (Pat::Ident(name), Shape::Kernel(ty)) = (pat, shape) {
             if let Some(a) = annotated {
                 if *a != ty {
                     self.errors.at(
@@ -804,10 +965,11 @@ impl<'a> Lowerer<'a> {
             None => self.compile_into(value, var, &ty),
             Some((bop, op_tokens)) => {
                 let hint = (*bop != BinOp::Shift && ty != Ty::Vector).then_some(&ty);
-                if is_pure(value) {
-                    if self.infer(value, hint).is_none() {
-                        return;
-                    }
+                let shape = self.classify(value, hint);
+                if let Shape::Failed = shape {
+                    return;
+                }
+                if let Shape::Kernel(_) = shape {
                     let Some(block) = self.current else { return };
                     let mut names = vec![target.clone()];
                     free_vars(value, &mut names);

@@ -35,6 +35,15 @@ impl Ty {
     pub fn is_float(&self) -> bool {
         matches!(self, Ty::Scalar(DType::F32 | DType::F64))
     }
+
+    /// True if a `Vector` is this type or part of it.
+    pub fn has_vector(&self) -> bool {
+        match self {
+            Ty::Vector => true,
+            Ty::Scalar(_) => false,
+            Ty::Tuple(items) => items.iter().any(Ty::has_vector),
+        }
+    }
 }
 
 /// A function to compile.
