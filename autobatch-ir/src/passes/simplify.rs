@@ -14,7 +14,8 @@
 //! * **jump threading**: when `A` ends in `goto(R)` and `R` has no ops and ends in `return`,
 //!   `indirect_jump` or `goto(X)`, `A` takes (a copy of) `R`'s terminator. `R` stays as long as
 //!   something else reaches it. Chains of empty `goto` blocks are followed; a chain that loops
-//!   back on itself (or to `A`) is left alone.
+//!   back on itself (or to `A`) is left alone. Likewise a `branch` arm to a block with no ops
+//!   that ends in `goto(X)` is pointed at `X` (an arm cannot return, so only `goto` chains).
 //!
 //! Both repeat to a fixpoint; then blocks no longer reachable are dropped (reachable: from each
 //! function's entry, along `goto`, both arms of `branch`, and a `push_goto`'s target and return
@@ -111,6 +112,20 @@ pub fn simplify_blocks(program: &Program) -> Program {
                 continue;
             }
             let from = Block::new(a);
+            if let Terminator::Branch { cond, then_, else_ } = blocks[a].term {
+                // An arm to a chain of blocks that only jump goes where the chain ends.
+                let mut arm = |t: Block| match threaded(&blocks, from, t) {
+                    Some(Terminator::Goto(end)) => {
+                        preds[t.index()] -= 1;
+                        preds[end.index()] += 1;
+                        changed = true;
+                        end
+                    }
+                    _ => t,
+                };
+                let (then_, else_) = (arm(then_), arm(else_));
+                blocks[a].term = Terminator::Branch { cond, then_, else_ };
+            }
             while let Terminator::Goto(target) = blocks[a].term {
                 if let Some(term) = threaded(&blocks, from, target) {
                     if term != blocks[a].term {
@@ -401,6 +416,32 @@ mod tests {
         );
     }
 
+    /// `if c { x -= 1 }` as generated: the empty `else` arm only jumps to the join, so the
+    /// branch goes to the join directly (which then has two predecessors and stays).
+    #[test]
+    fn branch_arms_skip_blocks_that_only_jump() {
+        let (mut b, f, x, c) = start();
+        let names = ["entry", "then", "else", "join"];
+        let bl: Vec<Block> = names.iter().map(|n| b.block(f, n)).collect();
+        let (entry, then_, else_, join) = (bl[0], bl[1], bl[2], bl[3]);
+        b.prim(entry, &[c], &[x], KernelId(0), "x > 0");
+        b.branch(entry, c, then_, else_);
+        b.prim(then_, &[x], &[x], KernelId(1), "x - 1");
+        b.goto(then_, join);
+        b.goto(else_, join);
+        b.prim(join, &[x], &[x], KernelId(2), "x * 2");
+        b.ret(join);
+        let out = simplified(&b.finish(f).unwrap());
+        assert_eq!(
+            shape(&out),
+            [
+                "entry: x > 0 | branch then join",
+                "then: x - 1 | goto join",
+                "join: x * 2 | return",
+            ]
+        );
+    }
+
     /// A cycle of blocks that only jump is never threaded around (a lane there loops forever,
     /// before and after); merging still shortens it, to one block that jumps to itself.
     #[test]
@@ -462,6 +503,7 @@ mod tests {
         b.push_goto(body, ret, entry);
         b.prim(ret, &[x], &[x], KernelId(2), "x * 2");
         b.indirect_goto(ret);
+        b.prim(exit, &[x], &[x], KernelId(3), "x * 3");
         b.goto(exit, ret);
         let p = b.finish_lowered(f).unwrap();
         let out = simplified(&p);
@@ -471,7 +513,7 @@ mod tests {
                 "entry: x > 0 | branch body exit",
                 "body: x - 1 | push_goto ret entry",
                 "ret: x * 2 | indirect_jump",
-                "exit:  | goto ret",
+                "exit: x * 3 | goto ret",
             ]
         );
     }
