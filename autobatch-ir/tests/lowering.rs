@@ -6,7 +6,8 @@ mod support;
 use autobatch_ir::conformance::{self, numbering};
 use autobatch_ir::passes::LowerError;
 use autobatch_ir::passes::{
-    allocate, fuse_pop_push, lower, prioritize_blocks, prioritize_blocks_deferring, FusionError,
+    allocate, fuse_pop_push, inline_calls, lower, prioritize_blocks, prioritize_blocks_deferring,
+    simplify_blocks, FusionError, InlineOptions,
 };
 use autobatch_ir::{
     verify, Block, DType, Form, FuncId, KernelId, KernelRef, Op, Program, ProgramBuilder,
@@ -33,6 +34,21 @@ fn lowered(p: &Program) -> Program {
 
 fn full_pipeline(p: &Program) -> Program {
     prioritize_blocks(&fuse_pop_push(&lowered(p)).expect("fusion"))
+}
+
+/// What the runtime prepares for the full VM, with every non-recursive call inlined: inline,
+/// allocate, simplify, lower, simplify, fuse, prioritize.
+fn prepared(p: &Program) -> Program {
+    let every = InlineOptions {
+        max_ops: usize::MAX,
+    };
+    let high = allocate(&inline_calls(p, &every).expect("inlining"));
+    let high = simplify_blocks(&high);
+    verify(&high).unwrap_or_else(|e| panic!("simplified program does not verify:\n{e}\n{high}"));
+    let low = simplify_blocks(&lower(&high).unwrap_or_else(|e| panic!("lowering failed: {e}")));
+    let out = prioritize_blocks(&fuse_pop_push(&low).expect("fusion"));
+    verify(&out).unwrap_or_else(|e| panic!("prepared program does not verify:\n{e}\n{out}"));
+    out
 }
 
 /// The printed program without its declaration section: the allocations it shows are the
@@ -338,15 +354,27 @@ fn simulate(p: &Program, inputs: &[Val]) -> Result<Outcome, String> {
     })
 }
 
-/// Lowers `high` and runs the lowered, fused and fused+prioritized forms on every case.
+/// Lowers `high` and runs the lowered, fused and fused+prioritized forms on every case, and
+/// the lowered form with its blocks simplified, and the whole pipeline with every non-recursive
+/// call inlined ([`prepared`]).
 fn check_runs(high: &Program, cases: &[(Vec<Val>, Vec<Val>)]) -> Vec<Outcome> {
     let low = lowered(high);
     check_structure(high, &low);
     let fused = fuse_pop_push(&low).expect("fusion");
     let prio = prioritize_blocks(&fused);
+    let simple = simplify_blocks(&low);
+    verify(&simple).unwrap_or_else(|e| panic!("simplified program does not verify:\n{e}"));
+    assert!(simple.blocks.len() <= low.blocks.len());
+    let whole = prepared(high);
     let mut outcomes = Vec::new();
     for (inputs, expected) in cases {
-        for (what, p) in [("lowered", &low), ("fused", &fused), ("prioritized", &prio)] {
+        for (what, p) in [
+            ("lowered", &low),
+            ("fused", &fused),
+            ("prioritized", &prio),
+            ("simplified", &simple),
+            ("inlined, simplified, fused, prioritized", &whole),
+        ] {
             let out = simulate(p, inputs)
                 .unwrap_or_else(|e| panic!("{what} run on {inputs:?} failed: {e}\n{p}"));
             assert_eq!(&out.outputs, expected, "{what} run on {inputs:?}\n{p}");
@@ -728,6 +756,17 @@ fn tricky_call_shapes_run() {
         "{low}"
     );
     assert!(text.contains(&"pos:  pop(c); n! = prim(n); goto(join)".to_string()));
+
+    // Inlined (f is not recursive), the program needs no return addresses; simplified, each
+    // lane runs fewer blocks for the same result.
+    let whole = prepared(&high);
+    assert_eq!(count_push_gotos(&whole), 0, "{whole}");
+    assert_golden("prepared_pads_loops_and_unused_results", &body_text(&whole));
+    for (inputs, _) in &cases {
+        let before = simulate(&full_pipeline(&high), inputs).unwrap();
+        let after = simulate(&whole, inputs).unwrap();
+        assert!(after.steps < before.steps, "{after:?} vs {before:?}");
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
