@@ -730,6 +730,61 @@ fn pads_loops_and_unused_results() -> Program {
     b.finish(main).unwrap()
 }
 
+/// `g(n) = if n < 1 { 0 } else { n - 1 }` with the reference's explicit pops (of its
+/// parameter and condition), called twice: `main(n) { a = g(n); b = g(a); z = a + b }`.
+fn helper_with_pops() -> Program {
+    let mut b = ProgramBuilder::new();
+    let [n, nm1, r, m, x, y, z] =
+        ["n", "nm1", "r", "m", "x", "y", "z"].map(|s| b.var(s, Type::I64));
+    let c = b.var("c", Type::BOOL);
+    let g = b.function("g");
+    b.signature(g, &[n], &[r]);
+    let enter = b.block(g, "enter_g");
+    let base = b.block(g, "base");
+    let recur = b.block(g, "recur");
+    b.prim(enter, &[c], &[n], KernelId(0), "n < 1");
+    b.branch(enter, c, base, recur);
+    b.pop(base, &[n, c]);
+    b.prim(base, &[r], &[], KernelId(1), "0");
+    b.ret(base);
+    b.pop(recur, &[c]);
+    b.prim(recur, &[nm1], &[n], KernelId(2), "n - 1");
+    b.pop(recur, &[n]);
+    b.assign(recur, &[r], &[nm1]);
+    b.pop(recur, &[nm1]);
+    b.ret(recur);
+    let main = b.function("main");
+    b.signature(main, &[m], &[z]);
+    let e = b.block(main, "entry");
+    b.call(e, g, &[m], &[x]);
+    b.call(e, g, &[x], &[y]);
+    b.prim(e, &[z], &[x, y], KernelId(3), "x + y");
+    b.ret(e);
+    b.finish(main).unwrap()
+}
+
+#[test]
+fn inlined_pops_stay_in_place() {
+    let g = |n: i64| if n < 1 { 0 } else { n - 1 };
+    let cases: Vec<_> = [-3, 0, 1, 2, 7]
+        .iter()
+        .map(|&n| (ints(&[n]), ints(&[g(n) + g(g(n))])))
+        .collect();
+    let high = helper_with_pops();
+    check_runs(&high, &cases);
+    let whole = prepared(&high);
+    assert_eq!(count_push_gotos(&whole), 0, "{whole}");
+    // Each copy pops its own parameter and condition where the callee did.
+    let inlined = inline_calls(&high, &InlineOptions::default()).unwrap();
+    let text = compact(&simplify_blocks(&inlined));
+    for expected in [
+        "base@main.2:  pop(n@main.2, c@main.2); r@main.2 = prim(); goto(g.exit@main.2)",
+        "recur@main.1:  pop(c@main.1); nm1@main.1 = prim(n@main.1); pop(n@main.1); r@main.1 = prim(nm1@main.1); pop(nm1@main.1); goto(g.exit@main.1)",
+    ] {
+        assert!(text.contains(&expected.to_string()), "{expected}\n{inlined}");
+    }
+}
+
 #[test]
 fn tricky_call_shapes_run() {
     check_runs(
