@@ -6,7 +6,8 @@ mod support;
 use autobatch_ir::conformance::{self, numbering};
 use autobatch_ir::passes::LowerError;
 use autobatch_ir::passes::{
-    allocate, fuse_pop_push, lower, prioritize_blocks, prioritize_blocks_deferring, FusionError,
+    allocate, fuse_pop_push, inline_calls, lower, prioritize_blocks, prioritize_blocks_deferring,
+    simplify_blocks, FusionError, InlineOptions,
 };
 use autobatch_ir::{
     verify, Block, DType, Form, FuncId, KernelId, KernelRef, Op, Program, ProgramBuilder,
@@ -33,6 +34,21 @@ fn lowered(p: &Program) -> Program {
 
 fn full_pipeline(p: &Program) -> Program {
     prioritize_blocks(&fuse_pop_push(&lowered(p)).expect("fusion"))
+}
+
+/// What the runtime prepares for the full VM, with every non-recursive call inlined: inline,
+/// allocate, simplify, lower, simplify, fuse, prioritize.
+fn prepared(p: &Program) -> Program {
+    let every = InlineOptions {
+        max_ops: usize::MAX,
+    };
+    let high = allocate(&inline_calls(p, &every).expect("inlining"));
+    let high = simplify_blocks(&high);
+    verify(&high).unwrap_or_else(|e| panic!("simplified program does not verify:\n{e}\n{high}"));
+    let low = simplify_blocks(&lower(&high).unwrap_or_else(|e| panic!("lowering failed: {e}")));
+    let out = prioritize_blocks(&fuse_pop_push(&low).expect("fusion"));
+    verify(&out).unwrap_or_else(|e| panic!("prepared program does not verify:\n{e}\n{out}"));
+    out
 }
 
 /// The printed program without its declaration section: the allocations it shows are the
@@ -338,15 +354,27 @@ fn simulate(p: &Program, inputs: &[Val]) -> Result<Outcome, String> {
     })
 }
 
-/// Lowers `high` and runs the lowered, fused and fused+prioritized forms on every case.
+/// Lowers `high` and runs the lowered, fused and fused+prioritized forms on every case, and
+/// the lowered form with its blocks simplified, and the whole pipeline with every non-recursive
+/// call inlined ([`prepared`]).
 fn check_runs(high: &Program, cases: &[(Vec<Val>, Vec<Val>)]) -> Vec<Outcome> {
     let low = lowered(high);
     check_structure(high, &low);
     let fused = fuse_pop_push(&low).expect("fusion");
     let prio = prioritize_blocks(&fused);
+    let simple = simplify_blocks(&low);
+    verify(&simple).unwrap_or_else(|e| panic!("simplified program does not verify:\n{e}"));
+    assert!(simple.blocks.len() <= low.blocks.len());
+    let whole = prepared(high);
     let mut outcomes = Vec::new();
     for (inputs, expected) in cases {
-        for (what, p) in [("lowered", &low), ("fused", &fused), ("prioritized", &prio)] {
+        for (what, p) in [
+            ("lowered", &low),
+            ("fused", &fused),
+            ("prioritized", &prio),
+            ("simplified", &simple),
+            ("inlined, simplified, fused, prioritized", &whole),
+        ] {
             let out = simulate(p, inputs)
                 .unwrap_or_else(|e| panic!("{what} run on {inputs:?} failed: {e}\n{p}"));
             assert_eq!(&out.outputs, expected, "{what} run on {inputs:?}\n{p}");
@@ -702,6 +730,61 @@ fn pads_loops_and_unused_results() -> Program {
     b.finish(main).unwrap()
 }
 
+/// `g(n) = if n < 1 { 0 } else { n - 1 }` with the reference's explicit pops (of its
+/// parameter and condition), called twice: `main(n) { a = g(n); b = g(a); z = a + b }`.
+fn helper_with_pops() -> Program {
+    let mut b = ProgramBuilder::new();
+    let [n, nm1, r, m, x, y, z] =
+        ["n", "nm1", "r", "m", "x", "y", "z"].map(|s| b.var(s, Type::I64));
+    let c = b.var("c", Type::BOOL);
+    let g = b.function("g");
+    b.signature(g, &[n], &[r]);
+    let enter = b.block(g, "enter_g");
+    let base = b.block(g, "base");
+    let recur = b.block(g, "recur");
+    b.prim(enter, &[c], &[n], KernelId(0), "n < 1");
+    b.branch(enter, c, base, recur);
+    b.pop(base, &[n, c]);
+    b.prim(base, &[r], &[], KernelId(1), "0");
+    b.ret(base);
+    b.pop(recur, &[c]);
+    b.prim(recur, &[nm1], &[n], KernelId(2), "n - 1");
+    b.pop(recur, &[n]);
+    b.assign(recur, &[r], &[nm1]);
+    b.pop(recur, &[nm1]);
+    b.ret(recur);
+    let main = b.function("main");
+    b.signature(main, &[m], &[z]);
+    let e = b.block(main, "entry");
+    b.call(e, g, &[m], &[x]);
+    b.call(e, g, &[x], &[y]);
+    b.prim(e, &[z], &[x, y], KernelId(3), "x + y");
+    b.ret(e);
+    b.finish(main).unwrap()
+}
+
+#[test]
+fn inlined_pops_stay_in_place() {
+    let g = |n: i64| if n < 1 { 0 } else { n - 1 };
+    let cases: Vec<_> = [-3, 0, 1, 2, 7]
+        .iter()
+        .map(|&n| (ints(&[n]), ints(&[g(n) + g(g(n))])))
+        .collect();
+    let high = helper_with_pops();
+    check_runs(&high, &cases);
+    let whole = prepared(&high);
+    assert_eq!(count_push_gotos(&whole), 0, "{whole}");
+    // Each copy pops its own parameter and condition where the callee did.
+    let inlined = inline_calls(&high, &InlineOptions::default()).unwrap();
+    let text = compact(&simplify_blocks(&inlined));
+    for expected in [
+        "base@main.2:  pop(n@main.2, c@main.2); r@main.2 = prim(); goto(g.exit@main.2)",
+        "recur@main.1:  pop(c@main.1); nm1@main.1 = prim(n@main.1); pop(n@main.1); r@main.1 = prim(nm1@main.1); pop(nm1@main.1); goto(g.exit@main.1)",
+    ] {
+        assert!(text.contains(&expected.to_string()), "{expected}\n{inlined}");
+    }
+}
+
 #[test]
 fn tricky_call_shapes_run() {
     check_runs(
@@ -728,6 +811,17 @@ fn tricky_call_shapes_run() {
         "{low}"
     );
     assert!(text.contains(&"pos:  pop(c); n! = prim(n); goto(join)".to_string()));
+
+    // Inlined (f is not recursive), the program needs no return addresses; simplified, each
+    // lane runs fewer blocks for the same result.
+    let whole = prepared(&high);
+    assert_eq!(count_push_gotos(&whole), 0, "{whole}");
+    assert_golden("prepared_pads_loops_and_unused_results", &body_text(&whole));
+    for (inputs, _) in &cases {
+        let before = simulate(&full_pipeline(&high), inputs).unwrap();
+        let after = simulate(&whole, inputs).unwrap();
+        assert!(after.steps < before.steps, "{after:?} vs {before:?}");
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -23,7 +23,8 @@ use quote::quote;
 /// * `f::batch_with_stats(..)`: also returns the run's [`Stats`](../autobatch_runtime/struct.Stats.html).
 /// * `f::program()`: the linked program (its `Display` shows every variable's allocation), and
 ///   `f::COMPILE_TIME_PROGRAM`: the function's IR and allocation as computed at compile time.
-/// * `f::executable()`: the linked, lowered program with its kernels, built once.
+/// * `f::executable()`: the linked program prepared for both modes (small calls inlined, blocks
+///   simplified, lowered) with its kernels, built once.
 ///
 /// ```
 /// use autobatch_runtime::ndarray::array;

@@ -45,6 +45,7 @@ pub mod vector;
 mod vm;
 
 pub use autobatch_ir as ir;
+pub use autobatch_ir::passes::InlineOptions;
 pub use autobatch_macros::{autobatch, primitive};
 pub use column::{Column, Element};
 pub use config::{Config, Mode, Stats};
@@ -54,7 +55,10 @@ pub use ndarray;
 pub use random::Key;
 pub use vector::Vector;
 
-use autobatch_ir::passes::{allocate, fuse_pop_push, liveness, lower, prioritize_blocks_deferring};
+use autobatch_ir::passes::{
+    allocate, fuse_pop_push, inline_calls, liveness, lower, prioritize_blocks_deferring,
+    simplify_blocks, InlineError,
+};
 use autobatch_ir::{verify, Form, KernelRef, PrimOp, Program, Shape, TensorType};
 use env::{Env, Stacks};
 
@@ -67,60 +71,166 @@ pub struct Run {
     pub stats: Stats,
 }
 
+/// The optional IR passes an [`Executable`] runs while it prepares a program.
+///
+/// Both only change how many blocks the lanes run, never a lane's results; the default runs
+/// both. [`Passes::none`] keeps the program's blocks and calls as given (for comparisons, and
+/// for checks of block or kernel run counts against the reference system's).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Passes {
+    /// Inline calls to small non-recursive functions
+    /// ([`inline_calls`]); `None` keeps every call.
+    pub inline: Option<InlineOptions>,
+    /// Merge straight-line chains of blocks and thread jumps through blocks that only jump
+    /// ([`simplify_blocks`]), in the high-level program
+    /// and in the lowered one.
+    pub simplify: bool,
+}
+
+impl Default for Passes {
+    fn default() -> Self {
+        Passes {
+            inline: Some(InlineOptions::default()),
+            simplify: true,
+        }
+    }
+}
+
+impl Passes {
+    /// No optional pass: the programs run keep the blocks and calls they were given.
+    pub fn none() -> Self {
+        Passes {
+            inline: None,
+            simplify: false,
+        }
+    }
+}
+
 /// A program ready to run: verified, allocated, lowered for the full VM, with its kernels.
 #[derive(Clone, Debug)]
 pub struct Executable {
+    source: Program,
     high: Option<(Program, stackless::Plan)>,
     lowered: Program,
     kernels: Vec<Kernel>,
 }
 
 impl Executable {
-    /// Verifies `program`, computes its allocation (high-level programs) and lowers it.
+    /// Verifies `program`, computes its allocation (high-level programs) and prepares it with
+    /// the default [`Passes`] (see [`with_passes`](Self::with_passes)).
     pub fn new(program: Program, kernels: Vec<Kernel>) -> Result<Self> {
+        Self::with_passes(program, kernels, &Passes::default())
+    }
+
+    /// Verifies `program`, computes its allocation (high-level programs) and prepares it:
+    ///
+    /// * a high-level program is inlined (if `passes.inline`), simplified (if
+    ///   `passes.simplify`) and allocated again (the exact allocation of what runs): that is the
+    ///   program stackless runs ([`program`](Self::program)). It is then lowered,
+    ///   simplified again, its pops fused into in-place writes, and its blocks ordered, blocks
+    ///   holding a batched kernel last: that is the program the full VM runs
+    ///   ([`lowered`](Self::lowered));
+    /// * a lowered program is simplified (if `passes.simplify`) and its blocks ordered.
+    pub fn with_passes(program: Program, kernels: Vec<Kernel>, passes: &Passes) -> Result<Self> {
         verify(&program)?;
         let program = if program.form == Form::High {
             allocate(&program)
         } else {
             program
         };
-        Self::with_allocations(program, kernels)
+        Self::prepare(program, kernels, passes, false)
     }
 
     /// Like [`new`](Self::new) but trusts the allocations the program carries (for example
     /// computed by `#[autobatch]` at compile time). They must be sound: every variable live
-    /// across a call that may overwrite it must be FULL.
+    /// across a call that may overwrite it must be FULL. When inlining changes the program, the
+    /// prepared program's allocation is computed (the one given describes the program without
+    /// the copies); a program with nothing to inline keeps the allocation given. Prepared with
+    /// the default [`Passes`].
     pub fn with_allocations(program: Program, kernels: Vec<Kernel>) -> Result<Self> {
         verify(&program)?;
+        Self::prepare(program, kernels, &Passes::default(), true)
+    }
+
+    /// Runs the passes on a verified program; `trusted`: the allocation it carries is to be
+    /// kept as long as it describes the program that runs.
+    fn prepare(
+        program: Program,
+        kernels: Vec<Kernel>,
+        passes: &Passes,
+        trusted: bool,
+    ) -> Result<Self> {
         // Blocks with a batched kernel run last, so lanes gather there (see
         // `prioritize_blocks_deferring`).
         let batched = |op: &PrimOp| {
             matches!(op.kernel, KernelRef::User(id)
                 if matches!(kernels.get(id.index()), Some(Kernel::Batched(_))))
         };
+        let simplify = |p: Program| {
+            if passes.simplify {
+                simplify_blocks(&p)
+            } else {
+                p
+            }
+        };
         let (high, lowered) = match program.form {
             Form::High => {
-                let fused = fuse_pop_push(&lower(&program)?)?;
-                let lowered = prioritize_blocks_deferring(&fused, batched);
-                let plan = stackless::Plan::new(&program, &liveness(&program));
-                (Some((program, plan)), lowered)
+                let inlined = match &passes.inline {
+                    // Cannot fail on a verified high-level program; if it did, its
+                    // verifier errors are reported as such.
+                    Some(options) => inline_calls(&program, options).map_err(|e| match e {
+                        InlineError::Invalid(errors) => RuntimeError::Invalid(errors),
+                        InlineError::Lowered => {
+                            RuntimeError::ModeUnsupported("inlining a lowered program".into())
+                        }
+                    })?,
+                    None => program.clone(),
+                };
+                let changed = inlined != program;
+                let high = simplify(inlined);
+                // Allocation follows liveness across blocks and calls: it is computed for the
+                // program that runs (simplification only shortens live ranges, so an
+                // allocation given for the program before it stays sound, but inlined copies
+                // need their own).
+                let high = if changed || !trusted {
+                    allocate(&high)
+                } else {
+                    high
+                };
+                let low = simplify(lower(&high)?);
+                let lowered = prioritize_blocks_deferring(&fuse_pop_push(&low)?, batched);
+                verify(&high)?;
+                let plan = stackless::Plan::new(&high, &liveness(&high));
+                (Some((high, plan)), lowered)
             }
-            Form::Lowered => (None, prioritize_blocks_deferring(&program, batched)),
+            Form::Lowered => (
+                None,
+                prioritize_blocks_deferring(&simplify(program.clone()), batched),
+            ),
         };
         verify(&lowered)?;
         Ok(Executable {
+            source: program,
             high,
             lowered,
             kernels,
         })
     }
 
-    /// The high-level program stackless runs (`None` for a hand-lowered program).
+    /// The program as it was given (verified; allocated unless built
+    /// [`with_allocations`](Self::with_allocations)), before any pass changed its blocks or
+    /// calls: what [`run_reference`](Self::run_reference) runs.
+    pub fn source(&self) -> &Program {
+        &self.source
+    }
+
+    /// The high-level program stackless runs: the source with small calls inlined and blocks
+    /// simplified, as [`Passes`] asked (`None` for a hand-lowered program).
     pub fn program(&self) -> Option<&Program> {
         self.high.as_ref().map(|(p, _)| p)
     }
 
-    /// The lowered, fused, priority-ordered program the full VM runs.
+    /// The lowered, simplified, fused, priority-ordered program the full VM runs.
     pub fn lowered(&self) -> &Program {
         &self.lowered
     }
@@ -175,9 +285,10 @@ impl Executable {
     }
 
     /// Runs every lane on its own through the single-lane reference interpreter (the oracle),
-    /// on the high-level program if there is one.
+    /// on the [`source`](Self::source) program: no pass that prepared the programs the two
+    /// modes run is trusted by it.
     pub fn run_reference(&self, inputs: &[Column], config: &Config) -> Result<Run> {
-        let program = self.program().unwrap_or(&self.lowered);
+        let program = &self.source;
         let (batch, vector_len) = check_inputs(program, inputs, config)?;
         let (outputs, stats) =
             reference::run(program, &self.kernels, inputs, batch, vector_len, config)?;

@@ -5,7 +5,7 @@ mod common;
 
 use autobatch_runtime::ir::conformance as programs;
 use autobatch_runtime::ir::DType;
-use autobatch_runtime::{Column, Config, Executable, Mode, Run};
+use autobatch_runtime::{Column, Config, Executable, Mode, Passes, Run};
 use common::{as_bools, as_i64s, build_counting, executable, i64s};
 
 /// Runs `exe` in `mode`, checks the outputs equal the reference interpreter's, returns the run.
@@ -189,29 +189,42 @@ fn pea_nuts_runs_and_matches_the_reference() {
 }
 
 /// Notes 5.4: with the full VM, lanes re-converge across recursion depths, so the addition in
-/// the sync-test fibonacci runs exactly as often as fib(7) alone needs (20 times) on [3, 7, 4, 5].
+/// the sync-test fibonacci runs exactly as often as fib(7) alone needs (20 times) on [3, 7, 4, 5]
+/// (with the reference's blocks, and with ours after inlining and block simplification).
 #[test]
 fn full_vm_synchronises_additions_across_depths() {
-    let (program, kernels, calls, _) = build_counting(programs::fibonacci_sync, "x + y");
-    let exe = Executable::new(program, kernels).unwrap();
-    let run = exe
-        .run(&[i64s(&[3, 7, 4, 5])], &Config::with_mode(Mode::FullVm))
-        .unwrap();
-    assert_eq!(as_i64s(&run.outputs[0]), [3, 21, 5, 8]);
-    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 20);
+    for passes in [Passes::none(), Passes::default()] {
+        let (program, kernels, calls, _) = build_counting(programs::fibonacci_sync, "x + y");
+        let exe = Executable::with_passes(program, kernels, &passes).unwrap();
+        let run = exe
+            .run(&[i64s(&[3, 7, 4, 5])], &Config::with_mode(Mode::FullVm))
+            .unwrap();
+        assert_eq!(as_i64s(&run.outputs[0]), [3, 21, 5, 8]);
+        assert_eq!(
+            calls.load(std::sync::atomic::Ordering::SeqCst),
+            20,
+            "{passes:?}"
+        );
+    }
 }
 
 /// Notes 5.4: fibonacci through calls on [5, 6, 8, 9] runs the addition 54 times (fib(9)'s own
 /// count) and the base case 55 times on the full VM; stackless cannot merge lanes at different
-/// depths and runs the base case 94 times.
+/// depths and runs the base case 94 times. The same with the reference's blocks and with ours.
 #[test]
 fn full_vm_merges_lanes_across_depths() {
+    for passes in [Passes::none(), Passes::default()] {
+        counts_match_the_reference(&passes);
+    }
+}
+
+fn counts_match_the_reference(passes: &Passes) {
     let count = |mode, source| {
         let (program, kernels, calls, _) = build_counting(
             |k| programs::fibonacci_function_calls(k, DType::I64),
             source,
         );
-        let exe = Executable::new(program, kernels).unwrap();
+        let exe = Executable::with_passes(program, kernels, passes).unwrap();
         exe.run(&[i64s(&[5, 6, 8, 9])], &Config::with_mode(mode))
             .unwrap();
         calls.load(std::sync::atomic::Ordering::SeqCst)
@@ -221,7 +234,7 @@ fn full_vm_merges_lanes_across_depths() {
     let (program, kernels, sources) =
         common::build(|k| programs::fibonacci_function_calls(k, DType::I64));
     let add = sources.iter().position(|s| s == "x + y").unwrap();
-    let run = Executable::new(program, kernels)
+    let run = Executable::with_passes(program, kernels, passes)
         .unwrap()
         .run(&[i64s(&[5, 6, 8, 9])], &Config::default())
         .unwrap();

@@ -73,6 +73,21 @@ fn unseen_callees_are_conservative_until_linked() {
     assert_eq!(outer(3), 10);
 }
 
+/// Prepared for running, `inner` (small, not recursive) is copied into `outer`, and `outer`
+/// into `main`; blocks that only jump or return are gone. The linked program is unchanged.
+#[test]
+fn prepared_programs_inline_small_callees_and_drop_empty_blocks() {
+    let exe = outer::executable().unwrap();
+    let high = exe.program().unwrap();
+    golden("macro_outer_prepared", &high.to_string());
+    golden("macro_outer_prepared_lowered", &exe.lowered().to_string());
+    assert_eq!(high.functions.len(), 1, "{high}");
+    assert!(high.var_named("inner.n@outer.1@main.1").is_some(), "{high}");
+    assert_eq!(exe.lowered().blocks.len(), 1, "{}", exe.lowered());
+    assert_eq!(outer::program().unwrap(), exe.source());
+    assert_eq!(exe.source().functions.len(), 3);
+}
+
 /// Swaps a pair and counts with a counter whose type comes from what is added to it.
 #[autobatch]
 fn swap_count(a: Vector, b: Vector, steps: i64) -> (Vector, Vector, i64) {

@@ -2,12 +2,16 @@
 
 pub mod allocation;
 pub mod fusion;
+pub mod inline;
 pub mod liveness;
 pub mod lowering;
 pub mod priority;
+pub mod simplify;
 
 pub use allocation::{allocate, allocations, allocations_with, is_tail_call, AllocationOptions};
 pub use fusion::{fuse_pop_push, FusionError};
+pub use inline::{inline_calls, InlineError, InlineOptions};
 pub use liveness::{liveness, BlockLiveness, Liveness, VarSet};
 pub use lowering::{lower, LowerError};
 pub use priority::{prioritize_blocks, prioritize_blocks_deferring};
+pub use simplify::simplify_blocks;

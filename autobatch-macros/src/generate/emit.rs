@@ -451,9 +451,11 @@ pub fn function(item: &syn::ItemFn, func: &Func, l: &Lowered, ct: &CompileTime) 
                 .map_err(::std::clone::Clone::clone)
             }
 
-            /// The linked high-level program (print it to see every variable's allocation).
+            /// The linked high-level program with its whole-program allocation (print it to see
+            /// every variable's allocation); `executable()?.program()` is the prepared program
+            /// stackless runs (small calls inlined, blocks simplified).
             pub fn program() -> ::std::result::Result<&'static #rt::ir::Program, #rt::RuntimeError> {
-                executable().map(|e| e.program().expect("linked programs are high-level"))
+                executable().map(|e| e.source())
             }
 
             /// This function's IR as the macro built it at compile time, with the allocation it

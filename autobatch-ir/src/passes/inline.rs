@@ -1,0 +1,785 @@
+//! Inlining: a call to a small non-recursive function becomes a copy of the callee's body, so
+//! it costs no `push_goto`, return jump, argument stack traffic or stackless host call.
+//!
+//! A call `outs = call(g, args)` in block `A` of function `f` is replaced when `g` is not the
+//! entry function, is not recursive (on no cycle of the call graph, self-calls included) and
+//! its body, after its own calls were inlined, has at most [`InlineOptions::max_ops`] ops:
+//!
+//! ```text
+//! A:   ops before the call               A:   ops before the call
+//!      outs = call(g, args)       =>          g.p@f.1, .. = prim(args) by assign
+//!      ops after the call                     goto(g.entry@f.1)
+//!      terminator                        g.entry@f.1: ..  (a copy of g's blocks; its
+//!                                        ..                `return`s become `goto(g.exit@f.1)`)
+//!                                        g.exit@f.1:
+//!                                             outs = prim(g.r@f.1, ..) by assign
+//!                                             ops after the call
+//!                                             terminator
+//! ```
+//!
+//! Every variable and block of the callee gets a fresh copy per call site. Names stay global
+//! and unique: a copy is named `<original>@<caller>.<k>`, where `k` counts the call sites
+//! inlined into the caller (in block order, then op order, from 1), and the continuation is
+//! `<callee>.exit@<caller>.<k>` (a `#2`, `#3`, .. suffix if that name is taken). The copies
+//! sit right after the calling block, then the continuation, in the caller's block list.
+//! Primitive ops keep their kernel and source text (kernels read their inputs by position, so
+//! renaming variables changes nothing for them).
+//!
+//! Functions are processed callees first, so nested non-recursive calls flatten completely:
+//! when `g` is copied into `f`, the calls `g` itself made to small helpers are already copies.
+//! A function all of whose calls were inlined (it was called in the input and no call to it is
+//! left) is dropped, with the variables only it used; every other function is kept.
+//!
+//! Allocations: copies start with the allocation of the variable they copy, but the result
+//! must be **re-allocated** ([`allocate`](crate::passes::allocate)) before it runs, since
+//! allocation depends on liveness across blocks and calls, which inlining changes.
+
+use crate::entity::{Block, FuncId, Var};
+use crate::program::{
+    BlockData, CallOp, Form, FunctionData, KernelRef, Op, PrimOp, Program, Terminator, VarData,
+};
+use crate::verify::{verify, VerifyErrors};
+use std::collections::{HashMap, HashSet};
+use thiserror::Error;
+
+/// Knobs for [`inline_calls`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InlineOptions {
+    /// Inline a callee only if its body, after its own calls were inlined, has at most this
+    /// many ops (`usize::MAX`: every non-recursive callee).
+    ///
+    /// The default, 16, takes small helpers (a three-op `log_add_exp`) and leaves large
+    /// functions called from several places alone: every inlined copy is code the lanes of
+    /// other call sites no longer share, so lanes that would have run the callee's blocks
+    /// together (from different call sites, or different recursion depths) run separate
+    /// copies, and a batched kernel in the callee would be split between them.
+    pub max_ops: usize,
+}
+
+impl Default for InlineOptions {
+    fn default() -> Self {
+        InlineOptions { max_ops: 16 }
+    }
+}
+
+/// Why a program could not be inlined.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum InlineError {
+    /// The input is lowered: it has no calls left.
+    #[error("inlining needs a high-level program; this one is lowered")]
+    Lowered,
+    /// The input breaks an IR invariant.
+    #[error("cannot inline calls of an invalid program:\n{0}")]
+    Invalid(VerifyErrors),
+}
+
+/// Replaces every call to a small non-recursive function by a copy of its body; returns a new
+/// program (the input is untouched).
+///
+/// See the module docs for the rules and names. A program with no call to inline is returned
+/// unchanged (equal to the input). The result verifies; its allocations must be recomputed
+/// with [`allocate`](crate::passes::allocate) before it is lowered or run.
+pub fn inline_calls(program: &Program, options: &InlineOptions) -> Result<Program, InlineError> {
+    if program.form != Form::High {
+        return Err(InlineError::Lowered);
+    }
+    verify(program).map_err(InlineError::Invalid)?;
+    let calls = call_graph(program);
+    let recursive = on_cycles(&calls);
+    let mut work = Work {
+        vars: program.vars.clone(),
+        blocks: program.blocks.clone(),
+        functions: program.functions.clone(),
+        var_names: program.vars.iter().map(|v| v.name.clone()).collect(),
+        block_names: program.blocks.iter().map(|b| b.name.clone()).collect(),
+        size: vec![0; program.functions.len()],
+        inlinable: (0..program.functions.len())
+            .map(|f| f != program.main.index() && !recursive[f])
+            .collect(),
+        max_ops: options.max_ops,
+        inlined: false,
+    };
+    for f in callees_first(&calls) {
+        work.inline_into(f);
+    }
+    if !work.inlined {
+        return Ok(program.clone());
+    }
+    Ok(work.finish(program, &calls))
+}
+
+/// The functions each function calls, in order of first call, without repeats.
+fn call_graph(program: &Program) -> Vec<Vec<FuncId>> {
+    program
+        .functions
+        .iter()
+        .map(|func| {
+            let mut callees: Vec<FuncId> = Vec::new();
+            for &b in &func.blocks {
+                for op in &program.block(b).ops {
+                    if let Op::Call(c) = op {
+                        if !callees.contains(&c.func) {
+                            callees.push(c.func);
+                        }
+                    }
+                }
+            }
+            callees
+        })
+        .collect()
+}
+
+/// Whether each function lies on a cycle of the call graph (calls itself, maybe indirectly).
+fn on_cycles(calls: &[Vec<FuncId>]) -> Vec<bool> {
+    (0..calls.len())
+        .map(|f| {
+            let mut seen = vec![false; calls.len()];
+            let mut stack: Vec<FuncId> = calls[f].clone();
+            while let Some(g) = stack.pop() {
+                if g.index() == f {
+                    return true;
+                }
+                if !std::mem::replace(&mut seen[g.index()], true) {
+                    stack.extend(calls[g.index()].iter().copied());
+                }
+            }
+            false
+        })
+        .collect()
+}
+
+/// Every function, each after the functions it calls unless they are on a cycle with it
+/// (depth-first post-order over the call graph, roots in table order).
+fn callees_first(calls: &[Vec<FuncId>]) -> Vec<FuncId> {
+    let n = calls.len();
+    let mut state = vec![0u8; n]; // 0 new, 1 on the stack, 2 done
+    let mut order = Vec::with_capacity(n);
+    for root in 0..n {
+        if state[root] != 0 {
+            continue;
+        }
+        // (function, index of the next callee to visit)
+        let mut stack = vec![(root, 0usize)];
+        state[root] = 1;
+        while let Some((f, next)) = stack.last_mut() {
+            let f = *f;
+            if let Some(g) = calls[f].get(*next) {
+                *next += 1;
+                if state[g.index()] == 0 {
+                    state[g.index()] = 1;
+                    stack.push((g.index(), 0));
+                }
+            } else {
+                state[f] = 2;
+                order.push(FuncId::new(f));
+                stack.pop();
+            }
+        }
+    }
+    order
+}
+
+/// Hands out names not used so far: `base`, else `base#2`, `base#3`, ...
+fn fresh(used: &mut HashSet<String>, base: String) -> String {
+    let mut name = base.clone();
+    let mut k = 1;
+    while used.contains(&name) {
+        k += 1;
+        name = format!("{base}#{k}");
+    }
+    used.insert(name.clone());
+    name
+}
+
+fn assign(outs: Vec<Var>, ins: Vec<Var>) -> Op {
+    Op::Prim(PrimOp {
+        in_place: vec![false; outs.len()],
+        outs,
+        ins,
+        kernel: KernelRef::Assign,
+        source: "assign".to_string(),
+    })
+}
+
+/// The program under construction.
+struct Work {
+    vars: Vec<VarData>,
+    blocks: Vec<BlockData>,
+    functions: Vec<FunctionData>,
+    var_names: HashSet<String>,
+    block_names: HashSet<String>,
+    /// Ops of each function already processed (its calls inlined).
+    size: Vec<usize>,
+    /// Neither the entry function nor recursive.
+    inlinable: Vec<bool>,
+    max_ops: usize,
+    /// Whether any call was inlined.
+    inlined: bool,
+}
+
+impl Work {
+    fn should_inline(&self, call: &CallOp) -> bool {
+        let g = call.func.index();
+        self.inlinable[g] && self.size[g] <= self.max_ops
+    }
+
+    /// Inlines every call `f` makes to a small non-recursive (already processed) function.
+    fn inline_into(&mut self, f: FuncId) {
+        let mut site = 0usize;
+        let mut list = Vec::new();
+        for b in self.functions[f.index()].blocks.clone() {
+            let ops = std::mem::take(&mut self.blocks[b.index()].ops);
+            let term = self.blocks[b.index()].term.clone();
+            let mut current = b;
+            let mut kept = Vec::with_capacity(ops.len());
+            list.push(b);
+            for op in ops {
+                match op {
+                    Op::Call(call) if self.should_inline(&call) => {
+                        site += 1;
+                        let tag = format!("@{}.{site}", self.functions[f.index()].name);
+                        let (copies, exit, params, returns) = self.copy_callee(call.func, &tag);
+                        if !params.is_empty() {
+                            kept.push(assign(params, call.ins.clone()));
+                        }
+                        let data = &mut self.blocks[current.index()];
+                        data.ops = std::mem::take(&mut kept);
+                        data.term = Terminator::Goto(copies[0]);
+                        list.extend(copies);
+                        list.push(exit);
+                        current = exit;
+                        if !call.outs.is_empty() {
+                            kept.push(assign(call.outs.clone(), returns));
+                        }
+                        self.inlined = true;
+                    }
+                    op => kept.push(op),
+                }
+            }
+            let data = &mut self.blocks[current.index()];
+            data.ops = kept;
+            data.term = term;
+        }
+        self.functions[f.index()].blocks = list;
+        self.size[f.index()] = self.functions[f.index()]
+            .blocks
+            .iter()
+            .map(|b| self.blocks[b.index()].ops.len())
+            .sum();
+    }
+
+    /// Copies callee `g`'s blocks with fresh variables and blocks named `<name><tag>`; returns
+    /// the copies (entry first), the continuation block (empty, `return` for now) that the
+    /// copies' `return`s jump to, and the copies of `g`'s parameters and return variables.
+    fn copy_callee(&mut self, g: FuncId, tag: &str) -> (Vec<Block>, Block, Vec<Var>, Vec<Var>) {
+        let callee = self.functions[g.index()].clone();
+        let mut var_map: HashMap<Var, Var> = HashMap::new();
+        let mut copy_var = |this: &mut Work, v: Var| -> Var {
+            *var_map.entry(v).or_insert_with(|| {
+                let data = this.vars[v.index()].clone();
+                let name = fresh(&mut this.var_names, format!("{}{tag}", data.name));
+                this.vars.push(VarData { name, ..data });
+                Var::new(this.vars.len() - 1)
+            })
+        };
+        let params: Vec<Var> = callee.params.iter().map(|&v| copy_var(self, v)).collect();
+        let returns: Vec<Var> = callee.returns.iter().map(|&v| copy_var(self, v)).collect();
+        let mut block_map: HashMap<Block, Block> = HashMap::new();
+        for &b in &callee.blocks {
+            let name = fresh(
+                &mut self.block_names,
+                format!("{}{tag}", self.blocks[b.index()].name),
+            );
+            self.blocks.push(BlockData {
+                name,
+                ops: Vec::new(),
+                term: Terminator::Return,
+            });
+            block_map.insert(b, Block::new(self.blocks.len() - 1));
+        }
+        let exit_name = fresh(&mut self.block_names, format!("{}.exit{tag}", callee.name));
+        self.blocks.push(BlockData {
+            name: exit_name,
+            ops: Vec::new(),
+            term: Terminator::Return,
+        });
+        let exit = Block::new(self.blocks.len() - 1);
+        let at = |b: Block| block_map.get(&b).copied().unwrap_or(b);
+        for &b in &callee.blocks {
+            let original = self.blocks[b.index()].clone();
+            let ops = original
+                .ops
+                .iter()
+                .map(|op| match op {
+                    Op::Prim(p) => Op::Prim(PrimOp {
+                        outs: p.outs.iter().map(|&v| copy_var(self, v)).collect(),
+                        ins: p.ins.iter().map(|&v| copy_var(self, v)).collect(),
+                        ..p.clone()
+                    }),
+                    Op::Call(c) => Op::Call(CallOp {
+                        func: c.func,
+                        ins: c.ins.iter().map(|&v| copy_var(self, v)).collect(),
+                        outs: c.outs.iter().map(|&v| copy_var(self, v)).collect(),
+                    }),
+                    Op::Pop(vars) => Op::Pop(vars.iter().map(|&v| copy_var(self, v)).collect()),
+                })
+                .collect();
+            let term = match original.term {
+                Terminator::Goto(t) => Terminator::Goto(at(t)),
+                Terminator::Branch { cond, then_, else_ } => Terminator::Branch {
+                    cond: copy_var(self, cond),
+                    then_: at(then_),
+                    else_: at(else_),
+                },
+                Terminator::Return => Terminator::Goto(exit),
+                // A verified high-level program has neither.
+                t @ (Terminator::PushGoto { .. } | Terminator::IndirectGoto) => t,
+            };
+            let copy = &mut self.blocks[at(b).index()];
+            copy.ops = ops;
+            copy.term = term;
+        }
+        let copies = callee.blocks.iter().map(|&b| at(b)).collect();
+        (copies, exit, params, returns)
+    }
+
+    /// Drops the functions whose calls were all inlined, with the variables only they used.
+    fn finish(self, program: &Program, calls_before: &[Vec<FuncId>]) -> Program {
+        let called_before: HashSet<FuncId> = calls_before.iter().flatten().copied().collect();
+        let mut called_after: HashSet<FuncId> = HashSet::new();
+        for func in &self.functions {
+            for &b in &func.blocks {
+                for op in &self.blocks[b.index()].ops {
+                    if let Op::Call(c) = op {
+                        called_after.insert(c.func);
+                    }
+                }
+            }
+        }
+        let keep: Vec<bool> = (0..self.functions.len())
+            .map(|f| {
+                let id = FuncId::new(f);
+                id == program.main || !called_before.contains(&id) || called_after.contains(&id)
+            })
+            .collect();
+        let mut used_kept = vec![false; self.vars.len()];
+        let mut used_dropped = vec![false; self.vars.len()];
+        for (f, func) in self.functions.iter().enumerate() {
+            let used = if keep[f] {
+                &mut used_kept
+            } else {
+                &mut used_dropped
+            };
+            let mut mark = |v: &Var| used[v.index()] = true;
+            func.params.iter().for_each(&mut mark);
+            func.returns.iter().for_each(&mut mark);
+            for &b in &func.blocks {
+                let data = &self.blocks[b.index()];
+                for op in &data.ops {
+                    op.reads().iter().for_each(&mut mark);
+                    op.writes().iter().for_each(&mut mark);
+                }
+                if let Terminator::Branch { cond, .. } = &data.term {
+                    mark(cond);
+                }
+            }
+        }
+        // New numbers: variables, blocks (of kept functions, in table order) and functions.
+        let mut var_index: Vec<Option<Var>> = vec![None; self.vars.len()];
+        let mut vars = Vec::new();
+        for (i, data) in self.vars.into_iter().enumerate() {
+            let v = Var::new(i);
+            if v == program.pc || used_kept[i] || !used_dropped[i] {
+                var_index[i] = Some(Var::new(vars.len()));
+                vars.push(data);
+            }
+        }
+        let mut block_owner_kept = vec![false; self.blocks.len()];
+        for (f, func) in self.functions.iter().enumerate() {
+            for &b in &func.blocks {
+                block_owner_kept[b.index()] = keep[f];
+            }
+        }
+        let mut block_index: Vec<Option<Block>> = vec![None; self.blocks.len()];
+        let mut next = 0;
+        for (i, slot) in block_index.iter_mut().enumerate() {
+            if block_owner_kept[i] {
+                *slot = Some(Block::new(next));
+                next += 1;
+            }
+        }
+        let mut func_index: Vec<Option<FuncId>> = vec![None; self.functions.len()];
+        let mut next = 0;
+        for (f, slot) in func_index.iter_mut().enumerate() {
+            if keep[f] {
+                *slot = Some(FuncId::new(next));
+                next += 1;
+            }
+        }
+        // Kept code only names kept variables, blocks and functions.
+        let var = |v: &Var| var_index[v.index()].unwrap_or(*v);
+        let vars_of = |vs: &[Var]| vs.iter().map(var).collect::<Vec<_>>();
+        let block = |b: Block| block_index[b.index()].unwrap_or(b);
+        let func = |f: FuncId| func_index[f.index()].unwrap_or(f);
+        let blocks = self
+            .blocks
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| block_owner_kept[*i])
+            .map(|(_, data)| BlockData {
+                name: data.name,
+                ops: data
+                    .ops
+                    .into_iter()
+                    .map(|op| match op {
+                        Op::Prim(p) => Op::Prim(PrimOp {
+                            outs: vars_of(&p.outs),
+                            ins: vars_of(&p.ins),
+                            ..p
+                        }),
+                        Op::Call(c) => Op::Call(CallOp {
+                            func: func(c.func),
+                            ins: vars_of(&c.ins),
+                            outs: vars_of(&c.outs),
+                        }),
+                        Op::Pop(vs) => Op::Pop(vars_of(&vs)),
+                    })
+                    .collect(),
+                term: match data.term {
+                    Terminator::Goto(t) => Terminator::Goto(block(t)),
+                    Terminator::Branch { cond, then_, else_ } => Terminator::Branch {
+                        cond: var(&cond),
+                        then_: block(then_),
+                        else_: block(else_),
+                    },
+                    Terminator::PushGoto { ret, target } => Terminator::PushGoto {
+                        ret: block(ret),
+                        target: block(target),
+                    },
+                    t @ (Terminator::Return | Terminator::IndirectGoto) => t,
+                },
+            })
+            .collect();
+        let functions = self
+            .functions
+            .into_iter()
+            .enumerate()
+            .filter(|(f, _)| keep[*f])
+            .map(|(_, data)| FunctionData {
+                params: vars_of(&data.params),
+                returns: vars_of(&data.returns),
+                blocks: data.blocks.into_iter().map(block).collect(),
+                name: data.name,
+            })
+            .collect();
+        Program {
+            vars,
+            blocks,
+            functions,
+            main: func(program.main),
+            pc: var(&program.pc),
+            form: Form::High,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conformance::{self, numbering};
+    use crate::passes::{allocate, lower};
+    use crate::{DType, KernelId, ProgramBuilder, Type};
+
+    fn inlined(p: &Program, options: &InlineOptions) -> Program {
+        let before = p.clone();
+        let out = inline_calls(p, options).unwrap();
+        assert_eq!(*p, before, "inline_calls must not modify its input");
+        verify(&out).unwrap_or_else(|e| panic!("inlined program does not verify:\n{e}\n{out}"));
+        lower(&allocate(&out)).unwrap_or_else(|e| panic!("inlined program does not lower: {e}"));
+        out
+    }
+
+    fn calls_in(p: &Program, func: &str) -> Vec<String> {
+        let f = p.function(p.function_named(func).unwrap());
+        f.blocks
+            .iter()
+            .flat_map(|&b| &p.block(b).ops)
+            .filter_map(|op| match op {
+                Op::Call(c) => Some(p.function(c.func).name.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// `h(a, b) = a + b`; recursive `f(n) = if n > 1 { h(f(n - 1), f(n - 2)) } else { h(1, 1) }`;
+    /// `main(m) = f(m)`.
+    fn helper_in_recursion() -> Program {
+        let mut b = ProgramBuilder::new();
+        let [n, nm1, nm2, r1, r2, ans, one, a, bb, s, m] = [
+            "n", "nm1", "nm2", "r1", "r2", "ans", "one", "a", "b", "s", "m",
+        ]
+        .map(|name| b.var(name, Type::I64));
+        let c = b.var("c", Type::BOOL);
+        let h = b.function("h");
+        b.signature(h, &[a, bb], &[s]);
+        let he = b.block(h, "h.entry");
+        b.prim(he, &[s], &[a, bb], KernelId(0), "x + y");
+        b.ret(he);
+        let f = b.function("f");
+        b.signature(f, &[n], &[ans]);
+        let enter = b.block(f, "f.entry");
+        let recur = b.block(f, "f.recur");
+        let base = b.block(f, "f.base");
+        b.prim(enter, &[c], &[n], KernelId(1), "n > 1");
+        b.branch(enter, c, recur, base);
+        b.prim(recur, &[nm1], &[n], KernelId(2), "n - 1");
+        b.call(recur, f, &[nm1], &[r1]);
+        b.prim(recur, &[nm2], &[n], KernelId(3), "n - 2");
+        b.call(recur, f, &[nm2], &[r2]);
+        b.call(recur, h, &[r1, r2], &[ans]);
+        b.ret(recur);
+        b.prim(base, &[one], &[], KernelId(4), "1");
+        b.call(base, h, &[one, one], &[ans]);
+        b.ret(base);
+        let main = b.function("main");
+        b.signature(main, &[m], &[ans]);
+        let me = b.block(main, "main_entry");
+        b.call(me, f, &[m], &[ans]);
+        b.ret(me);
+        b.finish(main).unwrap()
+    }
+
+    #[test]
+    fn a_helper_called_twice_from_a_recursive_function_is_copied_twice() {
+        let p = helper_in_recursion();
+        let out = inlined(&p, &InlineOptions::default());
+        assert_eq!(calls_in(&out, "f"), ["f", "f"]);
+        assert_eq!(calls_in(&out, "main"), ["f"]);
+        assert_eq!(out.function_named("h"), None, "every call to h was inlined");
+        for name in ["h.a", "h.b", "h.s", "a", "b", "s"] {
+            assert_eq!(out.var_named(name), None, "{name} was only h's");
+        }
+        for name in [
+            "a@f.1",
+            "b@f.1",
+            "s@f.2",
+            "f.base",
+            "h.entry@f.2",
+            "h.exit@f.1",
+        ] {
+            assert!(
+                out.var_named(name).is_some() || out.block_named(name).is_some(),
+                "{name} in\n{out}"
+            );
+        }
+        let text = out.to_string();
+        let expected = "\
+  f.recur:
+    nm1 = prim(n) by n - 1
+    r1 = call(f, nm1)
+    nm2 = prim(n) by n - 2
+    r2 = call(f, nm2)
+    a@f.1, b@f.1 = prim(r1, r2) by assign
+    goto(h.entry@f.1)
+  h.entry@f.1:
+    s@f.1 = prim(a@f.1, b@f.1) by x + y
+    goto(h.exit@f.1)
+  h.exit@f.1:
+    ans = prim(s@f.1) by assign
+    return
+  f.base:
+    one = prim() by 1
+    a@f.2, b@f.2 = prim(one, one) by assign
+    goto(h.entry@f.2)
+  h.entry@f.2:
+    s@f.2 = prim(a@f.2, b@f.2) by x + y
+    goto(h.exit@f.2)
+  h.exit@f.2:
+    ans = prim(s@f.2) by assign
+    return
+";
+        assert!(text.contains(expected), "{text}");
+        // The copies keep the kernels.
+        let copy = out.block(out.block_named("h.entry@f.2").unwrap());
+        assert!(matches!(&copy.ops[0], Op::Prim(p) if p.kernel == KernelRef::User(KernelId(0))));
+    }
+
+    /// `main -> g -> h`, both small: everything lands in `main`, `g` and `h` are dropped.
+    #[test]
+    fn nested_helpers_flatten_completely() {
+        let mut b = ProgramBuilder::new();
+        let [x, y, gx, gy, gt, hx, hy] =
+            ["x", "y", "g.x", "g.y", "g.t", "h.x", "h.y"].map(|n| b.var(n, Type::I64));
+        let c = b.var("h.c", Type::BOOL);
+        let h = b.function("h");
+        b.signature(h, &[hx], &[hy]);
+        let he = b.block(h, "h.entry");
+        let ht = b.block(h, "h.then");
+        let hf = b.block(h, "h.else");
+        b.prim(he, &[c], &[hx], KernelId(0), "n > 1");
+        b.branch(he, c, ht, hf);
+        b.prim(ht, &[hy], &[hx], KernelId(1), "n - 1");
+        b.ret(ht);
+        b.prim(hf, &[hy], &[hx], KernelId(2), "n - 2");
+        b.ret(hf);
+        let g = b.function("g");
+        b.signature(g, &[gx], &[gy]);
+        let ge = b.block(g, "g.entry");
+        b.call(ge, h, &[gx], &[gt]);
+        b.call(ge, h, &[gt], &[gy]);
+        b.ret(ge);
+        let main = b.function("main");
+        b.signature(main, &[x], &[y]);
+        let me = b.block(main, "main.entry");
+        b.call(me, g, &[x], &[y]);
+        b.ret(me);
+        let p = b.finish(main).unwrap();
+        let out = inlined(&p, &InlineOptions::default());
+        assert_eq!(out.functions.len(), 1);
+        assert_eq!(out.main_function().name, "main");
+        assert!(calls_in(&out, "main").is_empty());
+        // Three levels of copies: h into g (twice), then g into main.
+        for name in ["h.x@g.1@main.1", "h.y@g.2@main.1", "g.t@main.1"] {
+            assert!(out.var_named(name).is_some(), "{name} in\n{out}");
+        }
+        for name in ["h.then@g.2@main.1", "h.exit@g.1@main.1", "g.exit@main.1"] {
+            assert!(out.block_named(name).is_some(), "{name} in\n{out}");
+        }
+        assert_eq!(
+            out.vars.len(),
+            1 + 2 + 3 + 2 * 3,
+            "pc, x, y, g's 3 and h's 3 twice"
+        );
+
+        // A limit that h fits and the flattened g does not: h is inlined into g only.
+        // Per call of h: the argument assign, h's three ops, the result assign.
+        let ops_of_g = 2 * (1 + 3 + 1);
+        let out = inlined(
+            &p,
+            &InlineOptions {
+                max_ops: ops_of_g - 1,
+            },
+        );
+        assert_eq!(calls_in(&out, "main"), ["g"]);
+        assert!(calls_in(&out, "g").is_empty());
+        assert_eq!(out.function_named("h"), None);
+        let out = inlined(&p, &InlineOptions { max_ops: ops_of_g });
+        assert_eq!(out.functions.len(), 1);
+    }
+
+    #[test]
+    fn recursion_is_never_inlined() {
+        for p in [
+            conformance::fibonacci_function_calls(&mut numbering(), DType::I64),
+            conformance::is_even_function_calls(&mut numbering(), DType::I64, true),
+            conformance::gcd(&mut numbering()),
+            conformance::iota_sum(&mut numbering()),
+        ] {
+            let out = inlined(
+                &p,
+                &InlineOptions {
+                    max_ops: usize::MAX,
+                },
+            );
+            assert_eq!(
+                out, p,
+                "nothing to inline: the program comes back unchanged"
+            );
+        }
+        // The entry function is never inlined, even into itself through a helper: `main`
+        // calls `g`, which calls `main` back (so both are recursive).
+        let mut b = ProgramBuilder::new();
+        let x = b.var("x", Type::I64);
+        let c = b.var("c", Type::BOOL);
+        let g = b.function("g");
+        let main = b.function("main");
+        b.signature(g, &[x], &[x]);
+        b.signature(main, &[x], &[x]);
+        let ge = b.block(g, "g.entry");
+        b.call(ge, main, &[x], &[x]);
+        b.ret(ge);
+        let me = b.block(main, "main.entry");
+        let again = b.block(main, "main.again");
+        let done = b.block(main, "main.done");
+        b.prim(me, &[c], &[x], KernelId(0), "n > 0");
+        b.branch(me, c, again, done);
+        b.prim(again, &[x], &[x], KernelId(1), "n - 1");
+        b.call(again, g, &[x], &[x]);
+        b.ret(again);
+        b.ret(done);
+        let p = b.finish(main).unwrap();
+        assert_eq!(inline_calls(&p, &InlineOptions::default()).unwrap(), p);
+    }
+
+    #[test]
+    fn a_zero_limit_inlines_nothing() {
+        let p = helper_in_recursion();
+        let out = inlined(&p, &InlineOptions { max_ops: 0 });
+        assert_eq!(out, p);
+    }
+
+    /// Copies never take a name in use: a clash gets a `#2` suffix.
+    #[test]
+    fn copies_get_fresh_names() {
+        let mut b = ProgramBuilder::new();
+        let [x, y, a, taken] = ["x", "y", "a", "a@main.1"].map(|n| b.var(n, Type::I64));
+        let h = b.function("h");
+        b.signature(h, &[a], &[a]);
+        let he = b.block(h, "h.entry");
+        b.ret(he);
+        let main = b.function("main");
+        b.signature(main, &[x], &[y]);
+        let me = b.block(main, "h.exit@main.1");
+        b.prim(me, &[taken], &[x], KernelId(0), "n - 1");
+        b.call(me, h, &[taken], &[y]);
+        b.ret(me);
+        let p = b.finish(main).unwrap();
+        let out = inlined(&p, &InlineOptions::default());
+        assert!(out.var_named("a@main.1#2").is_some(), "{out}");
+        assert!(out.block_named("h.exit@main.1#2").is_some(), "{out}");
+        // `a` is h's (dropped); the caller's `a@main.1` stays.
+        assert_eq!(out.var_named("a"), None);
+        assert!(out.var_named("a@main.1").is_some());
+    }
+
+    /// Functions no call reached in the input are kept (and their callees' copies made).
+    #[test]
+    fn uncalled_functions_are_kept() {
+        let mut b = ProgramBuilder::new();
+        let [x, y, a] = ["x", "y", "a"].map(|n| b.var(n, Type::I64));
+        let h = b.function("h");
+        b.signature(h, &[a], &[a]);
+        let he = b.block(h, "h.entry");
+        b.ret(he);
+        let unused = b.function("unused");
+        b.signature(unused, &[x], &[y]);
+        let ue = b.block(unused, "unused.entry");
+        b.call(ue, h, &[x], &[y]);
+        b.ret(ue);
+        let main = b.function("main");
+        b.signature(main, &[x], &[x]);
+        let me = b.block(main, "main.entry");
+        b.ret(me);
+        let p = b.finish(main).unwrap();
+        let out = inlined(&p, &InlineOptions::default());
+        let names: Vec<&str> = out.functions.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["unused", "main"]);
+        assert_eq!(out.main, FuncId(1));
+        assert!(calls_in(&out, "unused").is_empty());
+    }
+
+    #[test]
+    fn errors_are_typed() {
+        let low = conformance::fibonacci_program(&mut numbering());
+        assert_eq!(
+            inline_calls(&low, &InlineOptions::default()),
+            Err(InlineError::Lowered)
+        );
+        let mut broken = conformance::gcd(&mut numbering());
+        broken.blocks[0].term = Terminator::Goto(Block(999));
+        assert!(matches!(
+            inline_calls(&broken, &InlineOptions::default()),
+            Err(InlineError::Invalid(_))
+        ));
+    }
+}

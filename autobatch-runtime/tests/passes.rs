@@ -1,0 +1,310 @@
+//! Inlining and block simplification change how many blocks the lanes run, never what they
+//! compute: programs prepared with and without them agree bit for bit, in both modes, with the
+//! reference interpreter (which runs the program as given) and with the plain Rust functions.
+
+mod common;
+
+use autobatch_runtime::ir::conformance::{self as programs, KernelNamer};
+use autobatch_runtime::ir::{DType, KernelId, Op, Program, ProgramBuilder, Terminator, Type};
+use autobatch_runtime::ndarray::Array1;
+use autobatch_runtime::{
+    autobatch, Column, Config, Executable, InlineOptions, Kernel, Mode, Passes, Run,
+};
+use common::{build, i64s};
+
+/// Every combination worth telling apart.
+fn variants() -> Vec<(&'static str, Passes)> {
+    let inline = Some(InlineOptions::default());
+    let inline_all = Some(InlineOptions {
+        max_ops: usize::MAX,
+    });
+    vec![
+        ("none", Passes::none()),
+        (
+            "inline",
+            Passes {
+                inline: inline.clone(),
+                simplify: false,
+            },
+        ),
+        (
+            "simplify",
+            Passes {
+                inline: None,
+                simplify: true,
+            },
+        ),
+        ("default", Passes::default()),
+        (
+            "inline everything",
+            Passes {
+                inline: inline_all,
+                simplify: true,
+            },
+        ),
+    ]
+}
+
+/// Floats by their bits, everything else by value.
+fn fingerprint(columns: &[Column]) -> Vec<String> {
+    columns
+        .iter()
+        .map(|c| match c {
+            Column::F64(a) => format!("f64 {:?}", a.mapv(f64::to_bits)),
+            Column::F32(a) => format!("f32 {:?}", a.mapv(f32::to_bits)),
+            other => format!("{other:?}"),
+        })
+        .collect()
+}
+
+fn run(exe: &Executable, inputs: &[Column], mode: Mode) -> Run {
+    exe.run(inputs, &Config::with_mode(mode))
+        .unwrap_or_else(|e| panic!("{mode:?}: {e}"))
+}
+
+/// Prepares `program` every way and checks that every mode it supports gives the outputs of
+/// the reference interpreter, bit for bit. Returns the full VM's steps without and with the
+/// default passes.
+fn check_agree(program: &Program, kernels: &[Kernel], inputs: &[Column]) -> (u64, u64) {
+    let oracle = Executable::with_passes(program.clone(), kernels.to_vec(), &Passes::none())
+        .unwrap()
+        .run_reference(inputs, &Config::default())
+        .unwrap();
+    let expected = fingerprint(&oracle.outputs);
+    let mut steps = (0, 0);
+    for (name, passes) in variants() {
+        let exe = Executable::with_passes(program.clone(), kernels.to_vec(), &passes)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let modes: &[Mode] = if exe.program().is_some() {
+            &[Mode::FullVm, Mode::Stackless]
+        } else {
+            &[Mode::FullVm]
+        };
+        for &mode in modes {
+            let got = run(&exe, inputs, mode);
+            assert_eq!(
+                fingerprint(&got.outputs),
+                expected,
+                "{name}, {mode:?}\n{}",
+                exe.lowered()
+            );
+            if mode == Mode::FullVm && name == "none" {
+                steps.0 = got.stats.steps;
+            }
+            if mode == Mode::FullVm && name == "default" {
+                steps.1 = got.stats.steps;
+            }
+        }
+    }
+    steps
+}
+
+#[test]
+fn conformance_programs_agree_however_prepared() {
+    fn int(make: impl FnOnce(KernelNamer<'_>) -> Program, inputs: Vec<Column>) {
+        let (program, kernels, _) = build(make);
+        check_agree(&program, &kernels, &inputs);
+    }
+    int(
+        |k| programs::fibonacci_function_calls(k, DType::I64),
+        vec![i64s(&[5, 6, 8, 9, 0, 1])],
+    );
+    for with_pops in [true, false] {
+        let (program, kernels, _) =
+            build(|k| programs::is_even_function_calls(k, DType::I64, with_pops));
+        check_agree(&program, &kernels, &[i64s(&[0, 1, 2, 5, 6, 9])]);
+    }
+    int(
+        programs::iota_sum,
+        vec![i64s(&[12, -13, 100]), i64s(&[0, 0, 0])],
+    );
+    int(programs::gcd, vec![i64s(&[7, 12, 49]), i64s(&[9, 9, 56])]);
+    int(programs::countdown, vec![i64s(&[3, 0, -1, 7])]);
+    int(programs::fibonacci_sync, vec![i64s(&[3, 7, 4, 5])]);
+    int(programs::single_if_program, vec![i64s(&[0, 5, -15])]);
+    int(programs::constant_program, vec![i64s(&[5, 10])]);
+    int(
+        programs::synthetic_pattern_variable_program,
+        vec![i64s(&[3, 4])],
+    );
+    int(programs::fibonacci_program, vec![i64s(&[5, 6, 8, 9])]);
+    let state = Column::F32(autobatch_runtime::ndarray::Array2::from_shape_fn(
+        (4, 3),
+        |(i, j)| (i * 3 + j) as f32,
+    ));
+    int(programs::pea_nuts_program, vec![i64s(&[3, 0, 2, 5]), state]);
+}
+
+/// `h(a, b) = a + b`; recursive `f(n) = if n > 1 { h(f(n - 1), f(n - 2)) } else { h(1, 1) }`:
+/// a helper called from two sites of a recursive function.
+fn helper_in_recursion() -> (Program, Vec<Kernel>) {
+    let mut b = ProgramBuilder::new();
+    let [n, nm1, nm2, r1, r2, ans, one, a, bb, s] =
+        ["n", "nm1", "nm2", "r1", "r2", "ans", "one", "a", "b", "s"]
+            .map(|name| b.var(name, Type::I64));
+    let c = b.var("c", Type::BOOL);
+    let h = b.function("h");
+    b.signature(h, &[a, bb], &[s]);
+    let he = b.block(h, "h.entry");
+    b.prim(he, &[s], &[a, bb], KernelId(0), "x + y");
+    b.ret(he);
+    let f = b.function("f");
+    b.signature(f, &[n], &[ans]);
+    let enter = b.block(f, "f.entry");
+    let recur = b.block(f, "f.recur");
+    let base = b.block(f, "f.base");
+    b.prim(enter, &[c], &[n], KernelId(1), "n > 1");
+    b.branch(enter, c, recur, base);
+    b.prim(recur, &[nm1], &[n], KernelId(2), "n - 1");
+    b.call(recur, f, &[nm1], &[r1]);
+    b.prim(recur, &[nm2], &[n], KernelId(3), "n - 2");
+    b.call(recur, f, &[nm2], &[r2]);
+    b.call(recur, h, &[r1, r2], &[ans]);
+    b.ret(recur);
+    b.prim(base, &[one], &[], KernelId(4), "1");
+    b.call(base, h, &[one, one], &[ans]);
+    b.ret(base);
+    let program = b.finish_with_entry(f).unwrap();
+    let kernels = ["x + y", "n > 1", "n - 1", "n - 2", "1"]
+        .map(common::kernel_for)
+        .to_vec();
+    (program, kernels)
+}
+
+fn count_terminators(p: &Program, what: fn(&Terminator) -> bool) -> usize {
+    p.blocks.iter().filter(|b| what(&b.term)).count()
+}
+
+#[test]
+fn a_helper_inlined_into_a_recursive_function_agrees_and_saves_steps() {
+    let (program, kernels) = helper_in_recursion();
+    let inputs = [i64s(&[0, 1, 2, 5, 8, 3, 7])];
+    let (before, after) = check_agree(&program, &kernels, &inputs);
+    assert!(
+        after < before,
+        "full VM steps {after} (default) vs {before} (none)"
+    );
+    let exe = Executable::new(program, kernels).unwrap();
+    let high = exe.program().unwrap();
+    assert_eq!(
+        high.function_named("h"),
+        None,
+        "h is inlined everywhere\n{high}"
+    );
+    let pushes = |t: &Terminator| matches!(t, Terminator::PushGoto { .. });
+    assert_eq!(
+        count_terminators(exe.lowered(), pushes),
+        2,
+        "only f's own calls"
+    );
+    let out = run(&exe, &inputs, Mode::FullVm);
+    let fib2 = |n: i64| (0..=n.max(1) - 1).fold((2, 2), |(a, b), _| (b, a + b)).0;
+    let expected: Vec<i64> = [0, 1, 2, 5, 8, 3, 7].map(fib2).to_vec();
+    assert_eq!(out.outputs[0].as_slice::<i64>().unwrap(), expected);
+}
+
+/// `ln(exp(a) + exp(b))` without overflow, as in the NUTS tree.
+#[autobatch]
+fn log_add_exp(a: f64, b: f64) -> f64 {
+    let hi = a.max(b);
+    if hi == f64::NEG_INFINITY {
+        hi
+    } else {
+        hi + ((a - hi).exp() + (b - hi).exp()).ln()
+    }
+}
+
+/// A recursive tree whose leaves and inner nodes both call the helper.
+#[autobatch]
+fn soft_tree(depth: i64, x: f64) -> f64 {
+    if depth <= 0 {
+        return log_add_exp(x, -x);
+    }
+    let left = soft_tree(depth - 1, x * 0.75);
+    let right = soft_tree(depth - 1, x - 0.5);
+    log_add_exp(left, right) - 0.125 * right
+}
+
+/// A loop calling a helper that calls a helper.
+#[autobatch]
+fn smooth_sum(n: i64, x: f64) -> f64 {
+    let mut acc = f64::NEG_INFINITY;
+    let mut i = 0;
+    while i < n {
+        acc = soft_step(acc, x + (i as f64) * 0.1);
+        i += 1;
+    }
+    acc
+}
+
+#[autobatch]
+fn soft_step(acc: f64, v: f64) -> f64 {
+    log_add_exp(acc, v * v) * 0.5
+}
+
+fn f64s(values: &[f64]) -> Column {
+    Column::from_scalars(values)
+}
+
+#[test]
+fn autobatched_float_helpers_agree_bit_for_bit() {
+    let depths = [0i64, 1, 4, 2, 6, 3, 0, 5];
+    let xs = [0.3, -1.7, 2.5, 0.0, 11.0, -40.0, f64::NEG_INFINITY, 1e-3];
+    let exe = soft_tree::executable().unwrap();
+    let (before, after) = check_agree(
+        soft_tree::program().unwrap(),
+        exe.kernels(),
+        &[i64s(&depths), f64s(&xs)],
+    );
+    assert!(
+        after < before,
+        "full VM steps {after} (default) vs {before} (none)"
+    );
+    for mode in [Mode::FullVm, Mode::Stackless] {
+        let out = soft_tree::batch(
+            Array1::from(depths.to_vec()).view(),
+            Array1::from(xs.to_vec()).view(),
+            &Config::with_mode(mode),
+        )
+        .unwrap();
+        for (i, (&d, &x)) in depths.iter().zip(&xs).enumerate() {
+            assert_eq!(out[i].to_bits(), soft_tree(d, x).to_bits(), "lane {i}");
+        }
+    }
+    let high = exe.program().unwrap();
+    let calls: Vec<&str> = high
+        .blocks
+        .iter()
+        .flat_map(|b| &b.ops)
+        .filter_map(|op| match op {
+            Op::Call(c) => Some(high.function(c.func).name.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(calls, ["soft_tree", "soft_tree", "soft_tree"], "{high}");
+
+    let ns = [0i64, 1, 3, 7, 2, 12];
+    let xs = [0.5, -2.0, 3.25, 0.0, 100.0, -0.75];
+    let exe = smooth_sum::executable().unwrap();
+    check_agree(
+        smooth_sum::program().unwrap(),
+        exe.kernels(),
+        &[i64s(&ns), f64s(&xs)],
+    );
+    // Both helpers are flattened into the loop: no calls and no return addresses are left.
+    let high = exe.program().unwrap();
+    assert_eq!(high.functions.len(), 1, "{high}");
+    let pushes = |t: &Terminator| matches!(t, Terminator::PushGoto { .. });
+    assert_eq!(count_terminators(exe.lowered(), pushes), 0);
+    for mode in [Mode::FullVm, Mode::Stackless] {
+        let out = smooth_sum::batch(
+            Array1::from(ns.to_vec()).view(),
+            Array1::from(xs.to_vec()).view(),
+            &Config::with_mode(mode),
+        )
+        .unwrap();
+        for (i, (&n, &x)) in ns.iter().zip(&xs).enumerate() {
+            assert_eq!(out[i].to_bits(), smooth_sum(n, x).to_bits(), "lane {i}");
+        }
+    }
+}
