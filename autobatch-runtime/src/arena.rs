@@ -70,7 +70,7 @@ impl Arena {
             None => {
                 let h = self.counts.len();
                 if h == self.rows.rows() {
-                    self.rows = self.rows.grown(2 * h);
+                    self.grow(2 * h);
                 }
                 self.counts.push(0);
                 h as u32
@@ -81,6 +81,22 @@ impl Arena {
         let data = self.rows.as_slice_mut::<f64>().expect("arena rows are f64");
         data[start..start + self.width].copy_from_slice(value);
         h
+    }
+
+    /// Room for `rows` rows, keeping the current ones. The new storage is advised onto huge
+    /// pages where the system allows: rows are read in random order, and with 4 KiB pages
+    /// nearly every row of a large arena is also a TLB miss (measured on 800-byte rows of a
+    /// 40 MB buffer, prefetched: 56 -> 37 ns a row).
+    fn grow(&mut self, rows: usize) {
+        let old = self.data();
+        let mut data = Vec::with_capacity(rows * self.width);
+        crate::prefetch::advise_huge_pages(data.spare_capacity_mut());
+        data.extend_from_slice(old);
+        data.resize(rows * self.width, 0.0);
+        self.rows = Column::F64(
+            ndarray::Array2::from_shape_vec((rows, self.width), data)
+                .expect("rows * width elements"),
+        );
     }
 
     /// One more holder of `h`.

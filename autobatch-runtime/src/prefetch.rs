@@ -1,4 +1,5 @@
-//! Software prefetch of rows that a loop over lanes is about to read.
+//! Software prefetch of rows that a loop over lanes is about to read, and huge pages for the
+//! storage those rows live in.
 //!
 //! Vector rows of different lanes lie scattered over the arena (tens of megabytes for
 //! thousands of lanes), so a loop that reads one row per lane waits on memory at every row.
@@ -27,4 +28,29 @@ pub fn prefetch<T>(data: &[T]) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = data;
+}
+
+/// Asks the operating system to back `region` with huge pages (Linux transparent huge pages in
+/// `madvise` mode; elsewhere, or where refused, nothing happens). Call it before the memory is
+/// first written: pages already touched keep their size.
+pub(crate) fn advise_huge_pages<T>(region: &mut [std::mem::MaybeUninit<T>]) {
+    #[cfg(target_os = "linux")]
+    {
+        const PAGE: usize = 4096;
+        const HUGE: usize = 2 << 20;
+        let bytes = std::mem::size_of_val(region);
+        let start = region.as_mut_ptr() as usize;
+        let aligned = start.next_multiple_of(PAGE);
+        let len = (start + bytes).saturating_sub(aligned) / PAGE * PAGE;
+        if len >= HUGE {
+            // SAFETY: `madvise` only advises how to back memory this process owns (the whole
+            // range lies inside `region`, page-aligned as the call requires); MADV_HUGEPAGE
+            // changes no contents, and a refusal is harmless, so the result is ignored.
+            unsafe {
+                libc::madvise(aligned as *mut libc::c_void, len, libc::MADV_HUGEPAGE);
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = region;
 }
