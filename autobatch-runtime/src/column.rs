@@ -94,20 +94,20 @@ impl Column {
         }
     }
 
-    /// This column's allocation reused as a zero-filled column of `rows` rows (same dtype
-    /// and width); it reallocates only to grow.
-    pub(crate) fn into_zeros(self, rows: usize) -> Column {
-        fn reset<T: Element>(a: Array2<T>, rows: usize) -> Column {
+    /// This column's allocation reused for `rows` rows (same dtype and width); it reallocates
+    /// only to grow. Rows it had keep their old values (a kernel overwrites every output row);
+    /// rows it gains are zero.
+    pub(crate) fn resized(self, rows: usize) -> Column {
+        fn resize<T: Element>(a: Array2<T>, rows: usize) -> Column {
             let width = a.ncols();
             let (mut v, _) = a.into_raw_vec_and_offset();
-            v.clear();
             v.resize(rows * width, T::default());
             T::column(
                 Array2::from_shape_vec((rows, width), v)
                     .unwrap_or_else(|_| Array2::from_elem((rows, width), T::default())),
             )
         }
-        with_array!(self, a => reset(a, rows))
+        with_array!(self, a => resize(a, rows))
     }
 
     /// A column of scalars (width 1) from a slice.
@@ -268,11 +268,15 @@ mod tests {
     }
 
     #[test]
-    fn reused_columns_are_zeroed_to_the_new_size() {
+    fn reused_columns_take_the_new_size() {
         let c = Column::from_view2(ndarray::array![[1.0, 2.0], [3.0, 4.0]].view());
-        let z = c.into_zeros(3);
-        assert_eq!(z.as_slice::<f64>().unwrap(), &[0.0; 6]);
+        let z = c.resized(3);
+        assert_eq!(
+            z.as_slice::<f64>().unwrap(),
+            &[1.0, 2.0, 3.0, 4.0, 0.0, 0.0]
+        );
         assert_eq!((z.rows(), z.width()), (3, 2));
+        assert_eq!(z.resized(1).as_slice::<f64>().unwrap(), &[1.0, 2.0]);
     }
 
     #[test]

@@ -15,6 +15,7 @@ use crate::config::Stats;
 use crate::error::{Result, RuntimeError};
 use crate::kernel::{Input, Kernel, KernelError, LaneInputs};
 use autobatch_ir::{Allocation, Block, DType, KernelRef, PrimOp, Program, Shape, TensorType, Var};
+use smallvec::SmallVec;
 use std::borrow::Cow;
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -192,6 +193,10 @@ pub(crate) struct Env<'p> {
     arena: Arena,
     /// Kernel output columns kept for reuse, so ops do not allocate in the hot loop.
     spare: Vec<Column>,
+    /// The list `output_columns` hands out, kept between ops for its allocation.
+    out_list: Vec<Column>,
+    /// Leaf pairs of the assignment being run, kept between ops for their allocation.
+    pairs: Vec<(usize, usize)>,
     pub(crate) batch: usize,
     pub(crate) vector_len: usize,
     max_depth: usize,
@@ -271,6 +276,8 @@ impl<'p> Env<'p> {
             vars,
             arena: Arena::new(vector_len),
             spare: Vec::new(),
+            out_list: Vec::new(),
+            pairs: Vec::new(),
             batch,
             vector_len,
             max_depth,
@@ -539,8 +546,14 @@ impl<'p> Env<'p> {
         Ok(())
     }
 
-    /// Reads a scalar `bool` variable for `lanes`.
-    pub(crate) fn read_bools(&self, v: Var, lanes: &[usize], block: Block) -> Result<Vec<bool>> {
+    /// Reads a scalar `bool` variable for `lanes` into `out` (cleared first).
+    pub(crate) fn read_bools(
+        &self,
+        v: Var,
+        lanes: &[usize],
+        block: Block,
+        out: &mut Vec<bool>,
+    ) -> Result<()> {
         let data = match self.read(v, lanes, block)?.first() {
             Some(Leaf::Dense { rows, .. }) => rows.as_slice::<bool>(),
             _ => None,
@@ -551,12 +564,16 @@ impl<'p> Env<'p> {
                 self.name(v)
             ))
         })?;
-        Ok(lanes.iter().map(|&l| data[l]).collect())
+        out.clear();
+        out.extend(lanes.iter().map(|&l| data[l]));
+        Ok(())
     }
 
-    /// Dense zeroed columns for the leaves of `outs`, `rows` rows each, reusing spare ones.
+    /// Dense columns for the leaves of `outs`, `rows` rows each, reusing spare ones (and the
+    /// list itself: give it back with [`recycle`](Self::recycle)). A reused column keeps old
+    /// values until the kernel writes its rows (every kernel writes every output row).
     fn output_columns(&mut self, outs: &[Var], rows: usize) -> Vec<Column> {
-        let mut columns = Vec::new();
+        let mut columns = std::mem::take(&mut self.out_list);
         for &v in outs {
             for t in &self.vars[v.index()].types {
                 let (dtype, width) = (t.dtype, width_of(*t, self.vector_len));
@@ -565,7 +582,7 @@ impl<'p> Env<'p> {
                     .iter()
                     .position(|c| c.dtype() == dtype && c.width() == width)
                 {
-                    Some(i) => self.spare.swap_remove(i).into_zeros(rows),
+                    Some(i) => self.spare.swap_remove(i).resized(rows),
                     None => Column::zeros(dtype, rows, width),
                 };
                 columns.push(column);
@@ -574,43 +591,73 @@ impl<'p> Env<'p> {
         columns
     }
 
-    /// Keeps `columns` for reuse by later ops, up to a bound.
-    fn recycle(&mut self, columns: Vec<Column>) {
+    /// Keeps `columns` (and the list holding them) for reuse by later ops, up to a bound.
+    fn recycle(&mut self, mut columns: Vec<Column>) {
         const KEEP: usize = 64;
         let room = KEEP.saturating_sub(self.spare.len());
-        self.spare.extend(columns.into_iter().take(room));
+        self.spare.extend(columns.drain(..).take(room));
+        columns.clear();
+        self.out_list = columns;
     }
 
     /// Runs an assignment (`outs = ins`, leaf by leaf, no output among the inputs) on `lanes`
     /// by copying rows straight from the inputs' storage into the outputs' (shared vector
     /// rows are not copied at all: the outputs take the inputs' handles).
     fn assign(&mut self, op: &PrimOp, lanes: &[usize], block: Block) -> Result<()> {
-        let mut sources: Vec<(usize, usize)> = Vec::new();
         for &v in &op.ins {
-            let n = self.read(v, lanes, block)?.len();
-            sources.extend((0..n).map(|leaf| (v.index(), leaf)));
+            self.read(v, lanes, block)?;
         }
-        let mut next = sources.into_iter();
-        for (i, &v) in op.outs.iter().enumerate() {
+        // The input leaves in order, as (variable, leaf) pairs.
+        let vars = &self.vars;
+        let mut sources = op
+            .ins
+            .iter()
+            .flat_map(|&v| (0..vars[v.index()].leaves.len()).map(move |leaf| (v.index(), leaf)));
+        let mut taken = Vec::new();
+        std::mem::swap(&mut taken, &mut self.pairs);
+        taken.clear();
+        for &v in &op.outs {
             let n = self.vars[v.index()].types.len();
-            let mine: Vec<(usize, usize)> = next.by_ref().take(n).collect();
-            if mine.len() != n {
+            let before = taken.len();
+            taken.extend(sources.by_ref().take(n));
+            if taken.len() - before != n {
+                self.pairs = taken;
                 return Err(RuntimeError::KernelOutput {
                     block: self.block_name(block),
                     source_text: op.source.clone(),
-                    leaf: mine.len(),
+                    leaf: self.pairs.len() - before,
                     expected: format!("{n} leaves for `{}`", self.name(v)),
                     found: "too few input leaves".into(),
                 });
             }
-            if self.vars[v.index()].alloc == Allocation::Null {
+        }
+        let result = self.assign_pairs(op, lanes, block, &taken);
+        self.pairs = taken;
+        result
+    }
+
+    /// The writes of [`assign`](Self::assign): output leaf `k` (over all outputs, in order)
+    /// takes the rows of input leaf `sources[k]`.
+    fn assign_pairs(
+        &mut self,
+        op: &PrimOp,
+        lanes: &[usize],
+        block: Block,
+        sources: &[(usize, usize)],
+    ) -> Result<()> {
+        let mut next = 0;
+        for (i, &v) in op.outs.iter().enumerate() {
+            let d = v.index();
+            let n = self.vars[d].types.len();
+            let mine = &sources[next..next + n];
+            next += n;
+            if self.vars[d].alloc == Allocation::Null {
                 continue;
             }
             if !op.in_place.get(i).copied().unwrap_or(false) {
                 self.push(v, lanes, block)?;
             }
-            let d = v.index();
-            for (leaf, (s, s_leaf)) in mine.into_iter().enumerate() {
+            for (leaf, &(s, s_leaf)) in mine.iter().enumerate() {
                 let arena = &mut self.arena;
                 let (src, dst) = if s < d {
                     let (a, b) = self.vars.split_at_mut(d);
@@ -651,10 +698,8 @@ impl<'p> Env<'p> {
             return self.assign(op, lanes, block);
         }
         let mut outputs = self.output_columns(&op.outs, lanes.len());
-        let expected: Vec<(autobatch_ir::DType, usize)> =
-            outputs.iter().map(|c| (c.dtype(), c.width())).collect();
         {
-            let mut inputs: Vec<&Leaf> = Vec::new();
+            let mut inputs: SmallVec<[&Leaf; 16]> = SmallVec::new();
             for &v in &op.ins {
                 inputs.extend(self.read(v, lanes, block)?.iter());
             }
@@ -689,14 +734,15 @@ impl<'p> Env<'p> {
                         Kernel::Batched(f) => {
                             // With every lane active, dense storage rows are the kernel's rows.
                             let all = lanes.len() == self.batch;
-                            let dense: Vec<Cow<'_, Column>> = inputs
+                            let dense: SmallVec<[Cow<'_, Column>; 8]> = inputs
                                 .iter()
                                 .map(|leaf| match leaf {
                                     Leaf::Dense { rows, .. } if all => Cow::Borrowed(rows),
                                     _ => Cow::Owned(leaf.gather(&self.arena, lanes)),
                                 })
                                 .collect();
-                            let dense: Vec<&Column> = dense.iter().map(|c| c.as_ref()).collect();
+                            let dense: SmallVec<[&Column; 8]> =
+                                dense.iter().map(|c| c.as_ref()).collect();
                             let r = catch_unwind(AssertUnwindSafe(|| f(&dense, &mut outputs)));
                             stats.record_kernel(id.index(), lanes.len(), start.elapsed(), true);
                             r
@@ -726,8 +772,10 @@ impl<'p> Env<'p> {
                 }
             }
         }
-        for (leaf, (c, (dtype, width))) in outputs.iter().zip(&expected).enumerate() {
-            if c.dtype() != *dtype || c.width() != *width || c.rows() != lanes.len() {
+        let types = op.outs.iter().flat_map(|v| &self.vars[v.index()].types);
+        for (leaf, (c, ty)) in outputs.iter().zip(types).enumerate() {
+            let (dtype, width) = (ty.dtype, width_of(*ty, self.vector_len));
+            if c.dtype() != dtype || c.width() != width || c.rows() != lanes.len() {
                 return Err(RuntimeError::KernelOutput {
                     block: self.block_name(block),
                     source_text: op.source.clone(),

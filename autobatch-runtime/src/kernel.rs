@@ -3,6 +3,9 @@
 //! * A **lane-wise** kernel reads its inputs straight from storage at the active lanes and
 //!   writes dense outputs (row `k` belongs to `lanes[k]`). The `#[autobatch]` macro generates
 //!   these from the user's own Rust expressions.
+//!
+//! A kernel writes every row of every output leaf (or fails): output columns are reused between
+//! ops, so a row it leaves alone holds whatever an earlier op wrote there.
 //! * A **batched** kernel receives its inputs as dense columns (row `k` is active lane `k`;
 //!   gathered, or the storage itself when every lane is active) and writes dense outputs: one
 //!   call sees every active lane, e.g. one GEMM.
@@ -11,6 +14,7 @@
 //! a panic inside a kernel is caught by the interpreter and reported with the lane.
 
 use crate::column::{Column, Element};
+use smallvec::SmallVec;
 use std::cell::Cell;
 use std::fmt;
 use std::sync::Arc;
@@ -59,7 +63,7 @@ pub(crate) enum Input<'a> {
 
 /// The inputs of one lane-wise kernel call: storage leaves indexed by lane, and the active lanes.
 pub struct LaneInputs<'a> {
-    inputs: Vec<Input<'a>>,
+    inputs: SmallVec<[Input<'a>; 16]>,
     lanes: &'a [usize],
     progress: &'a Cell<usize>,
 }
@@ -77,7 +81,7 @@ impl<'a> LaneInputs<'a> {
 
     /// Inputs over leaves as storage holds them: dense columns or shared arena rows.
     pub(crate) fn from_storage(
-        inputs: Vec<Input<'a>>,
+        inputs: SmallVec<[Input<'a>; 16]>,
         lanes: &'a [usize],
         progress: &'a Cell<usize>,
     ) -> Self {

@@ -122,7 +122,8 @@ impl Activation<'_> {
             match &data.term {
                 Terminator::Goto(t) => send(*t, lanes, &mut waiting),
                 Terminator::Branch { cond, then_, else_ } => {
-                    let values = env.read_bools(*cond, &lanes, block)?;
+                    let mut values = Vec::new();
+                    env.read_bools(*cond, &lanes, block, &mut values)?;
                     let (mut t, mut f) = (Vec::new(), Vec::new());
                     partition_lanes(&lanes, &values, &mut t, &mut f);
                     send(*then_, t, &mut waiting);

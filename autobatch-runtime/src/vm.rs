@@ -25,6 +25,7 @@ pub(crate) fn run(env: &mut Env<'_>, config: &Config, stats: &mut Stats) -> Resu
     let budget = config.step_budget.unwrap_or(u64::MAX);
     let mut cond_true = Vec::new();
     let mut cond_false = Vec::new();
+    let mut values = Vec::new();
     while let Some(index) = waiting.iter().position(|w| !w.is_empty()) {
         if stats.steps >= budget {
             let running = waiting.iter().map(Vec::len).sum();
@@ -54,7 +55,7 @@ pub(crate) fn run(env: &mut Env<'_>, config: &Config, stats: &mut Stats) -> Resu
         match &data.term {
             Terminator::Goto(t) => enqueue(&mut waiting[t.index()], lanes),
             Terminator::Branch { cond, then_, else_ } => {
-                let values = env.read_bools(*cond, &lanes, block)?;
+                env.read_bools(*cond, &lanes, block, &mut values)?;
                 partition_lanes(&lanes, &values, &mut cond_true, &mut cond_false);
                 waiting[then_.index()].extend_from_slice(&cond_true);
                 waiting[else_.index()].extend_from_slice(&cond_false);

@@ -113,9 +113,10 @@ pub fn vector_kernel(
     }
     let body = std::mem::take(&mut c.lists[0].stmts);
     let n_outs = outs.len();
-    let scratch = (0..c.scratch).map(|i| {
+    let count = c.scratch;
+    let scratch = (0..count).map(|i| {
         let s = format_ident!("__s{i}");
-        quote!(let mut #s: ::std::vec::Vec<f64> = ::std::vec![0.0; __n];)
+        quote!(let (#s, __rest) = __rest.split_at_mut(__n);)
     });
     Some(quote! {
         #rt::Kernel::lane_wise(|__ins: &#rt::LaneInputs<'_>, __outs: &mut [#rt::Column]| -> ::std::result::Result<(), #rt::KernelError> {
@@ -125,6 +126,8 @@ pub fn vector_kernel(
             };
             #(#wrappers)*
             let __n: usize = #width;
+            let mut __scratch = #rt::link::Scratch::new(#count * __n);
+            let __rest: &mut [f64] = &mut __scratch;
             #(#scratch)*
             let __lanes = __ins.lanes();
             for (__k, &__lane) in __lanes.iter().enumerate() {
