@@ -91,10 +91,10 @@ pub fn expand(attr: TokenStream, item: syn::ItemFn) -> Result<TokenStream, syn::
         let stores = leaf_paths(&ret, quote!(__r)).into_iter().enumerate().map(|(i, (leaf, p))| {
             let o = format_ident!("__o{i}");
             match leaf {
-                Ty::Vector => quote!(#rt::link::batched_output_vectors(#o, #p.view())?;),
+                Ty::Vector => quote!(#rt::link::batched_output_vectors(#o, #p)?;),
                 other => {
                     let el = rust_type(&other);
-                    quote!(#rt::link::batched_output::<#el>(#o, #p.view())?;)
+                    quote!(#rt::link::batched_output::<#el, _>(#o, #p)?;)
                 }
             }
         });

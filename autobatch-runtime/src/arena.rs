@@ -133,9 +133,14 @@ impl Arena {
         *slot = h;
     }
 
-    /// A dense `[lanes.len(), width]` column of the rows `handles[lane]` for each of `lanes`.
-    pub(crate) fn gather(&self, handles: &[u32], lanes: &[usize]) -> Column {
-        let mut out = Column::zeros(DType::F64, lanes.len(), self.width);
+    /// A dense `[lanes.len(), width]` column of the rows `handles[lane]` for each of `lanes`,
+    /// in `out`'s allocation (an `f64` column of this width; any other is replaced).
+    pub(crate) fn gather_into(&self, handles: &[u32], lanes: &[usize], out: Column) -> Column {
+        let mut out = if out.dtype() == DType::F64 && out.width() == self.width {
+            out.resized(lanes.len())
+        } else {
+            Column::zeros(DType::F64, lanes.len(), self.width)
+        };
         let dst = out.as_slice_mut::<f64>().expect("f64 column");
         for (k, (chunk, &lane)) in dst
             .chunks_exact_mut(self.width.max(1))
@@ -148,6 +153,11 @@ impl Arena {
             chunk.copy_from_slice(self.row(handles[lane]));
         }
         out
+    }
+
+    /// A new dense column of the rows `handles[lane]` for each of `lanes`.
+    pub(crate) fn gather(&self, handles: &[u32], lanes: &[usize]) -> Column {
+        self.gather_into(handles, lanes, Column::zeros(DType::F64, 0, self.width))
     }
 
     /// The most rows held at once so far, the zero row included (freed rows are reused

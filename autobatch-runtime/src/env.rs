@@ -78,6 +78,30 @@ impl Leaf {
         }
     }
 
+    /// The dtype and row width of the leaf's values.
+    fn kind(&self, arena: &Arena) -> (DType, usize) {
+        match self {
+            Leaf::Dense { rows, .. } => (rows.dtype(), rows.width()),
+            Leaf::Shared { .. } => (DType::F64, arena.width()),
+        }
+    }
+
+    /// Like [`gather`](Self::gather), into the allocation of `out` where it fits.
+    fn gather_into(&self, arena: &Arena, lanes: &[usize], out: Column) -> Column {
+        match self {
+            Leaf::Dense { rows, .. } => {
+                let mut out = if out.dtype() == rows.dtype() && out.width() == rows.width() {
+                    out.resized(lanes.len())
+                } else {
+                    Column::zeros(rows.dtype(), lanes.len(), rows.width())
+                };
+                out.copy_rows(rows, lanes.iter().copied().enumerate());
+                out
+            }
+            Leaf::Shared { rows, .. } => arena.gather_into(rows, lanes, out),
+        }
+    }
+
     /// The leaf as a lane-wise kernel input.
     fn input<'a>(&'a self, arena: &'a Arena) -> Input<'a> {
         match self {
@@ -698,6 +722,8 @@ impl<'p> Env<'p> {
             return self.assign(op, lanes, block);
         }
         let mut outputs = self.output_columns(&op.outs, lanes.len());
+        // Spare columns hold batched kernels' gathered inputs (a run that fails ends here).
+        let mut spare = std::mem::take(&mut self.spare);
         {
             let mut inputs: SmallVec<[&Leaf; 16]> = SmallVec::new();
             for &v in &op.ins {
@@ -738,13 +764,28 @@ impl<'p> Env<'p> {
                                 .iter()
                                 .map(|leaf| match leaf {
                                     Leaf::Dense { rows, .. } if all => Cow::Borrowed(rows),
-                                    _ => Cow::Owned(leaf.gather(&self.arena, lanes)),
+                                    _ => {
+                                        let (dtype, width) = leaf.kind(&self.arena);
+                                        let out = match spare
+                                            .iter()
+                                            .position(|c| c.dtype() == dtype && c.width() == width)
+                                        {
+                                            Some(i) => spare.swap_remove(i),
+                                            None => Column::zeros(dtype, 0, width),
+                                        };
+                                        Cow::Owned(leaf.gather_into(&self.arena, lanes, out))
+                                    }
                                 })
                                 .collect();
-                            let dense: SmallVec<[&Column; 8]> =
+                            let refs: SmallVec<[&Column; 8]> =
                                 dense.iter().map(|c| c.as_ref()).collect();
-                            let r = catch_unwind(AssertUnwindSafe(|| f(&dense, &mut outputs)));
+                            let r = catch_unwind(AssertUnwindSafe(|| f(&refs, &mut outputs)));
                             stats.record_kernel(id.index(), lanes.len(), start.elapsed(), true);
+                            drop(refs);
+                            spare.extend(dense.into_iter().filter_map(|c| match c {
+                                Cow::Owned(c) => Some(c),
+                                Cow::Borrowed(_) => None,
+                            }));
                             r
                         }
                     };
@@ -772,6 +813,7 @@ impl<'p> Env<'p> {
                 }
             }
         }
+        self.spare = spare;
         let types = op.outs.iter().flat_map(|v| &self.vars[v.index()].types);
         for (leaf, (c, ty)) in outputs.iter().zip(types).enumerate() {
             let (dtype, width) = (ty.dtype, width_of(*ty, self.vector_len));

@@ -10,7 +10,7 @@ use crate::kernel::{Kernel, KernelError};
 use crate::vector::Vector;
 use crate::Executable;
 use autobatch_ir::{Allocation, Block, FuncId, KernelId, ProgramBuilder, Type, Var};
-use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
+use ndarray::{Array1, Array2, ArrayBase, ArrayView1, ArrayView2, Axis, Data, Ix1, Ix2};
 use std::collections::HashMap;
 
 /// What a call in `#[autobatch]` code resolves to when the program is linked.
@@ -300,27 +300,43 @@ pub fn batched_input_vectors<'a, T: Element>(
     })
 }
 
-/// Stores a batched kernel's 1-d result into its dense output leaf, checking the shape.
-pub fn batched_output<T: Element>(
+/// Stores a batched kernel's 1-d result into its dense output leaf, checking the shape. An
+/// owned contiguous array becomes the leaf (no copy); anything else is copied.
+pub fn batched_output<T: Element, S: Data<Elem = T>>(
     out: &mut Column,
-    value: ArrayView1<'_, T>,
+    value: ArrayBase<S, Ix1>,
 ) -> std::result::Result<(), KernelError> {
     let rows = out.rows();
-    let slice = out_leaf::<T>(out)?;
     if value.len() != rows {
         return Err(KernelError::whole(format!(
             "batched kernel returned {} rows for {rows} lanes",
             value.len()
         )));
     }
-    copy_into(slice, value.iter(), value.as_slice());
+    if out.as_array::<T>().is_none() {
+        return Err(KernelError::whole(format!(
+            "kernel output is {}, expected {}",
+            out.dtype(),
+            T::DTYPE
+        )));
+    }
+    match value.into_owned().into_shape_with_order((rows, 1)) {
+        Ok(a) if a.is_standard_layout() => *out = T::column(a),
+        Ok(a) => copy_into(out_leaf::<T>(out)?, a.iter(), a.as_slice()),
+        Err(_) => {
+            return Err(KernelError::whole(
+                "batched kernel result has no 1-d layout",
+            ))
+        }
+    }
     Ok(())
 }
 
 /// Stores a batched kernel's 2-d result into its dense vector output leaf, checking the shape.
-pub fn batched_output_vectors<T: Element>(
+/// An owned array in standard layout becomes the leaf (no copy); anything else is copied.
+pub fn batched_output_vectors<T: Element, S: Data<Elem = T>>(
     out: &mut Column,
-    value: ArrayView2<'_, T>,
+    value: ArrayBase<S, Ix2>,
 ) -> std::result::Result<(), KernelError> {
     let (rows, width) = (out.rows(), out.width());
     if value.dim() != (rows, width) {
@@ -330,7 +346,11 @@ pub fn batched_output_vectors<T: Element>(
         )));
     }
     let slice = out_leaf::<T>(out)?;
-    copy_into(slice, value.iter(), value.as_slice());
+    if value.is_standard_layout() {
+        *out = T::column(value.into_owned());
+    } else {
+        copy_into(slice, value.iter(), value.as_slice());
+    }
     Ok(())
 }
 

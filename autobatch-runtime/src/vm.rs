@@ -2,9 +2,10 @@
 //! across recursion depths.
 //!
 //! Each step runs the lowest-numbered block that has any lane waiting, on exactly those lanes.
-//! Lanes wait in per-block lists instead of a program-counter array that is scanned every
-//! step, so a step costs in proportion to the lanes it runs, not to the batch size. Return
-//! addresses live on per-lane stacks (the program counter's stack), with "halt" beneath.
+//! Lanes wait in per-block sets instead of a program-counter array that is scanned every
+//! step, so a step costs in proportion to the lanes it runs, not to the batch size; a set is a
+//! bitset, so the lanes come out in lane order without sorting and nothing allocates per step.
+//! Return addresses live on per-lane stacks (the program counter's stack), with "halt" beneath.
 
 use crate::config::{Config, Stats};
 use crate::env::{partition_lanes, Env};
@@ -19,8 +20,10 @@ const PC_BASE_FRAMES: usize = 2;
 pub(crate) fn run(env: &mut Env<'_>, config: &Config, stats: &mut Stats) -> Result<()> {
     let program = env.program;
     let n_blocks = program.blocks.len();
-    let mut waiting: Vec<Vec<usize>> = vec![Vec::new(); n_blocks];
-    waiting[program.main_function().entry().index()] = (0..env.batch).collect();
+    let mut waiting: Vec<LaneSet> = (0..n_blocks).map(|_| LaneSet::new(env.batch)).collect();
+    let all: Vec<usize> = (0..env.batch).collect();
+    waiting[program.main_function().entry().index()].extend(&all);
+    let mut lanes = Vec::with_capacity(env.batch);
     let mut returns: Vec<Vec<u32>> = vec![Vec::new(); env.batch];
     let budget = config.step_budget.unwrap_or(u64::MAX);
     let mut cond_true = Vec::new();
@@ -28,12 +31,11 @@ pub(crate) fn run(env: &mut Env<'_>, config: &Config, stats: &mut Stats) -> Resu
     let mut values = Vec::new();
     while let Some(index) = waiting.iter().position(|w| !w.is_empty()) {
         if stats.steps >= budget {
-            let running = waiting.iter().map(Vec::len).sum();
+            let running = waiting.iter().map(LaneSet::len).sum();
             return Err(RuntimeError::StepBudget { budget, running });
         }
         let block = Block::new(index);
-        let mut lanes = std::mem::take(&mut waiting[index]);
-        lanes.sort_unstable();
+        waiting[index].take_into(&mut lanes);
         stats.record(index, lanes.len());
         let data = program.block(block);
         for op in &data.ops {
@@ -53,12 +55,12 @@ pub(crate) fn run(env: &mut Env<'_>, config: &Config, stats: &mut Stats) -> Resu
             }
         }
         match &data.term {
-            Terminator::Goto(t) => enqueue(&mut waiting[t.index()], lanes),
+            Terminator::Goto(t) => waiting[t.index()].extend(&lanes),
             Terminator::Branch { cond, then_, else_ } => {
                 env.read_bools(*cond, &lanes, block, &mut values)?;
                 partition_lanes(&lanes, &values, &mut cond_true, &mut cond_false);
-                waiting[then_.index()].extend_from_slice(&cond_true);
-                waiting[else_.index()].extend_from_slice(&cond_false);
+                waiting[then_.index()].extend(&cond_true);
+                waiting[else_.index()].extend(&cond_false);
             }
             Terminator::Return => {}
             Terminator::PushGoto { ret, target } => {
@@ -73,13 +75,13 @@ pub(crate) fn run(env: &mut Env<'_>, config: &Config, stats: &mut Stats) -> Resu
                     }
                     returns[lane].push(ret.0);
                 }
-                enqueue(&mut waiting[target.index()], lanes);
+                waiting[target.index()].extend(&lanes);
             }
             Terminator::IndirectGoto => {
                 for &lane in &lanes {
                     // An empty return stack is the "halt" address beneath main.
                     if let Some(ret) = returns[lane].pop() {
-                        waiting[ret as usize].push(lane);
+                        waiting[ret as usize].insert(lane);
                     }
                 }
             }
@@ -88,10 +90,81 @@ pub(crate) fn run(env: &mut Env<'_>, config: &Config, stats: &mut Stats) -> Resu
     Ok(())
 }
 
-fn enqueue(queue: &mut Vec<usize>, lanes: Vec<usize>) {
-    if queue.is_empty() {
-        *queue = lanes;
-    } else {
-        queue.extend_from_slice(&lanes);
+/// The lanes waiting at one block: a bitset over the batch, with the range of words that may
+/// hold lanes, so taking them costs in proportion to that range and yields them in lane order.
+struct LaneSet {
+    words: Vec<u64>,
+    count: usize,
+    /// Words below `lo` and from `hi` on are zero.
+    lo: usize,
+    hi: usize,
+}
+
+impl LaneSet {
+    fn new(batch: usize) -> LaneSet {
+        LaneSet {
+            words: vec![0; batch.div_ceil(64)],
+            count: 0,
+            lo: usize::MAX,
+            hi: 0,
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Adds `lane` (not already waiting here: a lane waits at one block at a time).
+    fn insert(&mut self, lane: usize) {
+        let w = lane / 64;
+        self.words[w] |= 1 << (lane % 64);
+        self.count += 1;
+        self.lo = self.lo.min(w);
+        self.hi = self.hi.max(w + 1);
+    }
+
+    fn extend(&mut self, lanes: &[usize]) {
+        lanes.iter().for_each(|&l| self.insert(l));
+    }
+
+    /// Moves every waiting lane, in lane order, into `out` (cleared first).
+    fn take_into(&mut self, out: &mut Vec<usize>) {
+        out.clear();
+        for w in self.lo..self.hi {
+            let mut bits = std::mem::take(&mut self.words[w]);
+            while bits != 0 {
+                out.push(w * 64 + bits.trailing_zeros() as usize);
+                bits &= bits - 1;
+            }
+        }
+        self.count = 0;
+        self.lo = usize::MAX;
+        self.hi = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LaneSet;
+
+    #[test]
+    fn lane_sets_give_lanes_back_in_order_and_empty() {
+        let mut s = LaneSet::new(200);
+        s.extend(&[130, 3, 64, 199]);
+        s.insert(0);
+        assert_eq!(s.len(), 5);
+        let mut out = vec![42];
+        s.take_into(&mut out);
+        assert_eq!(out, vec![0, 3, 64, 130, 199]);
+        assert!(s.is_empty());
+        s.take_into(&mut out);
+        assert!(out.is_empty());
+        s.insert(70);
+        s.take_into(&mut out);
+        assert_eq!(out, vec![70]);
     }
 }

@@ -129,6 +129,8 @@ pub fn logp_grad_batch(q: ArrayView2<f64>) -> (Array1<f64>, Array2<f64>) {
 pub struct CorrelatedGaussian {
     rho: f64,
     precision: Array2<f64>,
+    /// `-precision`, so the gradient is one plain matrix product.
+    neg_precision: Array2<f64>,
 }
 
 impl CorrelatedGaussian {
@@ -150,7 +152,12 @@ impl CorrelatedGaussian {
                 0.0
             }
         });
-        CorrelatedGaussian { rho, precision }
+        let neg_precision = precision.mapv(|x| -x);
+        CorrelatedGaussian {
+            rho,
+            precision,
+            neg_precision,
+        }
     }
 
     /// The covariance `rho^|i-j|`.
@@ -175,13 +182,12 @@ impl Target for CorrelatedGaussian {
     }
 
     fn logp_grad(&self, q: ArrayView2<f64>) -> (Array1<f64>, Array2<f64>) {
-        let mut grad = Array2::zeros(q.raw_dim());
-        general_mat_mul(-1.0, &q, &self.precision, 0.0, &mut grad);
-        let mut logp = Array1::zeros(q.nrows());
-        Zip::from(&mut logp)
-            .and(q.rows())
+        // One GEMM with the negated precision (exactly `-(q P)`: negation is exact); `dot`
+        // writes its result without zero-filling it first.
+        let grad = q.dot(&self.neg_precision);
+        let logp = Zip::from(q.rows())
             .and(grad.rows())
-            .for_each(|lp, q, g| *lp = 0.5 * q.dot(&g));
+            .map_collect(|q, g| 0.5 * q.dot(&g));
         (logp, grad)
     }
 }
