@@ -11,7 +11,7 @@ use autobatch_ir::DType;
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote};
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// A variable of the function.
 pub struct LocalVar {
@@ -121,6 +121,8 @@ struct Lowerer<'a> {
     loops: Vec<LoopCtx>,
     ret_block: usize,
     used_names: HashMap<String, usize>,
+    /// Every variable and block name handed out (a base's `name.k` may be another's name).
+    taken: HashSet<String>,
     errors: &'a mut Errors,
     /// Types fixed for unannotated `let`s (by their order) by an earlier round.
     overrides: &'a HashMap<usize, Ty>,
@@ -240,6 +242,7 @@ fn lower_once(
         loops: Vec::new(),
         ret_block: 0,
         used_names: HashMap::new(),
+        taken: HashSet::new(),
         errors,
         overrides,
         flexible: HashMap::new(),
@@ -428,13 +431,20 @@ impl<'a> Lowerer<'a> {
         self.scopes.last_mut().expect("a scope").push((name, var));
     }
 
+    /// A fresh name: `base` the first time, then `base.1`, `base.2`, .., skipping names
+    /// already handed out (another base's, such as the return variable `ret.1`).
     fn unique(&mut self, base: &str) -> String {
-        let n = self.used_names.entry(base.to_string()).or_insert(0);
-        *n += 1;
-        if *n == 1 {
-            base.to_string()
-        } else {
-            format!("{base}.{}", *n - 1)
+        loop {
+            let n = self.used_names.entry(base.to_string()).or_insert(0);
+            *n += 1;
+            let name = if *n == 1 {
+                base.to_string()
+            } else {
+                format!("{base}.{}", *n - 1)
+            };
+            if self.taken.insert(name.clone()) {
+                return name;
+            }
         }
     }
 
