@@ -94,7 +94,7 @@ pub struct Lowered {
     pub callees: Vec<CalleeSpec>,
     /// Parameter variables.
     pub params: Vec<usize>,
-    /// Return variables (none for `()`).
+    /// Return variables: one per top-level element of a tuple result, none for `()`, else one.
     pub returns: Vec<usize>,
 }
 
