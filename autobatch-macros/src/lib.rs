@@ -69,6 +69,12 @@ use quote::quote;
 /// then runs the branch it takes, as the scalar function does. Any other `if` branches: the
 /// lanes split between its two blocks and meet again after it.
 ///
+/// A tuple result is one variable per element (`ret.0`, `ret.1`, .. in the printed program),
+/// and a call of a function or primitive returning a tuple writes one output per element. When
+/// a `let` pattern takes the result apart (`let (q, p, _) = f(..);`), its variables are those
+/// outputs: nothing is copied on the way. A tuple bound to one name (`let t = f(..);`) is
+/// assembled from them first, one more copy of every element.
+///
 /// Annotated functions are items of a module (not of a function body): the generated module
 /// reaches its neighbours through `super`. Calls to a function that is neither `#[autobatch]`
 /// nor `#[primitive]` fail to resolve its generated module (`cannot find `f` in `super``) at

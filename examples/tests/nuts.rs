@@ -184,6 +184,42 @@ fn the_scalar_sampler_gives_the_batched_draws() {
     }
 }
 
+/// Tuple results travel element by element: the tree builder returns its 14 results in 14
+/// variables, each recursive call binds them straight to the pattern that takes them apart,
+/// and no variable of the linked sampler holds a tuple (so no tuple is copied whole and then
+/// again leaf by leaf).
+#[test]
+fn tuple_results_are_bound_element_by_element() {
+    let program = chain::program().unwrap();
+    let tuples: Vec<String> = program
+        .vars
+        .iter()
+        .filter(|v| v.ty.to_string().starts_with('('))
+        .map(|v| format!("{} :: {}", v.name, v.ty))
+        .collect();
+    assert!(tuples.is_empty(), "tuple variables: {tuples:?}\n{program}");
+    let tree = program.function(program.function_named("build_tree").unwrap());
+    assert_eq!(tree.returns.len(), 14);
+    let text = program.to_string();
+    let calls: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("= call(build_tree, "))
+        .collect();
+    assert_eq!(
+        calls.len(),
+        3,
+        "two in build_tree, one in transition:\n{text}"
+    );
+    for call in calls {
+        let outs = call.trim().split(" = ").next().unwrap();
+        assert_eq!(outs.split(", ").count(), 14, "{call}");
+        assert!(
+            !outs.contains(".t."),
+            "call results bound to the pattern: {call}"
+        );
+    }
+}
+
 /// Largest distance between the empirical CDF of `xs` and the normal CDF.
 fn ks_normal(xs: &mut [f64], mean: f64, sd: f64) -> f64 {
     xs.sort_by(f64::total_cmp);

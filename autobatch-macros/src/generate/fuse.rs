@@ -23,17 +23,29 @@ fn reads(s: &Step, returns: &[usize]) -> Vec<usize> {
     }
 }
 
-/// A kernel step that fusion can take: one output variable of the kernel's type.
+/// A kernel step that fusion can take: one output variable of the kernel's type, or one per
+/// element of its tuple (`let (u, key) = key.uniform()`) when none holds a `Vector` (such a
+/// kernel is a key method making a vector, which no vector kernel compiles: fused, it would
+/// take the vector arithmetic around it out of the compiled subset).
 fn fusible(s: &Step, l: &Lowered) -> Option<usize> {
-    match s {
-        Step::Prim {
-            block,
-            outs,
-            kernel,
-            ..
-        } if outs.len() == 1 && l.kernels[*kernel].out_ty == l.vars[outs[0]].ty => Some(*block),
-        _ => None,
-    }
+    let Step::Prim {
+        block,
+        outs,
+        kernel,
+        ..
+    } = s
+    else {
+        return None;
+    };
+    let out_ty = &l.kernels[*kernel].out_ty;
+    let fits = match outs.as_slice() {
+        [one] => *out_ty == l.vars[*one].ty,
+        many => {
+            !out_ty.has_vector()
+                && *out_ty == Ty::Tuple(many.iter().map(|&v| l.vars[v].ty.clone()).collect())
+        }
+    };
+    fits.then_some(*block)
 }
 
 fn local(v: usize) -> Ident {
@@ -115,8 +127,10 @@ fn fuse_group(
             }
         }
         if let Step::Prim { outs, .. } = s {
-            if !written.contains(&outs[0]) {
-                written.push(outs[0]);
+            for &v in outs {
+                if !written.contains(&v) {
+                    written.push(v);
+                }
             }
         }
     }
@@ -161,7 +175,7 @@ fn fuse_group(
             let src = local(*v);
             let rewritten_later = group[k + 1..]
                 .iter()
-                .any(|s| matches!(s, Step::Prim { outs, .. } if outs[0] == *v));
+                .any(|s| matches!(s, Step::Prim { outs, .. } if outs.contains(v)));
             let last = last_read.get(v) == Some(&k);
             if last && (!needed.contains(v) || rewritten_later) && !spec_reads_twice(spec, *v) {
                 quote!(let #name: #ty = #src;)
@@ -169,16 +183,23 @@ fn fuse_group(
                 quote!(let #name: #ty = ::core::clone::Clone::clone(&#src);)
             }
         });
-        let out = outs[0];
-        let ty = rust_type(&l.vars[out].ty);
         let value = &spec.body;
-        let used_later =
-            needed.contains(&out) || group_reads[k + 1..].iter().any(|vars| vars.contains(&out));
-        let target: TokenStream = if used_later {
-            let id = local(out);
-            quote!(#id)
-        } else {
-            quote!(_)
+        let target = |out: usize| -> TokenStream {
+            let used_later = needed.contains(&out)
+                || group_reads[k + 1..].iter().any(|vars| vars.contains(&out));
+            if used_later {
+                let id = local(out);
+                quote!(#id)
+            } else {
+                quote!(_)
+            }
+        };
+        let (target, ty) = match outs.as_slice() {
+            [one] => (target(*one), rust_type(&l.vars[*one].ty)),
+            many => {
+                let targets = many.iter().map(|&v| target(v));
+                (quote!((#(#targets,)*)), rust_type(&spec.out_ty))
+            }
         };
         let inner = quote_spanned!(spec.span=> #value);
         body.push(quote!(let #target: #ty = { #(#bindings)* #inner };));

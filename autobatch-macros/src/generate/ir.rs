@@ -68,12 +68,19 @@ pub fn compile_time(l: &Lowered, name: &str) -> Result<CompileTime, String> {
                     .map_err(|e| e.to_string())
             })
             .collect::<Result<_, _>>()?;
-        let rets: Vec<Var> = if c.ret.is_unit() {
-            Vec::new()
-        } else {
-            vec![b
-                .try_var(&format!("{stub_name}.r{i}"), ir_type(&c.ret))
-                .map_err(|e| e.to_string())?]
+        // As the callee defines itself: one return variable per element of a tuple.
+        let rets: Vec<Var> = match &c.ret {
+            Ty::Tuple(items) => items
+                .iter()
+                .enumerate()
+                .map(|(j, t)| {
+                    b.try_var(&format!("{stub_name}.r{i}.{j}"), ir_type(t))
+                        .map_err(|e| e.to_string())
+                })
+                .collect::<Result<_, _>>()?,
+            t => vec![b
+                .try_var(&format!("{stub_name}.r{i}"), ir_type(t))
+                .map_err(|e| e.to_string())?],
         };
         b.try_signature(g, &params, &rets)
             .map_err(|e| e.to_string())?;

@@ -11,7 +11,7 @@ use autobatch_ir::DType;
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote};
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// A variable of the function.
 pub struct LocalVar {
@@ -94,7 +94,7 @@ pub struct Lowered {
     pub callees: Vec<CalleeSpec>,
     /// Parameter variables.
     pub params: Vec<usize>,
-    /// Return variables (none for `()`).
+    /// Return variables: one per top-level element of a tuple result, none for `()`, else one.
     pub returns: Vec<usize>,
 }
 
@@ -105,6 +105,26 @@ enum Val {
     Unit,
     /// Control never gets here.
     Diverged,
+}
+
+/// Where a value is to be stored.
+#[derive(Clone)]
+enum Dest {
+    /// One variable of the value's type.
+    Var(usize),
+    /// One variable per top-level element of a tuple value: the return variables of a function
+    /// returning a tuple, the names of a `let` tuple pattern, a call's outputs.
+    Elems(Vec<usize>),
+}
+
+impl Dest {
+    /// The variables written, in order (their leaves are the value's leaves).
+    fn vars(&self) -> Vec<usize> {
+        match self {
+            Dest::Var(v) => vec![*v],
+            Dest::Elems(vs) => vs.clone(),
+        }
+    }
 }
 
 struct LoopCtx {
@@ -121,6 +141,8 @@ struct Lowerer<'a> {
     loops: Vec<LoopCtx>,
     ret_block: usize,
     used_names: HashMap<String, usize>,
+    /// Every variable and block name handed out (a base's `name.k` may be another's name).
+    taken: HashSet<String>,
     errors: &'a mut Errors,
     /// Types fixed for unannotated `let`s (by their order) by an earlier round.
     overrides: &'a HashMap<usize, Ty>,
@@ -240,6 +262,7 @@ fn lower_once(
         loops: Vec::new(),
         ret_block: 0,
         used_names: HashMap::new(),
+        taken: HashSet::new(),
         errors,
         overrides,
         flexible: HashMap::new(),
@@ -254,14 +277,24 @@ fn lower_once(
         l.bind(name.to_string(), v);
         l.out.params.push(v);
     }
-    if !func.ret.is_unit() {
-        let r = l.new_var("ret", func.ret.clone());
-        l.out.returns.push(r);
+    // A tuple result is one return variable per element (`ret.0`, `ret.1`, ..): `return (a, b)`
+    // writes each element straight into its own, and a call binds them to its outputs.
+    match &func.ret {
+        Ty::Tuple(items) => {
+            for (i, t) in items.iter().enumerate() {
+                let r = l.new_var(&format!("ret.{i}"), t.clone());
+                l.out.returns.push(r);
+            }
+        }
+        t => {
+            let r = l.new_var("ret", t.clone());
+            l.out.returns.push(r);
+        }
     }
     l.ret_block = l.new_block("return");
     l.out.steps.push(Step::Ret(l.ret_block));
-    let target = l.out.returns.first().copied();
-    l.block_into(&func.body, target, &func.ret);
+    let target = l.return_dest();
+    l.block_into(&func.body, target.as_ref(), &func.ret);
     if let Some(cur) = l.current {
         l.out.steps.push(Step::Goto(cur, l.ret_block));
     }
@@ -428,13 +461,38 @@ impl<'a> Lowerer<'a> {
         self.scopes.last_mut().expect("a scope").push((name, var));
     }
 
+    /// A fresh name: `base` the first time, then `base.1`, `base.2`, .., skipping names
+    /// already handed out (another base's, such as the return variable `ret.1`).
     fn unique(&mut self, base: &str) -> String {
-        let n = self.used_names.entry(base.to_string()).or_insert(0);
-        *n += 1;
-        if *n == 1 {
-            base.to_string()
-        } else {
-            format!("{base}.{}", *n - 1)
+        loop {
+            let n = self.used_names.entry(base.to_string()).or_insert(0);
+            *n += 1;
+            let name = if *n == 1 {
+                base.to_string()
+            } else {
+                format!("{base}.{}", *n - 1)
+            };
+            if self.taken.insert(name.clone()) {
+                return name;
+            }
+        }
+    }
+
+    /// Where the function's result goes: its return variable, one per element for a tuple,
+    /// none for `()`.
+    fn return_dest(&self) -> Option<Dest> {
+        match &self.func.ret {
+            Ty::Tuple(items) if items.is_empty() => None,
+            Ty::Tuple(_) => Some(Dest::Elems(self.out.returns.clone())),
+            _ => self.out.returns.first().map(|&r| Dest::Var(r)),
+        }
+    }
+
+    /// The type of the value `dest` holds.
+    fn dest_ty(&self, dest: &Dest) -> Ty {
+        match dest {
+            Dest::Var(v) => self.out.vars[*v].ty.clone(),
+            Dest::Elems(vs) => Ty::Tuple(vs.iter().map(|&v| self.out.vars[v].ty.clone()).collect()),
         }
     }
 
@@ -628,6 +686,58 @@ impl<'a> Lowerer<'a> {
         }
     }
 
+    /// Stores the value of variable `source` in `dest`: one built-in assignment, which spreads
+    /// a tuple over element variables leaf by leaf.
+    fn assign_to(&mut self, dest: &Dest, source: usize) {
+        match dest {
+            Dest::Var(t) => self.assign(*t, source),
+            Dest::Elems(vs) => {
+                if let Some(block) = self.current {
+                    self.out.steps.push(Step::Assign {
+                        block,
+                        outs: vs.clone(),
+                        ins: vec![source],
+                    });
+                }
+            }
+        }
+    }
+
+    /// Compiles the elements of a tuple expression, in order, each straight into its own
+    /// variable of `targets`. Elements that merely copy variables become one built-in
+    /// assignment, emitted after the others unless an element that may write a variable (a
+    /// call, an assignment, control flow) comes between, which first takes the copies so far.
+    fn tuple_into(&mut self, items: &[Expr], targets: &[usize], tys: &[Ty]) {
+        let mut outs = Vec::new();
+        let mut ins = Vec::new();
+        for ((item, &target), ty) in items.iter().zip(targets).zip(tys) {
+            if let ExprKind::Var(id) = &item.kind {
+                self.demand_var(&id.to_string(), ty);
+            }
+            if let Some(sources) = self.copy_sources(item, ty) {
+                outs.push(target);
+                ins.extend(sources);
+                continue;
+            }
+            if !is_pure(item) {
+                self.copies(&mut outs, &mut ins);
+            }
+            self.compile_into(item, &Dest::Var(target), ty);
+        }
+        self.copies(&mut outs, &mut ins);
+    }
+
+    /// Emits the pending copies `outs = ins` of [`Lowerer::tuple_into`] as one assignment.
+    fn copies(&mut self, outs: &mut Vec<usize>, ins: &mut Vec<usize>) {
+        if outs.is_empty() {
+            return;
+        }
+        let (outs, ins) = (std::mem::take(outs), std::mem::take(ins));
+        if let Some(block) = self.current {
+            self.out.steps.push(Step::Assign { block, outs, ins });
+        }
+    }
+
     /// Compiles `e` for its value.
     fn compile(&mut self, e: &Expr, expected: Option<&Ty>) -> Val {
         if self.current.is_none() {
@@ -685,11 +795,10 @@ impl<'a> Lowerer<'a> {
                 Val::Diverged
             }
             ExprKind::Return(v) => {
-                let ret = self.out.returns.first().copied();
-                match (v, ret) {
+                match (v, self.return_dest()) {
                     (Some(v), Some(r)) => {
                         let ty = self.func.ret.clone();
-                        self.compile_into(v, r, &ty);
+                        self.compile_into(v, &r, &ty);
                     }
                     (Some(v), None) => {
                         self.compile(v, Some(&Ty::unit()));
@@ -709,10 +818,21 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    /// Compiles `e` so its value lands in `target` (of type `ty`).
-    fn compile_into(&mut self, e: &Expr, target: usize, ty: &Ty) {
+    /// Compiles `e` so its value (of type `ty`) lands in `dest`. Into element variables, a
+    /// tuple expression compiles each element into its own ([`Lowerer::tuple_into`]), a call
+    /// takes them as its outputs, `if`s and blocks pass them on to their values, and any other
+    /// value is spread over them by one assignment.
+    fn compile_into(&mut self, e: &Expr, dest: &Dest, ty: &Ty) {
         if self.current.is_none() {
             return;
+        }
+        // A tuple expression into element variables: each element on its own (a pure one as
+        // its own kernel, which fusion joins with its neighbours).
+        if let (Dest::Elems(vs), ExprKind::Tuple(items), Ty::Tuple(tys)) = (dest, &e.kind, ty) {
+            if items.len() == vs.len() && tys.len() == vs.len() {
+                self.tuple_into(items, vs, tys);
+                return;
+            }
         }
         match &e.kind {
             ExprKind::Invalid => return,
@@ -725,7 +845,7 @@ impl<'a> Lowerer<'a> {
                             format!("expected {}, found {}", describe(ty), describe(&t)),
                         );
                     }
-                    self.prim_pure(vec![target], e, ty.clone());
+                    self.prim_pure(dest.vars(), e, ty.clone());
                     return;
                 }
                 Shape::Failed => return,
@@ -734,28 +854,28 @@ impl<'a> Lowerer<'a> {
         }
         match &e.kind {
             ExprKind::Call(path, args) => {
-                self.call(e, path, args, Some(ty), Some(target));
+                self.call(e, path, args, Some(ty), Some(dest));
                 return;
             }
             ExprKind::If(c, t, el) => {
-                self.if_(c, t, el.as_deref(), Some(ty), Some(target));
+                self.if_(c, t, el.as_deref(), Some(ty), Some(dest));
                 return;
             }
             ExprKind::Block(b) => {
                 self.scopes.push(Vec::new());
-                self.block_into(b, Some(target), ty);
+                self.block_into(b, Some(dest), ty);
                 self.scopes.pop();
                 return;
             }
             _ => {}
         }
         if let Val::Var { var, .. } = self.compile(e, Some(ty)) {
-            self.assign(target, var);
+            self.assign_to(dest, var);
         }
     }
 
     /// Compiles a block's statements and tail into `target` (or for effect when `None`).
-    fn block_into(&mut self, b: &Block, target: Option<usize>, ty: &Ty) {
+    fn block_into(&mut self, b: &Block, target: Option<&Dest>, ty: &Ty) {
         self.stmts(b);
         match (&b.tail, target) {
             (Some(tail), Some(t)) => self.compile_into(tail, t, ty),
@@ -841,8 +961,13 @@ impl<'a> Lowerer<'a> {
                     self.flexible.insert(v, o);
                 }
                 let t = t.clone();
-                self.compile_into(init, v, &t);
+                self.compile_into(init, &Dest::Var(v), &t);
                 self.bind(name.to_string(), v);
+                return;
+            }
+        }
+        if let Pat::Tuple(ps) = pat {
+            if self.let_elements(ps, expected, init) {
                 return;
             }
         }
@@ -891,6 +1016,65 @@ impl<'a> Lowerer<'a> {
                 }
             }
         }
+    }
+
+    /// `let (a, b, ..) = init` where `init` is a tuple of the pattern's arity (its type
+    /// annotated, or inferred here): the pattern's variables (fresh ones for `_` and for nested
+    /// patterns, destructured after) receive the elements directly, as a call's outputs or
+    /// each element's own value, with no tuple in between. False, having done nothing, if the
+    /// type is not such a tuple.
+    fn let_elements(&mut self, ps: &[Pat], expected: Option<&Ty>, init: &Expr) -> bool {
+        let ty = match expected {
+            Some(t) => t.clone(),
+            None => match infer(init, None, &ScopeView(self)) {
+                Ok(t) => t,
+                Err(_) => return false,
+            },
+        };
+        let Ty::Tuple(tys) = &ty else {
+            return false;
+        };
+        if tys.len() != ps.len() {
+            return false;
+        }
+        let mut elems = Vec::new();
+        let mut binds = Vec::new();
+        let mut nested = Vec::new();
+        for (p, t) in ps.iter().zip(tys) {
+            let v = match p {
+                Pat::Ident(name) => {
+                    let v = self.new_var(&name.to_string(), t.clone());
+                    binds.push((name.to_string(), v));
+                    v
+                }
+                Pat::Wild => self.new_var("_", t.clone()),
+                Pat::Tuple(_) => {
+                    let v = self.new_var("t", t.clone());
+                    nested.push((p, v, t));
+                    v
+                }
+            };
+            elems.push(v);
+        }
+        self.compile_into(init, &Dest::Elems(elems), &ty);
+        for (p, v, t) in nested {
+            let mut outs = Vec::new();
+            if !self.flatten_pattern(p, t, init.span, &mut outs, &mut binds) {
+                self.poison(p);
+                continue;
+            }
+            if let Some(block) = self.current {
+                self.out.steps.push(Step::Assign {
+                    block,
+                    outs,
+                    ins: vec![v],
+                });
+            }
+        }
+        for (name, v) in binds {
+            self.bind(name, v);
+        }
+        true
     }
 
     /// Pairs a tuple pattern with its type, creating one variable per bound leaf or sub-tuple.
@@ -962,7 +1146,7 @@ impl<'a> Lowerer<'a> {
         let ty = self.out.vars[var].ty.clone();
         self.demand_from_assignment(var, &ty, value, op.map(|(b, _)| b));
         match op {
-            None => self.compile_into(value, var, &ty),
+            None => self.compile_into(value, &Dest::Var(var), &ty),
             Some((bop, op_tokens)) => {
                 let hint = (*bop != BinOp::Shift && ty != Ty::Vector).then_some(&ty);
                 let shape = self.classify(value, hint);
@@ -1232,7 +1416,7 @@ impl<'a> Lowerer<'a> {
         );
         self.goto(join);
         self.current = Some(rhs_block);
-        self.compile_into(r, result, &bool_ty);
+        self.compile_into(r, &Dest::Var(result), &bool_ty);
         self.goto(join);
         self.current = Some(join);
         Val::Var {
@@ -1248,7 +1432,7 @@ impl<'a> Lowerer<'a> {
         path: &syn::Path,
         args: &[Expr],
         expected: Option<&Ty>,
-        target: Option<usize>,
+        target: Option<&Dest>,
     ) -> Val {
         let is_self = self.is_self_path(path);
         let param_types: Vec<Option<Ty>> = if is_self {
@@ -1335,27 +1519,67 @@ impl<'a> Lowerer<'a> {
         let Some(block) = self.current else {
             return Val::Diverged;
         };
-        let (outs, fresh_var) = if ret.is_unit() {
-            (Vec::new(), None)
-        } else if let Some(t) = target {
-            (vec![t], None)
-        } else {
-            let t = self.new_var("t", ret.clone());
-            (vec![t], Some(t))
+        // A tuple result comes out as one variable per element (the callee's return variables,
+        // or the leaves of a primitive's result split the same way): element variables the
+        // value is bound to take them directly; otherwise fresh ones are assembled into the
+        // tuple value by one assignment.
+        let elements = match &ret {
+            Ty::Tuple(items) => Some(items.clone()),
+            _ => None,
         };
-        self.out.steps.push(Step::Call {
-            block,
-            callee,
-            ins,
-            outs,
-        });
-        match fresh_var {
-            Some(v) => Val::Var {
-                var: v,
+        let call = move |this: &mut Self, outs: Vec<usize>| {
+            this.out.steps.push(Step::Call {
+                block,
+                callee,
+                ins,
+                outs,
+            });
+        };
+        let value = match (elements, target) {
+            (Some(items), _) if items.is_empty() => {
+                call(self, Vec::new());
+                return Val::Unit;
+            }
+            (Some(items), Some(Dest::Elems(vs))) if vs.len() == items.len() => {
+                call(self, vs.clone());
+                return Val::Unit;
+            }
+            (Some(items), _) => {
+                let outs: Vec<usize> = items.into_iter().map(|t| self.new_var("t", t)).collect();
+                call(self, outs.clone());
+                let value = match target {
+                    Some(Dest::Var(t)) => *t,
+                    _ => self.new_var("t", ret.clone()),
+                };
+                self.out.steps.push(Step::Assign {
+                    block,
+                    outs: vec![value],
+                    ins: outs,
+                });
+                value
+            }
+            (None, Some(Dest::Var(t))) => {
+                call(self, vec![*t]);
+                return Val::Unit;
+            }
+            (None, _) => {
+                let t = self.new_var("t", ret.clone());
+                call(self, vec![t]);
+                t
+            }
+        };
+        match target {
+            None => Val::Var {
+                var: value,
                 ty: ret,
                 fresh: true,
             },
-            None => Val::Unit,
+            Some(dest) => {
+                if !matches!(dest, Dest::Var(t) if *t == value) {
+                    self.assign_to(dest, value);
+                }
+                Val::Unit
+            }
         }
     }
 
@@ -1365,13 +1589,13 @@ impl<'a> Lowerer<'a> {
         then: &Block,
         els: Option<&Expr>,
         expected: Option<&Ty>,
-        target: Option<usize>,
+        target: Option<&Dest>,
     ) -> Val {
         let Some((t_block, e_block)) = self.branch_on(cond, "then", "else") else {
             return Val::Diverged;
         };
         let mut join: Option<usize> = None;
-        let mut result: Option<(usize, Ty)> = target.map(|t| (t, self.out.vars[t].ty.clone()));
+        let mut result: Option<(Dest, Ty)> = target.map(|t| (t.clone(), self.dest_ty(t)));
         let value_wanted = expected.is_some_and(|t| !t.is_unit()) || target.is_some();
         let mut arm = |this: &mut Self, start: usize, body: ArmBody<'_>| {
             this.current = Some(start);
@@ -1382,10 +1606,10 @@ impl<'a> Lowerer<'a> {
                 .or(expected.cloned());
             match (&result, value_wanted) {
                 (Some((r, ty)), true) => {
-                    let (r, ty) = (*r, ty.clone());
+                    let (r, ty) = (r.clone(), ty.clone());
                     match body {
-                        ArmBody::Block(b) => this.block_into(b, Some(r), &ty),
-                        ArmBody::Expr(x) => this.compile_into(x, r, &ty),
+                        ArmBody::Block(b) => this.block_into(b, Some(&r), &ty),
+                        ArmBody::Expr(x) => this.compile_into(x, &r, &ty),
                     }
                 }
                 _ => {
@@ -1395,14 +1619,14 @@ impl<'a> Lowerer<'a> {
                     };
                     if let Val::Var { var, ty, .. } = v {
                         let r = match &result {
-                            Some((r, _)) => *r,
+                            Some((r, _)) => r.clone(),
                             None => {
-                                let r = this.new_var("t", ty.clone());
-                                result = Some((r, ty));
+                                let r = Dest::Var(this.new_var("t", ty.clone()));
+                                result = Some((r.clone(), ty));
                                 r
                             }
                         };
-                        this.assign(r, var);
+                        this.assign_to(&r, var);
                     }
                 }
             }
@@ -1424,11 +1648,13 @@ impl<'a> Lowerer<'a> {
         self.current = join;
         match (join, result) {
             (None, _) => Val::Diverged,
-            (Some(_), Some((var, ty))) if target.is_none() && els.is_some() => Val::Var {
-                var,
-                ty,
-                fresh: true,
-            },
+            (Some(_), Some((Dest::Var(var), ty))) if target.is_none() && els.is_some() => {
+                Val::Var {
+                    var,
+                    ty,
+                    fresh: true,
+                }
+            }
             _ => Val::Unit,
         }
     }
