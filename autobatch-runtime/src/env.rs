@@ -382,6 +382,19 @@ impl<'p> Env<'p> {
         Ok(())
     }
 
+    /// Drops the vector rows `v` holds in `lanes` (its value there is dead): shared leaves let
+    /// go of their rows and hold the zero row; other leaves are untouched.
+    pub(crate) fn release_rows(&mut self, v: Var, lanes: &[usize]) {
+        let arena = &mut self.arena;
+        for leaf in &mut self.vars[v.index()].leaves {
+            if let Leaf::Shared { rows, .. } = leaf {
+                for &l in lanes {
+                    arena.release(std::mem::replace(&mut rows[l], ZERO));
+                }
+            }
+        }
+    }
+
     /// Restores the last saved value of `v` in `lanes`; no-op unless stacked.
     pub(crate) fn pop(&mut self, v: Var, lanes: &[usize], block: Block) -> Result<()> {
         if !self.is_stacked(v) {

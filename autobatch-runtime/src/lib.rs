@@ -112,6 +112,8 @@ pub struct Executable {
     source: Program,
     high: Option<(Program, stackless::Plan)>,
     lowered: Program,
+    /// Facts about `lowered` the full VM uses.
+    vm_plan: vm::Plan,
     kernels: Vec<Kernel>,
 }
 
@@ -209,10 +211,12 @@ impl Executable {
             ),
         };
         verify(&lowered)?;
+        let vm_plan = vm::Plan::new(&lowered);
         Ok(Executable {
             source: program,
             high,
             lowered,
+            vm_plan,
             kernels,
         })
     }
@@ -270,7 +274,7 @@ impl Executable {
         }
         let mut stats = Stats::new(batch, names, self.kernels.len());
         match config.mode {
-            Mode::FullVm => vm::run(&mut env, config, &mut stats)?,
+            Mode::FullVm => vm::run(&mut env, &self.vm_plan, config, &mut stats)?,
             Mode::Stackless => {
                 let (_, plan) = self.high.as_ref().expect("checked by high_program");
                 stackless::run(&mut env, plan, config, &mut stats)?

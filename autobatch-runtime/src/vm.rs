@@ -10,14 +10,62 @@
 use crate::config::{Config, Stats};
 use crate::env::{partition_lanes, Env};
 use crate::error::{Result, RuntimeError};
-use autobatch_ir::{Block, Op, Terminator, PC_NAME};
+use autobatch_ir::passes::liveness;
+use autobatch_ir::{Allocation, Block, DType, Op, Program, Shape, Terminator, Var, PC_NAME};
+
+/// What the full VM knows about a lowered program before it runs.
+#[derive(Clone, Debug)]
+pub(crate) struct Plan {
+    /// Per block: the vector variables (registers and temporaries, not stacked) that it reads
+    /// or writes and that are dead when it ends. Their rows are released there instead of when
+    /// the variable is next overwritten: the arena then holds live values only, and a row is
+    /// handed out again while it is still in cache.
+    dead_vectors: Vec<Vec<Var>>,
+}
+
+impl Plan {
+    pub(crate) fn new(program: &Program) -> Plan {
+        let live = liveness(program);
+        let shares_rows = |v: Var| {
+            let d = program.var(v);
+            matches!(d.alloc, Allocation::Temporary | Allocation::Register)
+                && d.ty
+                    .leaves()
+                    .iter()
+                    .any(|t| t.shape == Shape::Vector && t.dtype == DType::F64)
+        };
+        let dead_vectors = program
+            .blocks
+            .iter()
+            .enumerate()
+            .map(|(b, data)| {
+                let out = &live.block(Block::new(b)).live_out;
+                let mut touched: Vec<Var> = data
+                    .ops
+                    .iter()
+                    .flat_map(|op| op.reads().iter().chain(op.writes()).copied())
+                    .filter(|&v| shares_rows(v) && !out.contains(&v))
+                    .collect();
+                touched.sort_unstable();
+                touched.dedup();
+                touched
+            })
+            .collect();
+        Plan { dead_vectors }
+    }
+}
 
 /// Frames the reference's program-counter stack holds before the first call (an unset value and
 /// the halt address); counted so `max_stack_depth` means what it means in the reference.
 const PC_BASE_FRAMES: usize = 2;
 
 /// Runs the lowered `env.program` from its entry until every lane halts.
-pub(crate) fn run(env: &mut Env<'_>, config: &Config, stats: &mut Stats) -> Result<()> {
+pub(crate) fn run(
+    env: &mut Env<'_>,
+    plan: &Plan,
+    config: &Config,
+    stats: &mut Stats,
+) -> Result<()> {
     let program = env.program;
     let n_blocks = program.blocks.len();
     let mut waiting: Vec<LaneSet> = (0..n_blocks).map(|_| LaneSet::new(env.batch)).collect();
@@ -53,6 +101,9 @@ pub(crate) fn run(env: &mut Env<'_>, config: &Config, stats: &mut Stats) -> Resu
                     )))
                 }
             }
+        }
+        for &v in &plan.dead_vectors[index] {
+            env.release_rows(v, &lanes);
         }
         match &data.term {
             Terminator::Goto(t) => waiting[t.index()].extend(&lanes),

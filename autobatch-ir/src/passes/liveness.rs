@@ -1,9 +1,11 @@
 //! Liveness over control-flow graphs with loops, by fixpoint iteration.
 //!
 //! A write kills a variable; a read (including a `pop`, as in the reference) makes it live.
-//! A block that leaves its function (`return`, `indirect_jump`) has the function's return
-//! variables live out. Unlike the reference, back edges are fine: the analysis iterates to a
-//! fixpoint instead of rejecting them.
+//! A block that leaves its function (`return`) has the function's return variables live out.
+//! In a lowered program (one function) a `push_goto` has live out what its target and its
+//! return address have live in, and an `indirect_jump` what any return address has live in
+//! (and the program's outputs, for a lane that halts). Unlike the reference, back edges are
+//! fine: the analysis iterates to a fixpoint instead of rejecting them.
 
 use crate::program::{Op, Program, Terminator};
 use crate::{Block, Var};
@@ -55,6 +57,17 @@ impl Liveness {
 /// Computes liveness for every block of every function of `program`.
 pub fn liveness(program: &Program) -> Liveness {
     let mut facts = vec![BlockLiveness::default(); program.blocks.len()];
+    // Where an `indirect_jump` may continue: every return address.
+    let mut returns_to: Vec<Block> = program
+        .blocks
+        .iter()
+        .filter_map(|b| match b.term {
+            Terminator::PushGoto { ret, .. } => Some(ret),
+            _ => None,
+        })
+        .collect();
+    returns_to.sort_unstable();
+    returns_to.dedup();
     for func in &program.functions {
         let exit: VarSet = func.returns.iter().copied().collect();
         loop {
@@ -75,7 +88,14 @@ pub fn liveness(program: &Program) -> Liveness {
                         s.extend(live_in_of(*ret, &facts));
                         s
                     }
-                    Terminator::Return | Terminator::IndirectGoto => exit.clone(),
+                    Terminator::Return => exit.clone(),
+                    Terminator::IndirectGoto => {
+                        let mut s = exit.clone();
+                        for &r in &returns_to {
+                            s.extend(live_in_of(r, &facts));
+                        }
+                        s
+                    }
                 };
                 let mut live = live_out.clone();
                 if let Terminator::Branch { cond, .. } = block.term {
@@ -151,6 +171,34 @@ mod tests {
         assert_eq!(l.block(exit).live_in, set(&[acc]));
         assert_eq!(l.after_op(head, 0), &set(&[n, acc, c]));
         assert_eq!(l.block(entry).live_in, set(&[n, acc]));
+    }
+
+    /// A lowered program: `main` pushes a return address and jumps into `g`'s blocks, whose
+    /// `indirect_jump` comes back there. `g`'s result is read at the return address, so it is
+    /// live out of the block that computes it and jumps back.
+    #[test]
+    fn indirect_jumps_reach_every_return_address() {
+        let mut b = ProgramBuilder::new();
+        let x = b.var("x", Type::I64);
+        let y = b.var("y", Type::I64);
+        let a = b.var("g.a", Type::I64);
+        let r = b.var("g.r", Type::I64);
+        let main = b.function("main");
+        b.signature(main, &[x], &[y]);
+        let call = b.block(main, "call");
+        let back = b.block(main, "back");
+        let g = b.block(main, "g");
+        b.assign(call, &[a], &[x]);
+        b.push_goto(call, back, g);
+        b.assign(back, &[y], &[r]);
+        b.ret(back);
+        b.prim(g, &[r], &[a], KernelId(0), "a + 1");
+        b.indirect_goto(g);
+        let p = b.finish_lowered(main).unwrap();
+        let l = liveness(&p);
+        assert_eq!(l.block(g).live_out, set(&[y, r]));
+        assert_eq!(l.block(g).live_in, set(&[y, a]));
+        assert_eq!(l.block(call).live_out, set(&[y, a, r]));
     }
 
     #[test]
