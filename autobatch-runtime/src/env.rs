@@ -14,6 +14,7 @@ use crate::column::{width_of, Column};
 use crate::config::Stats;
 use crate::error::{Result, RuntimeError};
 use crate::kernel::{Input, Kernel, KernelError, LaneInputs};
+use autobatch_ir::passes::Liveness;
 use autobatch_ir::{Allocation, Block, DType, KernelRef, PrimOp, Program, Shape, TensorType, Var};
 use smallvec::SmallVec;
 use std::borrow::Cow;
@@ -226,6 +227,43 @@ pub(crate) struct Env<'p> {
     max_depth: usize,
     safety: bool,
     stacks: Stacks,
+}
+
+/// Per block of `program`: the variables with shared vector rows that the block reads or
+/// writes and that are dead when it ends (by `live`), which an interpreter releases there
+/// ([`Env::release_rows`]) instead of keeping their rows until the next write. Stacked (FULL)
+/// variables are left to their pops when `stacks` honours them.
+pub(crate) fn dead_vectors(program: &Program, live: &Liveness, stacks: Stacks) -> Vec<Vec<Var>> {
+    let shares_rows = |v: Var| {
+        let d = program.var(v);
+        let kept = match d.alloc {
+            Allocation::Null => false,
+            Allocation::Full => stacks == Stacks::Ignore,
+            Allocation::Temporary | Allocation::Register => true,
+        };
+        kept && d
+            .ty
+            .leaves()
+            .iter()
+            .any(|t| t.shape == Shape::Vector && t.dtype == DType::F64)
+    };
+    program
+        .blocks
+        .iter()
+        .enumerate()
+        .map(|(b, data)| {
+            let out = &live.block(Block::new(b)).live_out;
+            let mut touched: Vec<Var> = data
+                .ops
+                .iter()
+                .flat_map(|op| op.reads().iter().chain(op.writes()).copied())
+                .filter(|&v| shares_rows(v) && !out.contains(&v))
+                .collect();
+            touched.sort_unstable();
+            touched.dedup();
+            touched
+        })
+        .collect()
 }
 
 /// Splits `lanes` by their branch `conditions` into `then_` and `else_` (cleared first).

@@ -8,7 +8,7 @@
 //! restored afterwards, so a call costs in proportion to its lanes, not to the batch.
 
 use crate::config::{Config, Stats};
-use crate::env::{partition_lanes, Env};
+use crate::env::{dead_vectors, partition_lanes, Env, Stacks};
 use crate::error::{function_name, Result, RuntimeError};
 use autobatch_ir::passes::Liveness;
 use autobatch_ir::{Allocation, Block, CallOp, FuncId, Op, Program, Terminator, Var};
@@ -21,6 +21,8 @@ pub(crate) struct Plan {
     position: Vec<usize>,
     /// `saves[block][op]`: variables to save around the call at that op.
     saves: Vec<Vec<Vec<Var>>>,
+    /// Per block: vector variables dead at its end, whose rows are released there.
+    dead_vectors: Vec<Vec<Var>>,
 }
 
 impl Plan {
@@ -54,7 +56,12 @@ impl Plan {
                     .collect()
             })
             .collect();
-        Plan { position, saves }
+        let dead_vectors = dead_vectors(program, liveness, Stacks::Ignore);
+        Plan {
+            position,
+            saves,
+            dead_vectors,
+        }
     }
 }
 
@@ -110,6 +117,9 @@ impl Activation<'_> {
                     Op::Pop(_) => {}
                     Op::Call(call) => self.call(env, stats, call, &lanes, block, i, depth)?,
                 }
+            }
+            for &v in &self.plan.dead_vectors[block.index()] {
+                env.release_rows(v, &lanes);
             }
             let mut send = |target: Block, lanes: Vec<usize>, waiting: &mut Vec<Vec<usize>>| {
                 if lanes.is_empty() {

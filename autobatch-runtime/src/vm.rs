@@ -8,10 +8,10 @@
 //! Return addresses live on per-lane stacks (the program counter's stack), with "halt" beneath.
 
 use crate::config::{Config, Stats};
-use crate::env::{partition_lanes, Env};
+use crate::env::{dead_vectors, partition_lanes, Env, Stacks};
 use crate::error::{Result, RuntimeError};
 use autobatch_ir::passes::liveness;
-use autobatch_ir::{Allocation, Block, DType, Op, Program, Shape, Terminator, Var, PC_NAME};
+use autobatch_ir::{Block, Op, Program, Terminator, Var, PC_NAME};
 
 /// What the full VM knows about a lowered program before it runs.
 #[derive(Clone, Debug)]
@@ -25,33 +25,9 @@ pub(crate) struct Plan {
 
 impl Plan {
     pub(crate) fn new(program: &Program) -> Plan {
-        let live = liveness(program);
-        let shares_rows = |v: Var| {
-            let d = program.var(v);
-            matches!(d.alloc, Allocation::Temporary | Allocation::Register)
-                && d.ty
-                    .leaves()
-                    .iter()
-                    .any(|t| t.shape == Shape::Vector && t.dtype == DType::F64)
-        };
-        let dead_vectors = program
-            .blocks
-            .iter()
-            .enumerate()
-            .map(|(b, data)| {
-                let out = &live.block(Block::new(b)).live_out;
-                let mut touched: Vec<Var> = data
-                    .ops
-                    .iter()
-                    .flat_map(|op| op.reads().iter().chain(op.writes()).copied())
-                    .filter(|&v| shares_rows(v) && !out.contains(&v))
-                    .collect();
-                touched.sort_unstable();
-                touched.dedup();
-                touched
-            })
-            .collect();
-        Plan { dead_vectors }
+        Plan {
+            dead_vectors: dead_vectors(program, &liveness(program), Stacks::Honour),
+        }
     }
 }
 
