@@ -9,9 +9,9 @@ use autobatch_runtime::ir::conformance::{self as programs, KernelNamer};
 use autobatch_runtime::ir::{
     DType, KernelId, KernelRef, Op, Program, ProgramBuilder, Terminator, Type,
 };
-use autobatch_runtime::ndarray::Array1;
+use autobatch_runtime::ndarray::{Array1, Array2};
 use autobatch_runtime::{
-    autobatch, Column, Config, Executable, InlineOptions, Kernel, Mode, Passes, Run,
+    autobatch, Column, Config, Executable, InlineOptions, Kernel, Mode, Passes, Run, Vector,
 };
 use common::{build, i64s};
 
@@ -453,4 +453,84 @@ fn propagated_copies_are_reallocated_even_when_the_allocation_is_trusted() {
             "{mode:?}"
         );
     }
+}
+
+/// A vector parameter passed straight through to recursive calls (`v.clone()` is a copy the
+/// pass reads through): lowered, each call's argument copy pushes `v` onto itself next to real
+/// copies, which the runtime does without moving rows.
+#[autobatch]
+fn scaled_sum(depth: i64, v: Vector, x: f64) -> f64 {
+    if depth <= 0 {
+        return x + v.sum();
+    }
+    let a = scaled_sum(depth - 1, v.clone(), x * 0.5);
+    let b = scaled_sum(depth - 2, v.clone(), a);
+    a - 0.25 * b + v.dot(&v)
+}
+
+#[test]
+fn a_vector_passed_through_to_recursive_calls_agrees() {
+    let exe = scaled_sum::executable().unwrap();
+    let self_push = exe.lowered().blocks.iter().flat_map(|b| &b.ops).any(|op| {
+        matches!(op, Op::Prim(prim) if prim.kernel == KernelRef::Assign
+            && prim.outs.len() > 1
+            && prim.outs.iter().any(|v| prim.ins.contains(v)))
+    });
+    assert!(self_push, "{}", exe.lowered());
+    let depths = [0i64, 3, 1, 6, 2, 5];
+    let xs = [0.5, -1.25, 3.0, 0.0, 7.5, -0.125];
+    let rows = Array2::from_shape_fn((depths.len(), 4), |(i, j)| (i * 4 + j) as f64 * 0.1 - 0.7);
+    let inputs = [i64s(&depths), Column::F64(rows.clone()), f64s(&xs)];
+    check_agree(scaled_sum::program().unwrap(), exe.kernels(), &inputs);
+    for mode in [Mode::FullVm, Mode::Stackless] {
+        let out = scaled_sum::batch(
+            Array1::from(depths.to_vec()).view(),
+            rows.view(),
+            Array1::from(xs.to_vec()).view(),
+            &Config::with_mode(mode),
+        )
+        .unwrap();
+        for (i, (&d, &x)) in depths.iter().zip(&xs).enumerate() {
+            let v = Vector::from(rows.row(i).to_vec());
+            assert_eq!(out[i].to_bits(), scaled_sum(d, v, x).to_bits(), "lane {i}");
+        }
+    }
+}
+
+/// `v, w, a, b = (w, v, b, a)` in a loop: an assignment that permutes its own variables (vector
+/// rows held by handle, and scalars) must read every input before it writes any output.
+#[test]
+fn assignments_that_permute_their_own_variables_agree() {
+    let mut b = ProgramBuilder::new();
+    let n = b.var("n", Type::I64);
+    let [v, w] = ["v", "w"].map(|name| b.var(name, Type::vector(DType::F64)));
+    let [x, y] = ["x", "y"].map(|name| b.var(name, Type::I64));
+    let c = b.var("c", Type::BOOL);
+    let f = b.function("f");
+    b.signature(f, &[n, v, w, x, y], &[v, w, x, y]);
+    let [entry, head, body, exit] = ["entry", "head", "body", "exit"].map(|name| b.block(f, name));
+    b.goto(entry, head);
+    b.prim(head, &[c], &[n], KernelId(0), "n > 0");
+    b.branch(head, c, body, exit);
+    b.assign(body, &[v, w, x, y], &[w, v, y, x]);
+    b.prim(body, &[n], &[n], KernelId(1), "n - 1");
+    b.goto(body, head);
+    b.ret(exit);
+    let program = b.finish(f).unwrap();
+    let kernels = ["n > 0", "n - 1"].map(common::kernel_for).to_vec();
+    let rows = |k: f64| Array2::from_shape_fn((5, 3), |(i, j)| k + (i * 3 + j) as f64);
+    let inputs = [
+        i64s(&[0, 1, 2, 3, 6]),
+        Column::F64(rows(0.5)),
+        Column::F64(rows(-100.0)),
+        i64s(&[1, 2, 3, 4, 5]),
+        i64s(&[-1, -2, -3, -4, -5]),
+    ];
+    check_agree(&program, &kernels, &inputs);
+    let out = run(
+        &Executable::new(program, kernels).unwrap(),
+        &inputs,
+        Mode::FullVm,
+    );
+    assert_eq!(out.outputs[2].as_slice::<i64>().unwrap(), [1, -2, 3, -4, 5]);
 }
