@@ -7,7 +7,7 @@ use autobatch_ir::conformance::{self, numbering};
 use autobatch_ir::passes::LowerError;
 use autobatch_ir::passes::{
     allocate, fuse_pop_push, inline_calls, lower, prioritize_blocks, prioritize_blocks_deferring,
-    simplify_blocks, FusionError, InlineOptions,
+    propagate_copies, simplify_blocks, FusionError, InlineOptions,
 };
 use autobatch_ir::{
     verify, Block, DType, Form, FuncId, KernelId, KernelRef, Op, Program, ProgramBuilder,
@@ -37,13 +37,13 @@ fn full_pipeline(p: &Program) -> Program {
 }
 
 /// What the runtime prepares for the full VM, with every non-recursive call inlined: inline,
-/// allocate, simplify, lower, simplify, fuse, prioritize.
+/// simplify, propagate copies, simplify, allocate, lower, simplify, fuse, prioritize.
 fn prepared(p: &Program) -> Program {
     let every = InlineOptions {
         max_ops: usize::MAX,
     };
-    let high = allocate(&inline_calls(p, &every).expect("inlining"));
-    let high = simplify_blocks(&high);
+    let high = simplify_blocks(&inline_calls(p, &every).expect("inlining"));
+    let high = allocate(&simplify_blocks(&propagate_copies(&high)));
     verify(&high).unwrap_or_else(|e| panic!("simplified program does not verify:\n{e}\n{high}"));
     let low = simplify_blocks(&lower(&high).unwrap_or_else(|e| panic!("lowering failed: {e}")));
     let out = prioritize_blocks(&fuse_pop_push(&low).expect("fusion"));
@@ -373,7 +373,10 @@ fn check_runs(high: &Program, cases: &[(Vec<Val>, Vec<Val>)]) -> Vec<Outcome> {
             ("fused", &fused),
             ("prioritized", &prio),
             ("simplified", &simple),
-            ("inlined, simplified, fused, prioritized", &whole),
+            (
+                "inlined, copies propagated, simplified, fused, prioritized",
+                &whole,
+            ),
         ] {
             let out = simulate(p, inputs)
                 .unwrap_or_else(|e| panic!("{what} run on {inputs:?} failed: {e}\n{p}"));

@@ -24,7 +24,7 @@ use quote::quote;
 /// * `f::program()`: the linked program (its `Display` shows every variable's allocation), and
 ///   `f::COMPILE_TIME_PROGRAM`: the function's IR and allocation as computed at compile time.
 /// * `f::executable()`: the linked program prepared for both modes (small calls inlined, blocks
-///   simplified, lowered) with its kernels, built once.
+///   simplified, needless copies removed, lowered) with its kernels, built once.
 ///
 /// ```
 /// use autobatch_runtime::ndarray::array;

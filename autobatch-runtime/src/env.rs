@@ -711,8 +711,28 @@ impl<'p> Env<'p> {
         result
     }
 
+    /// Whether every input of assignment `op` that is also one of its outputs is that output's
+    /// own source (the same offset in the two leaf lists): then copying output by output never
+    /// overwrites a leaf a later output still reads.
+    fn only_self_copies(&self, op: &PrimOp) -> bool {
+        let leaves = |v: Var| self.vars[v.index()].types.len();
+        let mut in_at = 0;
+        for &input in &op.ins {
+            let mut out_at = 0;
+            for &out in &op.outs {
+                if out == input && out_at != in_at {
+                    return false;
+                }
+                out_at += leaves(out);
+            }
+            in_at += leaves(input);
+        }
+        true
+    }
+
     /// The writes of [`assign`](Self::assign): output leaf `k` (over all outputs, in order)
-    /// takes the rows of input leaf `sources[k]`.
+    /// takes the rows of input leaf `sources[k]`; a leaf that is its own source keeps its rows
+    /// (a push, if the output has one, saved them).
     fn assign_pairs(
         &mut self,
         op: &PrimOp,
@@ -733,6 +753,9 @@ impl<'p> Env<'p> {
                 self.push(v, lanes, block)?;
             }
             for (leaf, &(s, s_leaf)) in mine.iter().enumerate() {
+                if (s, s_leaf) == (d, leaf) {
+                    continue;
+                }
                 let arena = &mut self.arena;
                 let (src, dst) = if s < d {
                     let (a, b) = self.vars.split_at_mut(d);
@@ -767,9 +790,10 @@ impl<'p> Env<'p> {
         block: Block,
         stats: &mut Stats,
     ) -> Result<()> {
-        // An assignment whose outputs are not among its inputs copies rows directly; one that
-        // permutes its own variables (`a, b = b, a`) goes through dense columns below.
-        if op.kernel == KernelRef::Assign && !op.outs.iter().any(|o| op.ins.contains(o)) {
+        // An assignment whose outputs are inputs only as their own sources (`v = v`, how
+        // lowering passes a parameter through to a recursive call) copies rows directly; one
+        // that permutes its own variables (`a, b = b, a`) goes through dense columns below.
+        if op.kernel == KernelRef::Assign && self.only_self_copies(op) {
             return self.assign(op, lanes, block);
         }
         let mut outputs = self.output_columns(&op.outs, lanes.len());

@@ -57,7 +57,7 @@ pub use vector::Vector;
 
 use autobatch_ir::passes::{
     allocate, fuse_pop_push, inline_calls, liveness, lower, prioritize_blocks_deferring,
-    simplify_blocks, InlineError,
+    propagate_copies, simplify_blocks, InlineError,
 };
 use autobatch_ir::{verify, Form, KernelRef, PrimOp, Program, Shape, TensorType};
 use env::{Env, Stacks};
@@ -73,9 +73,9 @@ pub struct Run {
 
 /// The optional IR passes an [`Executable`] runs while it prepares a program.
 ///
-/// Both only change how many blocks the lanes run, never a lane's results; the default runs
-/// both. [`Passes::none`] keeps the program's blocks and calls as given (for comparisons, and
-/// for checks of block or kernel run counts against the reference system's).
+/// Each only changes how many blocks and ops the lanes run, never a lane's results; the default
+/// runs them all. [`Passes::none`] keeps the program's blocks, calls and ops as given (for
+/// comparisons, and for checks of block or kernel run counts against the reference system's).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Passes {
     /// Inline calls to small non-recursive functions
@@ -85,6 +85,10 @@ pub struct Passes {
     /// ([`simplify_blocks`]), in the high-level program
     /// and in the lowered one.
     pub simplify: bool,
+    /// Propagate copies, drop dead ones, forward copied results and merge adjacent
+    /// assignments ([`propagate_copies`]) in the high-level program, after inlining and
+    /// simplification (which runs again afterwards).
+    pub copies: bool,
 }
 
 impl Default for Passes {
@@ -92,6 +96,7 @@ impl Default for Passes {
         Passes {
             inline: Some(InlineOptions::default()),
             simplify: true,
+            copies: true,
         }
     }
 }
@@ -102,6 +107,7 @@ impl Passes {
         Passes {
             inline: None,
             simplify: false,
+            copies: false,
         }
     }
 }
@@ -127,8 +133,9 @@ impl Executable {
     /// Verifies `program`, computes its allocation (high-level programs) and prepares it:
     ///
     /// * a high-level program is inlined (if `passes.inline`), simplified (if
-    ///   `passes.simplify`) and allocated again (the exact allocation of what runs): that is the
-    ///   program stackless runs ([`program`](Self::program)). It is then lowered,
+    ///   `passes.simplify`), rid of needless copies (if `passes.copies`; then simplified again)
+    ///   and allocated again (the exact allocation of what runs): that is the program stackless
+    ///   runs ([`program`](Self::program)). It is then lowered,
     ///   simplified again, its pops fused into in-place writes, and its blocks ordered, blocks
     ///   holding a batched kernel last: that is the program the full VM runs
     ///   ([`lowered`](Self::lowered));
@@ -145,10 +152,10 @@ impl Executable {
 
     /// Like [`new`](Self::new) but trusts the allocations the program carries (for example
     /// computed by `#[autobatch]` at compile time). They must be sound: every variable live
-    /// across a call that may overwrite it must be FULL. When inlining changes the program, the
-    /// prepared program's allocation is computed (the one given describes the program without
-    /// the copies); a program with nothing to inline keeps the allocation given. Prepared with
-    /// the default [`Passes`].
+    /// across a call that may overwrite it must be FULL. When inlining or copy propagation
+    /// changes the program, the prepared program's allocation is computed (the one given
+    /// describes the program before them); a program neither changes keeps the allocation
+    /// given. Prepared with the default [`Passes`].
     pub fn with_allocations(program: Program, kernels: Vec<Kernel>) -> Result<Self> {
         verify(&program)?;
         Self::prepare(program, kernels, &Passes::default(), true)
@@ -188,13 +195,23 @@ impl Executable {
                     })?,
                     None => program.clone(),
                 };
-                let changed = inlined != program;
+                let inlined_changed = inlined != program;
                 let high = simplify(inlined);
+                // Copies run on simplified blocks, so a kernel and the copy of its result that
+                // inlining left in consecutive blocks are in one block; blocks they empty are
+                // threaded by the second simplification.
+                let (high, copied) = if passes.copies {
+                    let copied = propagate_copies(&high);
+                    let changed = copied != high;
+                    (simplify(copied), changed)
+                } else {
+                    (high, false)
+                };
                 // Allocation follows liveness across blocks and calls: it is computed for the
                 // program that runs (simplification only shortens live ranges, so an
                 // allocation given for the program before it stays sound, but inlined copies
-                // need their own).
-                let high = if changed || !trusted {
+                // need their own, and propagated copies change live ranges).
+                let high = if inlined_changed || copied || !trusted {
                     allocate(&high)
                 } else {
                     high
@@ -228,8 +245,9 @@ impl Executable {
         &self.source
     }
 
-    /// The high-level program stackless runs: the source with small calls inlined and blocks
-    /// simplified, as [`Passes`] asked (`None` for a hand-lowered program).
+    /// The high-level program stackless runs: the source with small calls inlined, blocks
+    /// simplified and needless copies removed, as [`Passes`] asked (`None` for a hand-lowered
+    /// program).
     pub fn program(&self) -> Option<&Program> {
         self.high.as_ref().map(|(p, _)| p)
     }

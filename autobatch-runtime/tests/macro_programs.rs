@@ -74,7 +74,8 @@ fn unseen_callees_are_conservative_until_linked() {
 }
 
 /// Prepared for running, `inner` (small, not recursive) is copied into `outer`, and `outer`
-/// into `main`; blocks that only jump or return are gone. The linked program is unchanged.
+/// into `main`; blocks that only jump or return are gone, and so are the argument and result
+/// copies inlining made. The linked program is unchanged.
 #[test]
 fn prepared_programs_inline_small_callees_and_drop_empty_blocks() {
     let exe = outer::executable().unwrap();
@@ -83,6 +84,7 @@ fn prepared_programs_inline_small_callees_and_drop_empty_blocks() {
     golden("macro_outer_prepared_lowered", &exe.lowered().to_string());
     assert_eq!(high.functions.len(), 1, "{high}");
     assert!(high.var_named("inner.n@outer.1@main.1").is_some(), "{high}");
+    assert!(!high.to_string().contains("by assign"), "{high}");
     assert_eq!(exe.lowered().blocks.len(), 1, "{}", exe.lowered());
     assert_eq!(outer::program().unwrap(), exe.source());
     assert_eq!(exe.source().functions.len(), 3);

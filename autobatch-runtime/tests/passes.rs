@@ -1,14 +1,17 @@
-//! Inlining and block simplification change how many blocks the lanes run, never what they
-//! compute: programs prepared with and without them agree bit for bit, in both modes, with the
-//! reference interpreter (which runs the program as given) and with the plain Rust functions.
+//! Inlining, block simplification and copy propagation change how many blocks and ops the lanes
+//! run, never what they compute: programs prepared with and without them agree bit for bit, in
+//! both modes, with the reference interpreter (which runs the program as given) and with the
+//! plain Rust functions.
 
 mod common;
 
 use autobatch_runtime::ir::conformance::{self as programs, KernelNamer};
-use autobatch_runtime::ir::{DType, KernelId, Op, Program, ProgramBuilder, Terminator, Type};
-use autobatch_runtime::ndarray::Array1;
+use autobatch_runtime::ir::{
+    DType, KernelId, KernelRef, Op, Program, ProgramBuilder, Terminator, Type,
+};
+use autobatch_runtime::ndarray::{Array1, Array2};
 use autobatch_runtime::{
-    autobatch, Column, Config, Executable, InlineOptions, Kernel, Mode, Passes, Run,
+    autobatch, Column, Config, Executable, InlineOptions, Kernel, Mode, Passes, Run, Vector,
 };
 use common::{build, i64s};
 
@@ -24,14 +27,36 @@ fn variants() -> Vec<(&'static str, Passes)> {
             "inline",
             Passes {
                 inline: inline.clone(),
-                simplify: false,
+                ..Passes::none()
             },
         ),
         (
             "simplify",
             Passes {
-                inline: None,
                 simplify: true,
+                ..Passes::none()
+            },
+        ),
+        (
+            "copies",
+            Passes {
+                copies: true,
+                ..Passes::none()
+            },
+        ),
+        (
+            "inline, copies",
+            Passes {
+                inline: inline.clone(),
+                copies: true,
+                ..Passes::none()
+            },
+        ),
+        (
+            "default without copies",
+            Passes {
+                copies: false,
+                ..Passes::default()
             },
         ),
         ("default", Passes::default()),
@@ -39,7 +64,7 @@ fn variants() -> Vec<(&'static str, Passes)> {
             "inline everything",
             Passes {
                 inline: inline_all,
-                simplify: true,
+                ..Passes::default()
             },
         ),
     ]
@@ -307,4 +332,205 @@ fn autobatched_float_helpers_agree_bit_for_bit() {
             assert_eq!(out[i].to_bits(), smooth_sum(n, x).to_bits(), "lane {i}");
         }
     }
+}
+
+/// Copies of every kind: a parameter copied into a recursive call that overwrites it, a value
+/// saved before a loop changes it, a loop-carried value, results copied once.
+#[autobatch]
+#[allow(clippy::let_and_return)] // `total` is a result copied once, on purpose
+fn copy_tree(depth: i64, x: f64) -> f64 {
+    if depth <= 0 {
+        return x;
+    }
+    let saved = x;
+    let mut acc = x;
+    let mut i = 0;
+    while i < depth {
+        let before = acc;
+        acc = acc * 0.5 + before * 0.25 + (i as f64);
+        i += 1;
+    }
+    let left = copy_tree(depth - 1, saved);
+    let kept = acc;
+    let right = copy_tree(depth - 2, kept);
+    let total = saved + left - right * 0.5 + acc;
+    total
+}
+
+fn count_assigns(p: &Program) -> usize {
+    p.blocks
+        .iter()
+        .flat_map(|b| &b.ops)
+        .filter(|op| matches!(op, Op::Prim(prim) if prim.kernel == KernelRef::Assign))
+        .count()
+}
+
+#[test]
+fn copy_propagation_agrees_bit_for_bit_with_fewer_assignments() {
+    let depths = [0i64, 1, 2, 5, 3, 7, 4, -1];
+    let xs = [0.3, -1.7, 2.5, 0.0, 11.0, -40.0, 1e-3, 8.5];
+    let exe = copy_tree::executable().unwrap();
+    check_agree(
+        copy_tree::program().unwrap(),
+        exe.kernels(),
+        &[i64s(&depths), f64s(&xs)],
+    );
+    for mode in [Mode::FullVm, Mode::Stackless] {
+        let out = copy_tree::batch(
+            Array1::from(depths.to_vec()).view(),
+            Array1::from(xs.to_vec()).view(),
+            &Config::with_mode(mode),
+        )
+        .unwrap();
+        for (i, (&d, &x)) in depths.iter().zip(&xs).enumerate() {
+            assert_eq!(out[i].to_bits(), copy_tree(d, x).to_bits(), "lane {i}");
+        }
+    }
+    let without = Executable::with_passes(
+        copy_tree::program().unwrap().clone(),
+        exe.kernels().to_vec(),
+        &Passes {
+            copies: false,
+            ..Passes::default()
+        },
+    )
+    .unwrap();
+    let (before, after) = (
+        count_assigns(without.program().unwrap()),
+        count_assigns(exe.program().unwrap()),
+    );
+    assert!(
+        after < before,
+        "assignments: {after} with copies, {before} without\n{}",
+        exe.program().unwrap()
+    );
+}
+
+/// A program built with its allocation (as `#[autobatch]` programs are) is re-allocated when
+/// copies are propagated, so the prepared program carries the exact allocation of what runs:
+/// `s` was `Temporary` (read only by the copy, in its own block) and is read in other blocks
+/// once `t = s` is gone. (Propagation only ever needs `Temporary -> Register`, which share
+/// storage in today's runtime, so a stale allocation would still compute the same values.)
+#[test]
+fn propagated_copies_are_reallocated_even_when_the_allocation_is_trusted() {
+    let mut b = ProgramBuilder::new();
+    let [x, r, s, t] = ["x", "r", "s", "t"].map(|name| b.var(name, Type::I64));
+    let c = b.var("c", Type::BOOL);
+    let f = b.function("f");
+    b.signature(f, &[x], &[r]);
+    let [entry, down, up] = ["entry", "down", "up"].map(|name| b.block(f, name));
+    b.prim(entry, &[s], &[x], KernelId(0), "n - 1");
+    b.assign(entry, &[t], &[s]);
+    b.prim(entry, &[c], &[x], KernelId(1), "n > 0");
+    b.branch(entry, c, down, up);
+    b.prim(down, &[r], &[t], KernelId(2), "n - 2");
+    b.ret(down);
+    b.prim(up, &[r], &[t], KernelId(0), "n - 1");
+    b.ret(up);
+    let program = autobatch_runtime::ir::passes::allocate(&b.finish(f).unwrap());
+    assert_eq!(
+        program.var(s).alloc,
+        autobatch_runtime::ir::Allocation::Temporary
+    );
+    let kernels = ["n - 1", "n > 0", "n - 2"].map(common::kernel_for).to_vec();
+    let exe = Executable::with_allocations(program, kernels).unwrap();
+    let high = exe.program().unwrap();
+    assert_eq!(count_assigns(high), 0, "{high}");
+    assert_eq!(
+        high.var(s).alloc,
+        autobatch_runtime::ir::Allocation::Register
+    );
+    let inputs = [i64s(&[3, -2, 0, 9, 1])];
+    let expected = fingerprint(
+        &exe.run_reference(&inputs, &Config::default())
+            .unwrap()
+            .outputs,
+    );
+    for mode in [Mode::FullVm, Mode::Stackless] {
+        assert_eq!(
+            fingerprint(&run(&exe, &inputs, mode).outputs),
+            expected,
+            "{mode:?}"
+        );
+    }
+}
+
+/// A vector parameter passed straight through to recursive calls (`v.clone()` is a copy the
+/// pass reads through): lowered, each call's argument copy pushes `v` onto itself next to real
+/// copies, which the runtime does without moving rows.
+#[autobatch]
+fn scaled_sum(depth: i64, v: Vector, x: f64) -> f64 {
+    if depth <= 0 {
+        return x + v.sum();
+    }
+    let a = scaled_sum(depth - 1, v.clone(), x * 0.5);
+    let b = scaled_sum(depth - 2, v.clone(), a);
+    a - 0.25 * b + v.dot(&v)
+}
+
+#[test]
+fn a_vector_passed_through_to_recursive_calls_agrees() {
+    let exe = scaled_sum::executable().unwrap();
+    let self_push = exe.lowered().blocks.iter().flat_map(|b| &b.ops).any(|op| {
+        matches!(op, Op::Prim(prim) if prim.kernel == KernelRef::Assign
+            && prim.outs.len() > 1
+            && prim.outs.iter().any(|v| prim.ins.contains(v)))
+    });
+    assert!(self_push, "{}", exe.lowered());
+    let depths = [0i64, 3, 1, 6, 2, 5];
+    let xs = [0.5, -1.25, 3.0, 0.0, 7.5, -0.125];
+    let rows = Array2::from_shape_fn((depths.len(), 4), |(i, j)| (i * 4 + j) as f64 * 0.1 - 0.7);
+    let inputs = [i64s(&depths), Column::F64(rows.clone()), f64s(&xs)];
+    check_agree(scaled_sum::program().unwrap(), exe.kernels(), &inputs);
+    for mode in [Mode::FullVm, Mode::Stackless] {
+        let out = scaled_sum::batch(
+            Array1::from(depths.to_vec()).view(),
+            rows.view(),
+            Array1::from(xs.to_vec()).view(),
+            &Config::with_mode(mode),
+        )
+        .unwrap();
+        for (i, (&d, &x)) in depths.iter().zip(&xs).enumerate() {
+            let v = Vector::from(rows.row(i).to_vec());
+            assert_eq!(out[i].to_bits(), scaled_sum(d, v, x).to_bits(), "lane {i}");
+        }
+    }
+}
+
+/// `v, w, a, b = (w, v, b, a)` in a loop: an assignment that permutes its own variables (vector
+/// rows held by handle, and scalars) must read every input before it writes any output.
+#[test]
+fn assignments_that_permute_their_own_variables_agree() {
+    let mut b = ProgramBuilder::new();
+    let n = b.var("n", Type::I64);
+    let [v, w] = ["v", "w"].map(|name| b.var(name, Type::vector(DType::F64)));
+    let [x, y] = ["x", "y"].map(|name| b.var(name, Type::I64));
+    let c = b.var("c", Type::BOOL);
+    let f = b.function("f");
+    b.signature(f, &[n, v, w, x, y], &[v, w, x, y]);
+    let [entry, head, body, exit] = ["entry", "head", "body", "exit"].map(|name| b.block(f, name));
+    b.goto(entry, head);
+    b.prim(head, &[c], &[n], KernelId(0), "n > 0");
+    b.branch(head, c, body, exit);
+    b.assign(body, &[v, w, x, y], &[w, v, y, x]);
+    b.prim(body, &[n], &[n], KernelId(1), "n - 1");
+    b.goto(body, head);
+    b.ret(exit);
+    let program = b.finish(f).unwrap();
+    let kernels = ["n > 0", "n - 1"].map(common::kernel_for).to_vec();
+    let rows = |k: f64| Array2::from_shape_fn((5, 3), |(i, j)| k + (i * 3 + j) as f64);
+    let inputs = [
+        i64s(&[0, 1, 2, 3, 6]),
+        Column::F64(rows(0.5)),
+        Column::F64(rows(-100.0)),
+        i64s(&[1, 2, 3, 4, 5]),
+        i64s(&[-1, -2, -3, -4, -5]),
+    ];
+    check_agree(&program, &kernels, &inputs);
+    let out = run(
+        &Executable::new(program, kernels).unwrap(),
+        &inputs,
+        Mode::FullVm,
+    );
+    assert_eq!(out.outputs[2].as_slice::<i64>().unwrap(), [1, -2, 3, -4, 5]);
 }

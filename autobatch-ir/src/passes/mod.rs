@@ -1,6 +1,7 @@
 //! Analyses and transformations on programs; each is a pure function of its input program.
 
 pub mod allocation;
+pub mod copies;
 pub mod fusion;
 pub mod inline;
 pub mod liveness;
@@ -9,6 +10,7 @@ pub mod priority;
 pub mod simplify;
 
 pub use allocation::{allocate, allocations, allocations_with, is_tail_call, AllocationOptions};
+pub use copies::propagate_copies;
 pub use fusion::{fuse_pop_push, FusionError};
 pub use inline::{inline_calls, InlineError, InlineOptions};
 pub use liveness::{liveness, BlockLiveness, Liveness, VarSet};

@@ -453,7 +453,7 @@ pub fn function(item: &syn::ItemFn, func: &Func, l: &Lowered, ct: &CompileTime) 
 
             /// The linked high-level program with its whole-program allocation (print it to see
             /// every variable's allocation); `executable()?.program()` is the prepared program
-            /// stackless runs (small calls inlined, blocks simplified).
+            /// stackless runs (small calls inlined, blocks simplified, needless copies removed).
             pub fn program() -> ::std::result::Result<&'static #rt::ir::Program, #rt::RuntimeError> {
                 executable().map(|e| e.source())
             }
