@@ -146,6 +146,7 @@ impl<'a> LaneInputs<'a> {
     }
 
     /// Records that the kernel is computing active position `k` (for panic attribution).
+    #[inline]
     pub fn at(&self, k: usize) {
         self.progress.set(k);
     }
@@ -161,6 +162,7 @@ pub struct Rows<'a, T> {
 }
 
 impl<'a, T: Copy> Rows<'a, T> {
+    #[inline]
     fn start(&self, lane: usize) -> usize {
         match self.index {
             Some(h) => h[lane] as usize * self.width,
@@ -169,11 +171,13 @@ impl<'a, T: Copy> Rows<'a, T> {
     }
 
     /// The scalar of `lane` (the first element of its row).
+    #[inline]
     pub fn scalar(&self, lane: usize) -> T {
         self.data[self.start(lane)]
     }
 
     /// The elements of `lane`'s row.
+    #[inline]
     pub fn row(&self, lane: usize) -> &'a [T] {
         let s = self.start(lane);
         &self.data[s..s + self.width]

@@ -51,8 +51,16 @@ impl Timing {
     }
 }
 
-/// The autobatched sampler; returns the timing and chain 0's draws.
-fn autobatched(chains: usize, mode: Mode) -> (Timing, Vec<f64>) {
+/// Where an autobatched run spent its time: batched kernels (the gradient), lane-wise kernels,
+/// and the interpreter around them, as fractions of the wall time.
+struct Split {
+    batched: f64,
+    lane_wise: f64,
+    vector_rows_per_chain: f64,
+}
+
+/// The autobatched sampler; returns the timing, where it went, and chain 0's draws.
+fn autobatched(chains: usize, mode: Mode) -> (Timing, Split, Vec<f64>) {
     let run = sample(
         CorrelatedGaussian::new(DIM, 0.9),
         &settings(chains, mode),
@@ -63,8 +71,14 @@ fn autobatched(chains: usize, mode: Mode) -> (Timing, Vec<f64>) {
         grads: run.gradients.rows,
         secs: run.elapsed.as_secs_f64(),
     };
+    let split = Split {
+        batched: run.stats.batched_kernel_time.as_secs_f64() / timing.secs,
+        lane_wise: run.stats.lane_kernel_time.as_secs_f64() / timing.secs,
+        vector_rows_per_chain: run.stats.vector_rows as f64 / chains as f64,
+    };
     (
         timing,
+        split,
         run.draws.q.slice(s![0, .., ..]).iter().copied().collect(),
     )
 }
@@ -227,8 +241,8 @@ fn main() {
     println!("(nuts-rs keeps its own gradient-based initial metric, so its trees differ in size;");
     println!(" compare gradient evaluations per second, not wall time)\n");
     for chains in counts {
-        let (vm, vm_draws) = autobatched(chains, Mode::FullVm);
-        let (stackless, sl_draws) = autobatched(chains, Mode::Stackless);
+        let (vm, vm_split, vm_draws) = autobatched(chains, Mode::FullVm);
+        let (stackless, sl_split, sl_draws) = autobatched(chains, Mode::Stackless);
         let (scalar, scalar_draws) = scalar_loop(chains);
         assert_eq!(
             vm_draws, scalar_draws,
@@ -253,11 +267,26 @@ fn main() {
                 t.rate() / 1e6
             );
         }
+        for (name, split) in [("full VM", &vm_split), ("stackless", &sl_split)] {
+            println!(
+                "  {name:>24}: {:.0}% batched gradient kernel, {:.0}% lane-wise kernels, \
+                 {:.0}% interpreter; {:.1} vector rows per chain at most",
+                100.0 * split.batched,
+                100.0 * split.lane_wise,
+                100.0 * (1.0 - split.batched - split.lane_wise),
+                split.vector_rows_per_chain
+            );
+        }
         println!(
-            "  full VM: {:.2}x nuts-rs, {:.2}x the scalar loop, {:.1}% of the GEMM bound\n",
+            "  full VM: {:.2}x nuts-rs, {:.2}x the scalar loop, {:.1}% of the GEMM bound",
             vm.rate() / reference.rate(),
             vm.rate() / scalar.rate(),
             100.0 * vm.rate() / bound.rate()
+        );
+        println!(
+            "  stackless: {:.2}x nuts-rs, {:.1}% of the GEMM bound\n",
+            stackless.rate() / reference.rate(),
+            100.0 * stackless.rate() / bound.rate()
         );
     }
 }
