@@ -14,6 +14,56 @@ use autobatch_ir::DType;
 /// The handle of the permanent all-zeros row.
 pub(crate) const ZERO: u32 = 0;
 
+/// The arena's rows seen through a raw pointer for the length of one lane-wise kernel call, so
+/// the kernel can read its input rows and write its output rows in place although both live in
+/// the one buffer.
+///
+/// Taken by [`Arena::raw`] after the call's output rows are allocated. The contract that makes
+/// the row slices built from it sound (upheld by the interpreter, which alone builds them):
+///
+/// * the buffer is neither reallocated nor touched through the `Arena` while any slice built
+///   from this view lives (the interpreter holds no other access to the arena during the call);
+/// * rows read are the rows named by the inputs' handles; rows written are the *fresh* rows
+///   allocated for this call ([`Arena::alloc_fresh`]), which no variable holds, so no row is
+///   both read and written, and each fresh row is handed to exactly one output position.
+#[derive(Clone, Copy)]
+pub(crate) struct RawRows {
+    base: *mut f64,
+    /// Elements in the buffer.
+    len: usize,
+    width: usize,
+}
+
+impl RawRows {
+    /// Elements per row.
+    pub(crate) fn width(&self) -> usize {
+        self.width
+    }
+
+    /// The elements of row `h`.
+    ///
+    /// # Safety
+    /// Row `h` must not be written while the returned slice lives (see [`RawRows`]).
+    pub(crate) unsafe fn row<'a>(self, h: u32) -> &'a [f64] {
+        let start = h as usize * self.width;
+        assert!(start + self.width <= self.len, "arena row {h} out of range");
+        // SAFETY: in bounds (checked); the caller guarantees no writer during `'a`.
+        unsafe { std::slice::from_raw_parts(self.base.add(start), self.width) }
+    }
+
+    /// The elements of row `h`, to write.
+    ///
+    /// # Safety
+    /// Row `h` must be a fresh row of this call, and no other slice of it may live while the
+    /// returned one does (see [`RawRows`]).
+    pub(crate) unsafe fn row_mut<'a>(self, h: u32) -> &'a mut [f64] {
+        let start = h as usize * self.width;
+        assert!(start + self.width <= self.len, "arena row {h} out of range");
+        // SAFETY: in bounds (checked); the caller guarantees exclusive access during `'a`.
+        unsafe { std::slice::from_raw_parts_mut(self.base.add(start), self.width) }
+    }
+}
+
 /// Rows of `width` `f64`s with a reference count each.
 pub(crate) struct Arena {
     /// `[capacity, width]` row storage.
@@ -39,11 +89,6 @@ impl Arena {
         self.width
     }
 
-    /// All rows as one column (row `h` is handle `h`'s value).
-    pub(crate) fn column(&self) -> &Column {
-        &self.rows
-    }
-
     /// The elements of row `h`.
     pub(crate) fn row(&self, h: u32) -> &[f64] {
         let h = h as usize;
@@ -65,18 +110,7 @@ impl Arena {
         {
             prefetch(self.row(ahead));
         }
-        let h = match self.free.pop() {
-            Some(h) => h,
-            None => {
-                let h = self.counts.len();
-                if h == self.rows.rows() {
-                    self.grow(2 * h);
-                }
-                self.counts.push(0);
-                h as u32
-            }
-        };
-        self.counts[h as usize] = 1;
+        let h = self.alloc_fresh();
         let start = h as usize * self.width;
         let data = self.rows.as_slice_mut::<f64>().expect("arena rows are f64");
         data[start..start + self.width].copy_from_slice(value);
@@ -97,6 +131,35 @@ impl Arena {
             ndarray::Array2::from_shape_vec((rows, self.width), data)
                 .expect("rows * width elements"),
         );
+    }
+
+    /// A new handle (count 1) whose row holds unspecified values, for a kernel to fill: the
+    /// row is not held by any variable until the caller installs it.
+    pub(crate) fn alloc_fresh(&mut self) -> u32 {
+        let h = match self.free.pop() {
+            Some(h) => h,
+            None => {
+                let h = self.counts.len();
+                if h == self.rows.rows() {
+                    self.grow(2 * h);
+                }
+                self.counts.push(0);
+                h as u32
+            }
+        };
+        self.counts[h as usize] = 1;
+        h
+    }
+
+    /// The rows as a raw view for one kernel call (see [`RawRows`] for the contract).
+    pub(crate) fn raw(&mut self) -> RawRows {
+        let width = self.width;
+        let data = self.rows.as_slice_mut::<f64>().expect("arena rows are f64");
+        RawRows {
+            base: data.as_mut_ptr(),
+            len: data.len(),
+            width,
+        }
     }
 
     /// One more holder of `h`.

@@ -13,7 +13,9 @@ use crate::arena::{Arena, ZERO};
 use crate::column::{width_of, Column};
 use crate::config::Stats;
 use crate::error::{Result, RuntimeError};
-use crate::kernel::{Input, Kernel, KernelError, LaneInputs};
+use crate::kernel::{
+    BatchedFn, FreshRows, Input, Kernel, KernelError, LaneInputs, LaneOutputs, LaneWiseFn, OutLeaf,
+};
 use autobatch_ir::passes::Liveness;
 use autobatch_ir::{Allocation, Block, DType, KernelRef, PrimOp, Program, Shape, TensorType, Var};
 use smallvec::SmallVec;
@@ -100,14 +102,6 @@ impl Leaf {
                 out
             }
             Leaf::Shared { rows, .. } => arena.gather_into(rows, lanes, out),
-        }
-    }
-
-    /// The leaf as a lane-wise kernel input.
-    fn input<'a>(&'a self, arena: &'a Arena) -> Input<'a> {
-        match self {
-            Leaf::Dense { rows, .. } => Input::Dense(rows),
-            Leaf::Shared { rows, .. } => Input::Shared(arena.column(), rows),
         }
     }
 
@@ -222,6 +216,8 @@ pub(crate) struct Env<'p> {
     out_list: Vec<Column>,
     /// Leaf pairs of the assignment being run, kept between ops for their allocation.
     pairs: Vec<(usize, usize)>,
+    /// Fresh arena rows of the lane-wise kernel being run, kept for their allocation.
+    fresh: Vec<u32>,
     pub(crate) batch: usize,
     pub(crate) vector_len: usize,
     max_depth: usize,
@@ -340,6 +336,7 @@ impl<'p> Env<'p> {
             spare: Vec::new(),
             out_list: Vec::new(),
             pairs: Vec::new(),
+            fresh: Vec::new(),
             batch,
             vector_len,
             max_depth,
@@ -644,24 +641,22 @@ impl<'p> Env<'p> {
         Ok(())
     }
 
-    /// Dense columns for the leaves of `outs`, `rows` rows each, reusing spare ones (and the
-    /// list itself: give it back with [`recycle`](Self::recycle)). A reused column keeps old
-    /// values until the kernel writes its rows (every kernel writes every output row).
-    fn output_columns(&mut self, outs: &[Var], rows: usize) -> Vec<Column> {
+    /// Dense columns for leaves of `types`, `rows` rows each, reusing spare ones (and the list
+    /// itself: give it back with [`recycle`](Self::recycle)). A reused column keeps old values
+    /// until the kernel writes its rows (every kernel writes every output row).
+    fn columns_for(&mut self, types: impl Iterator<Item = TensorType>, rows: usize) -> Vec<Column> {
         let mut columns = std::mem::take(&mut self.out_list);
-        for &v in outs {
-            for t in &self.vars[v.index()].types {
-                let (dtype, width) = (t.dtype, width_of(*t, self.vector_len));
-                let column = match self
-                    .spare
-                    .iter()
-                    .position(|c| c.dtype() == dtype && c.width() == width)
-                {
-                    Some(i) => self.spare.swap_remove(i).resized(rows),
-                    None => Column::zeros(dtype, rows, width),
-                };
-                columns.push(column);
-            }
+        for t in types {
+            let (dtype, width) = (t.dtype, width_of(t, self.vector_len));
+            let column = match self
+                .spare
+                .iter()
+                .position(|c| c.dtype() == dtype && c.width() == width)
+            {
+                Some(i) => self.spare.swap_remove(i).resized(rows),
+                None => Column::zeros(dtype, rows, width),
+            };
+            columns.push(column);
         }
         columns
     }
@@ -796,112 +791,216 @@ impl<'p> Env<'p> {
         if op.kernel == KernelRef::Assign && self.only_self_copies(op) {
             return self.assign(op, lanes, block);
         }
-        let mut outputs = self.output_columns(&op.outs, lanes.len());
+        let kernels = self.kernels;
+        let kernel = match op.kernel {
+            KernelRef::Assign => None,
+            KernelRef::User(id) => Some((
+                id.index(),
+                kernels
+                    .get(id.index())
+                    .ok_or_else(|| RuntimeError::MissingKernel {
+                        block: self.block_name(block),
+                        kernel: id.index(),
+                        source_text: op.source.clone(),
+                        table: kernels.len(),
+                    })?,
+            )),
+        };
+        match kernel {
+            Some((id, Kernel::LaneWise(f))) => {
+                self.run_lane_wise(op, id, f.as_ref(), lanes, block, stats)
+            }
+            Some((id, Kernel::Batched(f))) => {
+                self.run_dense(op, Some((id, f.as_ref())), lanes, block, stats)
+            }
+            None => self.run_dense(op, None, lanes, block, stats),
+        }
+    }
+
+    /// Runs a lane-wise kernel: inputs read in storage, scalar outputs into dense columns,
+    /// `f64` vector outputs written in place into fresh arena rows that the output variables
+    /// then take over (no staging copy).
+    fn run_lane_wise(
+        &mut self,
+        op: &PrimOp,
+        id: usize,
+        f: &LaneWiseFn,
+        lanes: &[usize],
+        block: Block,
+        stats: &mut Stats,
+    ) -> Result<()> {
+        let n = lanes.len();
+        // Which output leaves are written in place: shared leaves of variables that keep them.
+        let mut in_place: SmallVec<[bool; 16]> = SmallVec::new();
+        let mut dense_types: SmallVec<[TensorType; 16]> = SmallVec::new();
+        for &v in &op.outs {
+            let store = &self.vars[v.index()];
+            for (i, t) in store.types.iter().enumerate() {
+                let fresh = matches!(store.leaves.get(i), Some(Leaf::Shared { .. }));
+                in_place.push(fresh);
+                if !fresh {
+                    dense_types.push(*t);
+                }
+            }
+        }
+        let mut columns = self.columns_for(dense_types.iter().copied(), n);
+        let mut fresh = std::mem::take(&mut self.fresh);
+        fresh.clear();
+        for _ in 0..in_place.iter().filter(|&&p| p).count() * n {
+            fresh.push(self.arena.alloc_fresh());
+        }
+        let raw = self.arena.raw();
+        let progress = Cell::new(0usize);
+        let result = {
+            let mut inputs: SmallVec<[Input<'_>; 16]> = SmallVec::new();
+            for &v in &op.ins {
+                inputs.extend(self.read(v, lanes, block)?.iter().map(|leaf| match leaf {
+                    Leaf::Dense { rows, .. } => Input::Dense(rows),
+                    Leaf::Shared { rows, .. } => Input::Shared(raw, rows),
+                }));
+            }
+            let ins = LaneInputs::from_storage(inputs, lanes, &progress);
+            let mut dense = columns.iter_mut();
+            let mut rows = fresh.chunks_exact(n.max(1));
+            let leaves = in_place
+                .iter()
+                .map(|&fresh| {
+                    let next = if fresh {
+                        rows.next()
+                            .map(|handles| OutLeaf::Fresh(FreshRows::new(raw, handles)))
+                    } else {
+                        dense.next().map(OutLeaf::Dense)
+                    };
+                    // With no lanes there are no fresh rows: an empty leaf stands in.
+                    next.unwrap_or(OutLeaf::Fresh(FreshRows::new(raw, &[])))
+                })
+                .collect();
+            let mut outs = LaneOutputs::from_leaves(leaves);
+            let start = Instant::now();
+            let r = catch_unwind(AssertUnwindSafe(|| f(&ins, &mut outs)));
+            stats.record_kernel(id, n, start.elapsed(), false);
+            r
+        };
+        if let Some(e) = self.failure(result, &progress, op, lanes, block) {
+            fresh.iter().for_each(|&h| self.arena.release(h));
+            self.fresh = fresh;
+            return Err(e);
+        }
+        if let Err(e) = self.check_columns(op, &columns, dense_types.iter(), n, block) {
+            fresh.iter().for_each(|&h| self.arena.release(h));
+            self.fresh = fresh;
+            return Err(e);
+        }
+        // The writes: fresh rows pass to their variables, dense columns are scattered.
+        let mut dense = columns.iter();
+        let mut rows = fresh.chunks_exact(n.max(1));
+        let mut flags = in_place.iter();
+        for (i, &v) in op.outs.iter().enumerate() {
+            let leaves = self.vars[v.index()].types.len();
+            let null = self.vars[v.index()].alloc == Allocation::Null;
+            if !null && !op.in_place.get(i).copied().unwrap_or(false) {
+                self.push(v, lanes, block)?;
+            }
+            for leaf in 0..leaves {
+                let arena = &mut self.arena;
+                let store = &mut self.vars[v.index()];
+                match (flags.next(), &mut store.leaves.get_mut(leaf)) {
+                    (Some(true), Some(Leaf::Shared { rows: slots, .. })) => {
+                        let handles = rows.next().unwrap_or(&[]);
+                        for (&lane, &h) in lanes.iter().zip(handles) {
+                            arena.release(std::mem::replace(&mut slots[lane], h));
+                        }
+                    }
+                    (_, Some(target)) => {
+                        if let Some(c) = dense.next() {
+                            target.scatter(arena, lanes, c);
+                        }
+                    }
+                    // A NULL variable: its values are dropped.
+                    (_, None) => {
+                        dense.next();
+                    }
+                }
+            }
+            if self.safety && !null {
+                let store = &mut self.vars[v.index()];
+                lanes.iter().for_each(|&l| store.set[l] = true);
+            }
+        }
+        self.fresh = fresh;
+        self.recycle(columns);
+        Ok(())
+    }
+
+    /// Runs an assignment that permutes its own variables (through dense copies) or a batched
+    /// kernel (`batched`: its index and body) on gathered dense inputs; outputs are dense.
+    fn run_dense(
+        &mut self,
+        op: &PrimOp,
+        batched: Option<(usize, &BatchedFn)>,
+        lanes: &[usize],
+        block: Block,
+        stats: &mut Stats,
+    ) -> Result<()> {
+        let types: SmallVec<[TensorType; 16]> = op
+            .outs
+            .iter()
+            .flat_map(|v| self.vars[v.index()].types.iter().copied())
+            .collect();
+        let mut outputs = self.columns_for(types.iter().copied(), lanes.len());
         // Spare columns hold batched kernels' gathered inputs (a run that fails ends here).
         let mut spare = std::mem::take(&mut self.spare);
-        {
+        let progress = Cell::new(0usize);
+        let result = {
             let mut inputs: SmallVec<[&Leaf; 16]> = SmallVec::new();
             for &v in &op.ins {
                 inputs.extend(self.read(v, lanes, block)?.iter());
             }
-            match op.kernel {
-                KernelRef::Assign => {
+            match batched {
+                None => {
                     for (out, input) in outputs.iter_mut().zip(&inputs) {
                         *out = input.gather(&self.arena, lanes);
                     }
+                    Ok(Ok(()))
                 }
-                KernelRef::User(id) => {
-                    let kernel = self.kernels.get(id.index()).ok_or_else(|| {
-                        RuntimeError::MissingKernel {
-                            block: self.block_name(block),
-                            kernel: id.index(),
-                            source_text: op.source.clone(),
-                            table: self.kernels.len(),
-                        }
-                    })?;
-                    let progress = Cell::new(0usize);
+                Some((id, f)) => {
                     let start = Instant::now();
-                    let result = match kernel {
-                        Kernel::LaneWise(f) => {
-                            let ins = LaneInputs::from_storage(
-                                inputs.iter().map(|leaf| leaf.input(&self.arena)).collect(),
-                                lanes,
-                                &progress,
-                            );
-                            let r = catch_unwind(AssertUnwindSafe(|| f(&ins, &mut outputs)));
-                            stats.record_kernel(id.index(), lanes.len(), start.elapsed(), false);
-                            r
-                        }
-                        Kernel::Batched(f) => {
-                            // With every lane active, dense storage rows are the kernel's rows.
-                            let all = lanes.len() == self.batch;
-                            let dense: SmallVec<[Cow<'_, Column>; 8]> = inputs
-                                .iter()
-                                .map(|leaf| match leaf {
-                                    Leaf::Dense { rows, .. } if all => Cow::Borrowed(rows),
-                                    _ => {
-                                        let (dtype, width) = leaf.kind(&self.arena);
-                                        let out = match spare
-                                            .iter()
-                                            .position(|c| c.dtype() == dtype && c.width() == width)
-                                        {
-                                            Some(i) => spare.swap_remove(i),
-                                            None => Column::zeros(dtype, 0, width),
-                                        };
-                                        Cow::Owned(leaf.gather_into(&self.arena, lanes, out))
-                                    }
-                                })
-                                .collect();
-                            let refs: SmallVec<[&Column; 8]> =
-                                dense.iter().map(|c| c.as_ref()).collect();
-                            let r = catch_unwind(AssertUnwindSafe(|| f(&refs, &mut outputs)));
-                            stats.record_kernel(id.index(), lanes.len(), start.elapsed(), true);
-                            drop(refs);
-                            spare.extend(dense.into_iter().filter_map(|c| match c {
-                                Cow::Owned(c) => Some(c),
-                                Cow::Borrowed(_) => None,
-                            }));
-                            r
-                        }
-                    };
-                    let failure = match result {
-                        Ok(Ok(())) => None,
-                        Ok(Err(e)) => Some(e),
-                        Err(payload) => {
-                            Some(KernelError::at(progress.get(), panic_message(payload)))
-                        }
-                    };
-                    if let Some(e) = failure {
-                        let lane = e
-                            .position
-                            .and_then(|k| lanes.get(k))
-                            .or(lanes.first())
-                            .copied()
-                            .unwrap_or(0);
-                        return Err(RuntimeError::Kernel {
-                            block: self.block_name(block),
-                            source_text: op.source.clone(),
-                            lane,
-                            message: e.message,
-                        });
-                    }
+                    // With every lane active, dense storage rows are the kernel's rows.
+                    let all = lanes.len() == self.batch;
+                    let dense: SmallVec<[Cow<'_, Column>; 8]> = inputs
+                        .iter()
+                        .map(|leaf| match leaf {
+                            Leaf::Dense { rows, .. } if all => Cow::Borrowed(rows),
+                            _ => {
+                                let (dtype, width) = leaf.kind(&self.arena);
+                                let out = match spare
+                                    .iter()
+                                    .position(|c| c.dtype() == dtype && c.width() == width)
+                                {
+                                    Some(i) => spare.swap_remove(i),
+                                    None => Column::zeros(dtype, 0, width),
+                                };
+                                Cow::Owned(leaf.gather_into(&self.arena, lanes, out))
+                            }
+                        })
+                        .collect();
+                    let refs: SmallVec<[&Column; 8]> = dense.iter().map(|c| c.as_ref()).collect();
+                    let r = catch_unwind(AssertUnwindSafe(|| f(&refs, &mut outputs)));
+                    stats.record_kernel(id, lanes.len(), start.elapsed(), true);
+                    drop(refs);
+                    spare.extend(dense.into_iter().filter_map(|c| match c {
+                        Cow::Owned(c) => Some(c),
+                        Cow::Borrowed(_) => None,
+                    }));
+                    r
                 }
             }
-        }
+        };
         self.spare = spare;
-        let types = op.outs.iter().flat_map(|v| &self.vars[v.index()].types);
-        for (leaf, (c, ty)) in outputs.iter().zip(types).enumerate() {
-            let (dtype, width) = (ty.dtype, width_of(*ty, self.vector_len));
-            if c.dtype() != dtype || c.width() != width || c.rows() != lanes.len() {
-                return Err(RuntimeError::KernelOutput {
-                    block: self.block_name(block),
-                    source_text: op.source.clone(),
-                    leaf,
-                    expected: format!("{dtype} [{}, {width}]", lanes.len()),
-                    found: format!("{} [{}, {}]", c.dtype(), c.rows(), c.width()),
-                });
-            }
+        if let Some(e) = self.failure(result, &progress, op, lanes, block) {
+            return Err(e);
         }
+        self.check_columns(op, &outputs, types.iter(), lanes.len(), block)?;
         let mut rest = outputs.as_mut_slice();
         for (i, &v) in op.outs.iter().enumerate() {
             let n = self.vars[v.index()].types.len();
@@ -911,6 +1010,59 @@ impl<'p> Env<'p> {
             self.write_owned(v, lanes, mine, !in_place, block)?;
         }
         self.recycle(outputs);
+        Ok(())
+    }
+
+    /// The error a kernel's `result` means, if any, naming the lane at fault.
+    fn failure(
+        &self,
+        result: std::thread::Result<std::result::Result<(), KernelError>>,
+        progress: &Cell<usize>,
+        op: &PrimOp,
+        lanes: &[usize],
+        block: Block,
+    ) -> Option<RuntimeError> {
+        let e = match result {
+            Ok(Ok(())) => return None,
+            Ok(Err(e)) => e,
+            Err(payload) => KernelError::at(progress.get(), panic_message(payload)),
+        };
+        let lane = e
+            .position
+            .and_then(|k| lanes.get(k))
+            .or(lanes.first())
+            .copied()
+            .unwrap_or(0);
+        Some(RuntimeError::Kernel {
+            block: self.block_name(block),
+            source_text: op.source.clone(),
+            lane,
+            message: e.message,
+        })
+    }
+
+    /// Checks that a kernel left each dense output column with its leaf's dtype and width and
+    /// a row per lane (a kernel can replace a column it was given).
+    fn check_columns<'t>(
+        &self,
+        op: &PrimOp,
+        columns: &[Column],
+        types: impl Iterator<Item = &'t TensorType>,
+        rows: usize,
+        block: Block,
+    ) -> Result<()> {
+        for (leaf, (c, ty)) in columns.iter().zip(types).enumerate() {
+            let (dtype, width) = (ty.dtype, width_of(*ty, self.vector_len));
+            if c.dtype() != dtype || c.width() != width || c.rows() != rows {
+                return Err(RuntimeError::KernelOutput {
+                    block: self.block_name(block),
+                    source_text: op.source.clone(),
+                    leaf,
+                    expected: format!("{dtype} [{rows}, {width}]"),
+                    found: format!("{} [{}, {}]", c.dtype(), c.rows(), c.width()),
+                });
+            }
+        }
         Ok(())
     }
 }

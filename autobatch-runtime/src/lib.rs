@@ -50,7 +50,7 @@ pub use autobatch_macros::{autobatch, primitive};
 pub use column::{Column, Element};
 pub use config::{Config, Mode, Stats};
 pub use error::{Result, RuntimeError};
-pub use kernel::{output_slice, Kernel, KernelError, LaneInputs, Rows};
+pub use kernel::{output_slice, Kernel, KernelError, LaneInputs, LaneOutputs, OutputLeaf, Rows};
 pub use ndarray;
 pub use random::Key;
 pub use vector::Vector;

@@ -6,7 +6,7 @@
 
 use crate::column::{Column, Element};
 use crate::error::{Result, RuntimeError};
-use crate::kernel::{Kernel, KernelError};
+use crate::kernel::{FreshRows, Kernel, KernelError, OutLeaf};
 use crate::vector::Vector;
 use crate::Executable;
 use autobatch_ir::{Allocation, Block, FuncId, KernelId, ProgramBuilder, Type, Var};
@@ -185,40 +185,60 @@ pub fn out_leaf<T: Element>(column: &mut Column) -> std::result::Result<&mut [T]
     })
 }
 
-/// A dense vector output leaf of a kernel: one row of the run's vector length per lane.
-pub struct VectorOut<'a> {
-    data: &'a mut [f64],
-    width: usize,
+/// A vector output leaf of a lane-wise kernel: one row of the run's vector length per active
+/// lane, in a dense column or written in place into the interpreter's vector storage.
+pub struct VectorOut<'a>(Rows<'a>);
+
+enum Rows<'a> {
+    Dense { data: &'a mut [f64], width: usize },
+    Fresh(FreshRows<'a>),
 }
 
 impl<'a> VectorOut<'a> {
     /// Wraps a dense `f64` output column.
     pub fn new(column: &'a mut Column) -> std::result::Result<Self, KernelError> {
         let width = column.width();
-        Ok(VectorOut {
+        Ok(VectorOut(Rows::Dense {
             data: out_leaf::<f64>(column)?,
             width,
-        })
+        }))
+    }
+
+    pub(crate) fn from_leaf(leaf: OutLeaf<'a>) -> std::result::Result<Self, KernelError> {
+        match leaf {
+            OutLeaf::Dense(c) => VectorOut::new(c),
+            OutLeaf::Fresh(f) => Ok(VectorOut(Rows::Fresh(f))),
+        }
+    }
+
+    fn width(&self) -> usize {
+        match &self.0 {
+            Rows::Dense { width, .. } => *width,
+            Rows::Fresh(f) => f.width(),
+        }
     }
 
     /// Row `k`, to write in place (a compiled vector kernel fills it element by element).
     pub fn row_mut(&mut self, k: usize) -> &mut [f64] {
-        &mut self.data[k * self.width..(k + 1) * self.width]
+        match &mut self.0 {
+            Rows::Dense { data, width } => &mut data[k * *width..(k + 1) * *width],
+            Rows::Fresh(f) => f.row_mut(k),
+        }
     }
 
     /// Stores `value` as row `k`; a vector of another length is an error naming the lane.
     pub fn store(&mut self, k: usize, value: &Vector) -> std::result::Result<(), KernelError> {
-        if value.len() != self.width {
+        let width = self.width();
+        if value.len() != width {
             return Err(KernelError::at(
                 k,
                 format!(
-                    "a vector of length {} where this run's vectors have length {}",
+                    "a vector of length {} where this run's vectors have length {width}",
                     value.len(),
-                    self.width
                 ),
             ));
         }
-        self.data[k * self.width..(k + 1) * self.width].copy_from_slice(value.as_slice());
+        self.row_mut(k).copy_from_slice(value.as_slice());
         Ok(())
     }
 }

@@ -6,7 +6,7 @@
 //! lane and on subsets of lanes, and reports the first element where they differ.
 
 use crate::column::{width_of, Column};
-use crate::kernel::{Kernel, KernelError, LaneInputs};
+use crate::kernel::{Kernel, KernelError, LaneInputs, LaneOutputs};
 use autobatch_ir::TensorType;
 use std::cell::Cell;
 use thiserror::Error;
@@ -65,7 +65,10 @@ pub fn run_kernel(
         Kernel::LaneWise(f) => {
             let refs: Vec<&Column> = inputs.iter().collect();
             let progress = Cell::new(0);
-            f(&LaneInputs::new(&refs, lanes, &progress), &mut outs)?;
+            f(
+                &LaneInputs::new(&refs, lanes, &progress),
+                &mut LaneOutputs::new(&mut outs),
+            )?;
         }
         Kernel::Batched(f) => {
             let dense: Vec<Column> = inputs.iter().map(|c| c.gather(lanes)).collect();

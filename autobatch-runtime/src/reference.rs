@@ -9,7 +9,7 @@
 use crate::column::{width_of, Column};
 use crate::config::{Config, Stats};
 use crate::error::{function_name, Result, RuntimeError};
-use crate::kernel::{Kernel, KernelError, LaneInputs};
+use crate::kernel::{Kernel, KernelError, LaneInputs, LaneOutputs};
 use autobatch_ir::{Block, FuncId, KernelRef, Op, PrimOp, Program, Terminator, Var};
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -217,9 +217,10 @@ impl Interp<'_> {
                 let refs: Vec<&Column> = inputs.iter().collect();
                 let progress = Cell::new(0);
                 let result = catch_unwind(AssertUnwindSafe(|| match kernel {
-                    Kernel::LaneWise(f) => {
-                        f(&LaneInputs::new(&refs, &[0], &progress), &mut outputs)
-                    }
+                    Kernel::LaneWise(f) => f(
+                        &LaneInputs::new(&refs, &[0], &progress),
+                        &mut LaneOutputs::new(&mut outputs),
+                    ),
                     Kernel::Batched(f) => f(&refs, &mut outputs),
                 }));
                 match result {

@@ -404,3 +404,82 @@ fn a_zero_stack_depth_is_an_error_not_a_panic() {
         assert!(exe.run(&[i64s(&[3])], &config).is_err(), "{mode:?}");
     }
 }
+
+/// `scaled(v) = kernel(v)` on `f64` vectors, with a caller-chosen lane-wise kernel: vector
+/// outputs of lane-wise kernels are written in place into the interpreter's vector storage.
+fn scaled(kernel: Kernel) -> Executable {
+    let mut b = ProgramBuilder::new();
+    let v = b.var("v", Type::vector(DType::F64));
+    let w = b.var("w", Type::vector(DType::F64));
+    let f = b.function("scaled");
+    b.signature(f, &[v], &[w]);
+    let e = b.block(f, "entry");
+    b.prim(e, &[w], &[v], KernelId(0), "kernel(v)");
+    b.ret(e);
+    Executable::new(b.finish_with_entry(f).unwrap(), vec![kernel]).unwrap()
+}
+
+fn vectors(rows: &[[f64; 3]]) -> Column {
+    let flat: Vec<f64> = rows.iter().flatten().copied().collect();
+    Column::from_view2(
+        autobatch_runtime::ndarray::ArrayView2::from_shape((rows.len(), 3), &flat).unwrap(),
+    )
+}
+
+#[test]
+fn hand_written_kernels_write_vector_rows_in_place() {
+    let tripled = scaled(Kernel::lane_wise(|ins, outs| {
+        let v = ins.rows::<f64>(0)?;
+        let [w] = outs.leaves::<1>()?;
+        let mut w = w.vectors()?;
+        for (k, &lane) in ins.lanes().iter().enumerate() {
+            for (o, x) in w.row_mut(k).iter_mut().zip(v.row(lane)) {
+                *o = 3.0 * x;
+            }
+        }
+        Ok(())
+    }));
+    for config in both() {
+        let run = tripled
+            .run(&[vectors(&[[1.0, 2.0, 3.0], [-1.0, 0.5, 0.0]])], &config)
+            .unwrap();
+        assert_eq!(
+            run.outputs[0].as_slice::<f64>().unwrap(),
+            &[3.0, 6.0, 9.0, -3.0, 1.5, 0.0]
+        );
+    }
+}
+
+#[test]
+fn vector_outputs_in_place_report_misuse_and_failures() {
+    // Vector rows written in place are not a dense column: asking for one is an error.
+    let dense = scaled(Kernel::lane_wise(|_, outs| {
+        outs.slice::<f64>(0)?;
+        Ok(())
+    }));
+    // A kernel that fails half-way through its vector rows names the lane.
+    let failing = scaled(Kernel::lane_wise(|ins, outs| {
+        let [w] = outs.leaves::<1>()?;
+        let mut w = w.vectors()?;
+        for (k, _) in ins.lanes().iter().enumerate() {
+            if k == 1 {
+                return Err(KernelError::at(k, "no second row"));
+            }
+            w.row_mut(k).fill(1.0);
+        }
+        Ok(())
+    }));
+    let input = vectors(&[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]]);
+    for config in both() {
+        let e = dense.run(&[input.clone()], &config).unwrap_err();
+        assert!(
+            matches!(&e, RuntimeError::Kernel { message, .. } if message.contains("written in place")),
+            "{e}"
+        );
+        let e = failing.run(&[input.clone()], &config).unwrap_err();
+        assert!(
+            matches!(&e, RuntimeError::Kernel { lane: 1, message, .. } if message == "no second row"),
+            "{e}"
+        );
+    }
+}

@@ -123,10 +123,10 @@ pub fn lane_kernel(
         .iter()
         .zip(&out_names)
         .map(|((leaf, _), o)| match leaf {
-            Ty::Vector => quote!(let mut #o = #rt::link::VectorOut::new(#o)?;),
+            Ty::Vector => quote!(let mut #o = #o.vectors()?;),
             _ => {
                 let el = element_type(leaf);
-                quote!(let #o = #rt::link::out_leaf::<#el>(#o)?;)
+                quote!(let #o = #o.slice::<#el>()?;)
             }
         });
     let stores = outs
@@ -139,11 +139,9 @@ pub fn lane_kernel(
     let out_ty = rust_type(out_ty);
     let result = quote_spanned!(span=> let __r: #out_ty = #body;);
     quote! {
-        #rt::Kernel::lane_wise(|__ins: &#rt::LaneInputs<'_>, __outs: &mut [#rt::Column]| -> ::std::result::Result<(), #rt::KernelError> {
+        #rt::Kernel::lane_wise(|__ins: &#rt::LaneInputs<'_>, __outs: &mut #rt::LaneOutputs<'_>| -> ::std::result::Result<(), #rt::KernelError> {
             #(#accessors)*
-            let [#(#out_names),*] = __outs else {
-                return ::std::result::Result::Err(#rt::KernelError::whole(::std::format!("expected {} output leaves", #n_outs)));
-            };
+            let [#(#out_names),*] = __outs.leaves::<#n_outs>()?;
             #(#slices)*
             for (__k, &__lane) in __ins.lanes().iter().enumerate() {
                 __ins.at(__k);

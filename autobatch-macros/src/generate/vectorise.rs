@@ -97,10 +97,10 @@ pub fn vector_kernel(
         let o = format_ident!("__o{i}");
         outs.push(o.clone());
         wrappers.push(match leaf {
-            Ty::Vector => quote!(let mut #o = #rt::link::VectorOut::new(#o)?;),
+            Ty::Vector => quote!(let mut #o = #o.vectors()?;),
             other => {
                 let el = rust_type(other);
-                quote!(let #o = #rt::link::out_leaf::<#el>(#o)?;)
+                quote!(let #o = #o.slice::<#el>()?;)
             }
         });
     }
@@ -119,11 +119,9 @@ pub fn vector_kernel(
         quote!(let (#s, __rest) = __rest.split_at_mut(__n);)
     });
     Some(quote! {
-        #rt::Kernel::lane_wise(|__ins: &#rt::LaneInputs<'_>, __outs: &mut [#rt::Column]| -> ::std::result::Result<(), #rt::KernelError> {
+        #rt::Kernel::lane_wise(|__ins: &#rt::LaneInputs<'_>, __outs: &mut #rt::LaneOutputs<'_>| -> ::std::result::Result<(), #rt::KernelError> {
             #(#accessors)*
-            let [#(#outs),*] = __outs else {
-                return ::std::result::Result::Err(#rt::KernelError::whole(::std::format!("expected {} output leaves", #n_outs)));
-            };
+            let [#(#outs),*] = __outs.leaves::<#n_outs>()?;
             #(#wrappers)*
             let __n: usize = #width;
             let mut __scratch = #rt::link::Scratch::new(#count * __n);

@@ -4,7 +4,7 @@
 
 use autobatch_runtime::ir::conformance::KernelNamer;
 use autobatch_runtime::ir::{KernelId, Program};
-use autobatch_runtime::{Column, Executable, Kernel, KernelError, LaneInputs};
+use autobatch_runtime::{Column, Executable, Kernel, KernelError, LaneInputs, LaneOutputs};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -60,15 +60,15 @@ fn write(c: &mut Column, row: usize, v: Num) {
 
 /// A lane-wise kernel over scalar leaves of any dtype.
 pub fn scalar_kernel(f: impl Fn(&[Num]) -> Vec<Num> + Send + Sync + 'static) -> Kernel {
-    Kernel::lane_wise(move |ins: &LaneInputs<'_>, outs: &mut [Column]| {
+    Kernel::lane_wise(move |ins: &LaneInputs<'_>, outs: &mut LaneOutputs<'_>| {
         let cols: Vec<&Column> = (0..ins.len())
             .map(|i| ins.column(i))
             .collect::<Result<_, _>>()?;
         for (k, &lane) in ins.lanes().iter().enumerate() {
             ins.at(k);
             let args: Vec<Num> = cols.iter().map(|c| read(c, lane)).collect();
-            for (out, v) in outs.iter_mut().zip(f(&args)) {
-                write(out, k, v);
+            for (i, v) in f(&args).into_iter().enumerate().take(outs.len()) {
+                write(outs.column(i)?, k, v);
             }
         }
         Ok::<(), KernelError>(())
@@ -79,7 +79,7 @@ pub fn scalar_kernel(f: impl Fn(&[Num]) -> Vec<Num> + Send + Sync + 'static) -> 
 fn vector_add(delta: f32) -> Kernel {
     Kernel::lane_wise(move |ins, outs| {
         let rows = ins.rows::<f32>(0)?;
-        let out = autobatch_runtime::output_slice::<f32>(outs, 0)?;
+        let out = outs.slice::<f32>(0)?;
         let w = rows.width();
         for (k, &lane) in ins.lanes().iter().enumerate() {
             for (o, x) in out[k * w..(k + 1) * w].iter_mut().zip(rows.row(lane)) {
