@@ -471,12 +471,16 @@ fn vector_outputs_in_place_report_misuse_and_failures() {
     }));
     let input = vectors(&[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]]);
     for config in both() {
-        let e = dense.run(&[input.clone()], &config).unwrap_err();
+        let e = dense
+            .run(std::slice::from_ref(&input), &config)
+            .unwrap_err();
         assert!(
             matches!(&e, RuntimeError::Kernel { message, .. } if message.contains("written in place")),
             "{e}"
         );
-        let e = failing.run(&[input.clone()], &config).unwrap_err();
+        let e = failing
+            .run(std::slice::from_ref(&input), &config)
+            .unwrap_err();
         assert!(
             matches!(&e, RuntimeError::Kernel { lane: 1, message, .. } if message == "no second row"),
             "{e}"
