@@ -44,6 +44,7 @@ impl RawRows {
     ///
     /// # Safety
     /// Row `h` must not be written while the returned slice lives (see [`RawRows`]).
+    #[inline]
     pub(crate) unsafe fn row<'a>(self, h: u32) -> &'a [f64] {
         let start = h as usize * self.width;
         assert!(start + self.width <= self.len, "arena row {h} out of range");
@@ -56,6 +57,7 @@ impl RawRows {
     /// # Safety
     /// Row `h` must be a fresh row of this call, and no other slice of it may live while the
     /// returned one does (see [`RawRows`]).
+    #[inline]
     pub(crate) unsafe fn row_mut<'a>(self, h: u32) -> &'a mut [f64] {
         let start = h as usize * self.width;
         assert!(start + self.width <= self.len, "arena row {h} out of range");

@@ -254,6 +254,7 @@ impl<'a> FreshRows<'a> {
     }
 
     /// Row `k`, to write.
+    #[inline]
     pub(crate) fn row_mut(&mut self, k: usize) -> &mut [f64] {
         // SAFETY: the handles are fresh rows of this call, distinct from each other and from
         // every input row (see `RawRows`); `&mut self` keeps one row of this leaf borrowed at a

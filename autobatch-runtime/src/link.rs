@@ -219,6 +219,7 @@ impl<'a> VectorOut<'a> {
     }
 
     /// Row `k`, to write in place (a compiled vector kernel fills it element by element).
+    #[inline]
     pub fn row_mut(&mut self, k: usize) -> &mut [f64] {
         match &mut self.0 {
             Rows::Dense { data, width } => &mut data[k * *width..(k + 1) * *width],
