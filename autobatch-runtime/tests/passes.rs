@@ -160,39 +160,9 @@ fn conformance_programs_agree_however_prepared() {
     int(programs::pea_nuts_program, vec![i64s(&[3, 0, 2, 5]), state]);
 }
 
-/// `h(a, b) = a + b`; recursive `f(n) = if n > 1 { h(f(n - 1), f(n - 2)) } else { h(1, 1) }`:
-/// a helper called from two sites of a recursive function.
+/// The IR's `helper_in_recursion` fixture with its kernels.
 fn helper_in_recursion() -> (Program, Vec<Kernel>) {
-    let mut b = ProgramBuilder::new();
-    let [n, nm1, nm2, r1, r2, ans, one, a, bb, s] =
-        ["n", "nm1", "nm2", "r1", "r2", "ans", "one", "a", "b", "s"]
-            .map(|name| b.var(name, Type::I64));
-    let c = b.var("c", Type::BOOL);
-    let h = b.function("h");
-    b.signature(h, &[a, bb], &[s]);
-    let he = b.block(h, "h.entry");
-    b.prim(he, &[s], &[a, bb], KernelId(0), "x + y");
-    b.ret(he);
-    let f = b.function("f");
-    b.signature(f, &[n], &[ans]);
-    let enter = b.block(f, "f.entry");
-    let recur = b.block(f, "f.recur");
-    let base = b.block(f, "f.base");
-    b.prim(enter, &[c], &[n], KernelId(1), "n > 1");
-    b.branch(enter, c, recur, base);
-    b.prim(recur, &[nm1], &[n], KernelId(2), "n - 1");
-    b.call(recur, f, &[nm1], &[r1]);
-    b.prim(recur, &[nm2], &[n], KernelId(3), "n - 2");
-    b.call(recur, f, &[nm2], &[r2]);
-    b.call(recur, h, &[r1, r2], &[ans]);
-    b.ret(recur);
-    b.prim(base, &[one], &[], KernelId(4), "1");
-    b.call(base, h, &[one, one], &[ans]);
-    b.ret(base);
-    let program = b.finish_with_entry(f).unwrap();
-    let kernels = ["x + y", "n > 1", "n - 1", "n - 2", "1"]
-        .map(common::kernel_for)
-        .to_vec();
+    let (program, kernels, _) = build(programs::helper_in_recursion);
     (program, kernels)
 }
 

@@ -511,47 +511,9 @@ mod tests {
             .collect()
     }
 
-    /// `h(a, b) = a + b`; recursive `f(n) = if n > 1 { h(f(n - 1), f(n - 2)) } else { h(1, 1) }`;
-    /// `main(m) = f(m)`.
-    fn helper_in_recursion() -> Program {
-        let mut b = ProgramBuilder::new();
-        let [n, nm1, nm2, r1, r2, ans, one, a, bb, s, m] = [
-            "n", "nm1", "nm2", "r1", "r2", "ans", "one", "a", "b", "s", "m",
-        ]
-        .map(|name| b.var(name, Type::I64));
-        let c = b.var("c", Type::BOOL);
-        let h = b.function("h");
-        b.signature(h, &[a, bb], &[s]);
-        let he = b.block(h, "h.entry");
-        b.prim(he, &[s], &[a, bb], KernelId(0), "x + y");
-        b.ret(he);
-        let f = b.function("f");
-        b.signature(f, &[n], &[ans]);
-        let enter = b.block(f, "f.entry");
-        let recur = b.block(f, "f.recur");
-        let base = b.block(f, "f.base");
-        b.prim(enter, &[c], &[n], KernelId(1), "n > 1");
-        b.branch(enter, c, recur, base);
-        b.prim(recur, &[nm1], &[n], KernelId(2), "n - 1");
-        b.call(recur, f, &[nm1], &[r1]);
-        b.prim(recur, &[nm2], &[n], KernelId(3), "n - 2");
-        b.call(recur, f, &[nm2], &[r2]);
-        b.call(recur, h, &[r1, r2], &[ans]);
-        b.ret(recur);
-        b.prim(base, &[one], &[], KernelId(4), "1");
-        b.call(base, h, &[one, one], &[ans]);
-        b.ret(base);
-        let main = b.function("main");
-        b.signature(main, &[m], &[ans]);
-        let me = b.block(main, "main_entry");
-        b.call(me, f, &[m], &[ans]);
-        b.ret(me);
-        b.finish(main).unwrap()
-    }
-
     #[test]
     fn a_helper_called_twice_from_a_recursive_function_is_copied_twice() {
-        let p = helper_in_recursion();
+        let p = conformance::helper_in_recursion(&mut numbering());
         let out = inlined(&p, &InlineOptions::default());
         assert_eq!(calls_in(&out, "f"), ["f", "f"]);
         assert_eq!(calls_in(&out, "main"), ["f"]);
@@ -713,7 +675,7 @@ mod tests {
 
     #[test]
     fn a_zero_limit_inlines_nothing() {
-        let p = helper_in_recursion();
+        let p = conformance::helper_in_recursion(&mut numbering());
         let out = inlined(&p, &InlineOptions { max_ops: 0 });
         assert_eq!(out, p);
     }
