@@ -442,6 +442,45 @@ pub fn fibonacci_sync(kernel: KernelNamer<'_>) -> Program {
     entry_wrapped(f, fib, "fibonacci_sync")
 }
 
+/// A small helper called from a recursive function, where inlining has work to do: `h(a, b) =
+/// a + b`; `f(n) = if n > 1 { h(f(n - 1), f(n - 2)) } else { h(1, 1) }`; `main(m) = f(m)`
+/// (`f(n)` is `2 fib(n)`: `4 -> 10`).
+pub fn helper_in_recursion(kernel: KernelNamer<'_>) -> Program {
+    let mut x = Fixture::new(kernel);
+    let names = [
+        "n", "nm1", "nm2", "r1", "r2", "ans", "one", "a", "b", "s", "m",
+    ];
+    let [n, nm1, nm2, r1, r2, ans, one, a, bb, s, m] = names.map(|name| x.b.var(name, Type::I64));
+    let c = x.b.var("c", Type::BOOL);
+    let h = x.b.function("h");
+    x.b.signature(h, &[a, bb], &[s]);
+    let he = x.b.block(h, "h.entry");
+    x.prim(he, &[s], &[a, bb], "x + y");
+    x.b.ret(he);
+    let f = x.b.function("f");
+    x.b.signature(f, &[n], &[ans]);
+    let enter = x.b.block(f, "f.entry");
+    let recur = x.b.block(f, "f.recur");
+    let base = x.b.block(f, "f.base");
+    x.prim(enter, &[c], &[n], "n > 1");
+    x.b.branch(enter, c, recur, base);
+    x.prim(recur, &[nm1], &[n], "n - 1");
+    x.b.call(recur, f, &[nm1], &[r1]);
+    x.prim(recur, &[nm2], &[n], "n - 2");
+    x.b.call(recur, f, &[nm2], &[r2]);
+    x.b.call(recur, h, &[r1, r2], &[ans]);
+    x.b.ret(recur);
+    x.prim(base, &[one], &[], "1");
+    x.b.call(base, h, &[one, one], &[ans]);
+    x.b.ret(base);
+    let main = x.b.function("main");
+    x.b.signature(main, &[m], &[ans]);
+    let me = x.b.block(main, "main_entry");
+    x.b.call(me, f, &[m], &[ans]);
+    x.b.ret(me);
+    x.b.finish(main).expect("a valid program")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -481,43 +520,4 @@ mod tests {
         assert_eq!(k("b"), KernelId(1));
         assert_eq!(k("a"), KernelId(0));
     }
-}
-
-/// A small helper called from a recursive function, where inlining has work to do: `h(a, b) =
-/// a + b`; `f(n) = if n > 1 { h(f(n - 1), f(n - 2)) } else { h(1, 1) }`; `main(m) = f(m)`
-/// (`f(n)` is `2 fib(n)`: `4 -> 10`).
-pub fn helper_in_recursion(kernel: KernelNamer<'_>) -> Program {
-    let mut x = Fixture::new(kernel);
-    let names = [
-        "n", "nm1", "nm2", "r1", "r2", "ans", "one", "a", "b", "s", "m",
-    ];
-    let [n, nm1, nm2, r1, r2, ans, one, a, bb, s, m] = names.map(|name| x.b.var(name, Type::I64));
-    let c = x.b.var("c", Type::BOOL);
-    let h = x.b.function("h");
-    x.b.signature(h, &[a, bb], &[s]);
-    let he = x.b.block(h, "h.entry");
-    x.prim(he, &[s], &[a, bb], "x + y");
-    x.b.ret(he);
-    let f = x.b.function("f");
-    x.b.signature(f, &[n], &[ans]);
-    let enter = x.b.block(f, "f.entry");
-    let recur = x.b.block(f, "f.recur");
-    let base = x.b.block(f, "f.base");
-    x.prim(enter, &[c], &[n], "n > 1");
-    x.b.branch(enter, c, recur, base);
-    x.prim(recur, &[nm1], &[n], "n - 1");
-    x.b.call(recur, f, &[nm1], &[r1]);
-    x.prim(recur, &[nm2], &[n], "n - 2");
-    x.b.call(recur, f, &[nm2], &[r2]);
-    x.b.call(recur, h, &[r1, r2], &[ans]);
-    x.b.ret(recur);
-    x.prim(base, &[one], &[], "1");
-    x.b.call(base, h, &[one, one], &[ans]);
-    x.b.ret(base);
-    let main = x.b.function("main");
-    x.b.signature(main, &[m], &[ans]);
-    let me = x.b.block(main, "main_entry");
-    x.b.call(me, f, &[m], &[ans]);
-    x.b.ret(me);
-    x.b.finish(main).expect("a valid program")
 }
