@@ -157,6 +157,24 @@ impl Terminator {
             Terminator::Return | Terminator::IndirectGoto => vec![],
         }
     }
+
+    /// This terminator with every block it names (targets and return addresses) passed
+    /// through `f`: how a pass that renumbers or replaces blocks rewrites jumps.
+    pub fn map_blocks(self, mut f: impl FnMut(Block) -> Block) -> Terminator {
+        match self {
+            Terminator::Goto(t) => Terminator::Goto(f(t)),
+            Terminator::Branch { cond, then_, else_ } => Terminator::Branch {
+                cond,
+                then_: f(then_),
+                else_: f(else_),
+            },
+            Terminator::PushGoto { ret, target } => Terminator::PushGoto {
+                ret: f(ret),
+                target: f(target),
+            },
+            t @ (Terminator::Return | Terminator::IndirectGoto) => t,
+        }
+    }
 }
 
 /// A basic block: straight-line ops and one terminator.

@@ -445,18 +445,13 @@ impl Work {
                         Op::Pop(vs) => Op::Pop(vars_of(&vs)),
                     })
                     .collect(),
-                term: match data.term {
-                    Terminator::Goto(t) => Terminator::Goto(block(t)),
+                term: match data.term.map_blocks(block) {
                     Terminator::Branch { cond, then_, else_ } => Terminator::Branch {
                         cond: var(&cond),
-                        then_: block(then_),
-                        else_: block(else_),
+                        then_,
+                        else_,
                     },
-                    Terminator::PushGoto { ret, target } => Terminator::PushGoto {
-                        ret: block(ret),
-                        target: block(target),
-                    },
-                    t @ (Terminator::Return | Terminator::IndirectGoto) => t,
+                    t => t,
                 },
             })
             .collect();

@@ -1,6 +1,6 @@
 //! Block priority ordering for the full VM (notes section 5.1).
 
-use crate::program::{Form, Op, PrimOp, Program, Terminator};
+use crate::program::{Form, Op, PrimOp, Program};
 use crate::Block;
 
 /// The block's weight: 0 if it holds no primitive op (only pops, or nothing), 2 if it holds
@@ -68,19 +68,7 @@ pub fn prioritize_blocks_deferring(program: &Program, defer: impl Fn(&PrimOp) ->
         .iter()
         .map(|&b| {
             let mut data = program.block(b).clone();
-            data.term = match data.term {
-                Terminator::Goto(t) => Terminator::Goto(remap(t)),
-                Terminator::Branch { cond, then_, else_ } => Terminator::Branch {
-                    cond,
-                    then_: remap(then_),
-                    else_: remap(else_),
-                },
-                Terminator::PushGoto { ret, target } => Terminator::PushGoto {
-                    ret: remap(ret),
-                    target: remap(target),
-                },
-                t @ (Terminator::Return | Terminator::IndirectGoto) => t,
-            };
+            data.term = data.term.map_blocks(remap);
             data
         })
         .collect();

@@ -191,19 +191,7 @@ fn compact(program: &Program, blocks: Vec<BlockData>) -> Program {
         .zip(&live)
         .filter(|(_, &l)| l)
         .map(|(mut data, _)| {
-            data.term = match data.term {
-                Terminator::Goto(t) => Terminator::Goto(remap(t)),
-                Terminator::Branch { cond, then_, else_ } => Terminator::Branch {
-                    cond,
-                    then_: remap(then_),
-                    else_: remap(else_),
-                },
-                Terminator::PushGoto { ret, target } => Terminator::PushGoto {
-                    ret: remap(ret),
-                    target: remap(target),
-                },
-                t @ (Terminator::Return | Terminator::IndirectGoto) => t,
-            };
+            data.term = data.term.map_blocks(remap);
             data
         })
         .collect();
