@@ -11,11 +11,14 @@ use crate::config::{Config, Stats};
 use crate::env::{dead_vectors, partition_lanes, Env, Stacks};
 use crate::error::{Result, RuntimeError};
 use autobatch_ir::passes::liveness;
-use autobatch_ir::{Block, Op, Program, Terminator, Var, PC_NAME};
+use autobatch_ir::{Allocation, Block, Op, Program, Terminator, Var, PC_NAME};
 
 /// What the full VM knows about a lowered program before it runs.
 #[derive(Clone, Debug)]
 pub(crate) struct Plan {
+    /// Per block and op: the stacked variables a `pop` op pops (pops of the others are no-ops,
+    /// dropped here once instead of skipped at every run).
+    pops: Vec<Vec<Vec<Var>>>,
     /// Per block: the vector variables (registers and temporaries, not stacked) that it reads
     /// or writes and that are dead when it ends. Their rows are released there instead of when
     /// the variable is next overwritten: the arena then holds live values only, and a row is
@@ -25,7 +28,25 @@ pub(crate) struct Plan {
 
 impl Plan {
     pub(crate) fn new(program: &Program) -> Plan {
+        let pops = program
+            .blocks
+            .iter()
+            .map(|data| {
+                data.ops
+                    .iter()
+                    .map(|op| match op {
+                        Op::Pop(vars) => vars
+                            .iter()
+                            .copied()
+                            .filter(|&v| program.var(v).alloc == Allocation::Full)
+                            .collect(),
+                        _ => Vec::new(),
+                    })
+                    .collect()
+            })
+            .collect();
         Plan {
+            pops,
             dead_vectors: dead_vectors(program, &liveness(program), Stacks::Honour),
         }
     }
@@ -62,11 +83,11 @@ pub(crate) fn run(
         waiting[index].take_into(&mut lanes);
         stats.record(index, lanes.len());
         let data = program.block(block);
-        for op in &data.ops {
+        for (i, op) in data.ops.iter().enumerate() {
             match op {
                 Op::Prim(prim) => env.run_prim(prim, &lanes, block, stats)?,
-                Op::Pop(vars) => {
-                    for &v in vars {
+                Op::Pop(_) => {
+                    for &v in &plan.pops[index][i] {
                         env.pop(v, &lanes, block)?;
                     }
                 }
@@ -154,8 +175,17 @@ impl LaneSet {
         self.hi = self.hi.max(w + 1);
     }
 
+    /// Adds `lanes` (in lane order, none already waiting here).
     fn extend(&mut self, lanes: &[usize]) {
-        lanes.iter().for_each(|&l| self.insert(l));
+        let (Some(&first), Some(&last)) = (lanes.first(), lanes.last()) else {
+            return;
+        };
+        for &lane in lanes {
+            self.words[lane / 64] |= 1 << (lane % 64);
+        }
+        self.count += lanes.len();
+        self.lo = self.lo.min(first.min(last) / 64);
+        self.hi = self.hi.max(first.max(last) / 64 + 1);
     }
 
     /// Moves every waiting lane, in lane order, into `out` (cleared first).
