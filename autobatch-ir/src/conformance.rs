@@ -481,6 +481,21 @@ pub fn helper_in_recursion(kernel: KernelNamer<'_>) -> Program {
     x.b.finish(main).expect("a valid program")
 }
 
+/// The conformance programs with calls, loops and branches (kernels numbered in order of first
+/// use): the set the passes' tests put every rewrite through.
+pub fn control_flow_programs() -> Vec<Program> {
+    vec![
+        fibonacci_function_calls(&mut numbering(), DType::I64),
+        is_even_function_calls(&mut numbering(), DType::I64, true),
+        is_even_function_calls(&mut numbering(), DType::I64, false),
+        iota_sum(&mut numbering()),
+        gcd(&mut numbering()),
+        countdown(&mut numbering()),
+        fibonacci_sync(&mut numbering()),
+        single_if_program(&mut numbering()),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -576,7 +576,7 @@ mod tests {
     use super::*;
     use crate::conformance::{self, numbering};
     use crate::passes::{allocate, lower};
-    use crate::{DType, FuncId, KernelId, ProgramBuilder, Type};
+    use crate::{FuncId, KernelId, ProgramBuilder, Type};
 
     // -----------------------------------------------------------------------------------------
     // A one-lane interpreter with every variable global: a call writes the callee's parameters
@@ -1206,16 +1206,7 @@ mod tests {
 
     #[test]
     fn conformance_programs_stay_equivalent() {
-        for p in [
-            conformance::fibonacci_function_calls(&mut numbering(), DType::I64),
-            conformance::is_even_function_calls(&mut numbering(), DType::I64, true),
-            conformance::is_even_function_calls(&mut numbering(), DType::I64, false),
-            conformance::iota_sum(&mut numbering()),
-            conformance::gcd(&mut numbering()),
-            conformance::countdown(&mut numbering()),
-            conformance::fibonacci_sync(&mut numbering()),
-            conformance::single_if_program(&mut numbering()),
-        ] {
+        for p in conformance::control_flow_programs() {
             copied(&allocate(&p));
         }
     }

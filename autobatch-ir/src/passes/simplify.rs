@@ -210,7 +210,7 @@ mod tests {
     use super::*;
     use crate::conformance::{self, numbering};
     use crate::passes::{allocate, fuse_pop_push, lower};
-    use crate::{DType, Form, FuncId, KernelId, Op, ProgramBuilder, Type, Var};
+    use crate::{Form, FuncId, KernelId, Op, ProgramBuilder, Type, Var};
 
     /// `name: op sources...; terminator` per block of the entry function, in order.
     fn shape(p: &Program) -> Vec<String> {
@@ -557,16 +557,7 @@ mod tests {
 
     #[test]
     fn conformance_programs_and_their_lowered_forms_verify() {
-        let highs = [
-            conformance::fibonacci_function_calls(&mut numbering(), DType::I64),
-            conformance::is_even_function_calls(&mut numbering(), DType::I64, true),
-            conformance::is_even_function_calls(&mut numbering(), DType::I64, false),
-            conformance::iota_sum(&mut numbering()),
-            conformance::gcd(&mut numbering()),
-            conformance::countdown(&mut numbering()),
-            conformance::fibonacci_sync(&mut numbering()),
-            conformance::single_if_program(&mut numbering()),
-        ];
+        let highs = conformance::control_flow_programs();
         for high in &highs {
             let high = allocate(high);
             let simple = simplified(&high);
