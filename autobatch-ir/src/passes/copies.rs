@@ -1215,16 +1215,7 @@ mod tests {
     // Random programs: every lane computes what it computed before.
     // -----------------------------------------------------------------------------------------
 
-    struct Rng(u64);
-
-    impl Rng {
-        fn below(&mut self, n: usize) -> usize {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            (self.0 % n as u64) as usize
-        }
-    }
+    use crate::passes::testing::Rng;
 
     /// A random `main(x, y) -> r` over long-lived variables `v0..v3` (written first thing),
     /// temporaries `t0..t5` (written by copies, kernels and calls here and there), a condition

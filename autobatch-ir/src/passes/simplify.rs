@@ -586,16 +586,7 @@ mod tests {
     // Random control-flow graphs: a lane runs the same ops in the same order either way.
     // -----------------------------------------------------------------------------------------
 
-    struct Rng(u64);
-
-    impl Rng {
-        fn below(&mut self, n: usize) -> usize {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            (self.0 % n as u64) as usize
-        }
-    }
+    use crate::passes::testing::Rng;
 
     /// A random one-function program over `x` (ops are `x = prim(x)` with distinct sources and
     /// pops of `c`); lowered programs also get `push_goto` and `indirect_jump`.
