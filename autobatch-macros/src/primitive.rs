@@ -91,10 +91,10 @@ pub fn expand(attr: TokenStream, item: syn::ItemFn) -> Result<TokenStream, syn::
         let stores = leaf_paths(&ret, quote!(__r)).into_iter().enumerate().map(|(i, (leaf, p))| {
             let o = format_ident!("__o{i}");
             match leaf {
-                Ty::Vector => quote!(#rt::link::batched_output_vectors(#o, #p)?;),
+                Ty::Vector => quote!(#rt::batched_output_vectors(#o, #p)?;),
                 other => {
                     let el = rust_type(&other);
-                    quote!(#rt::link::batched_output::<#el, _>(#o, #p)?;)
+                    quote!(#rt::batched_output::<#el, _>(#o, #p)?;)
                 }
             }
         });
@@ -123,9 +123,9 @@ pub fn expand(attr: TokenStream, item: syn::ItemFn) -> Result<TokenStream, syn::
             pub fn check_agreement(
                 inputs: &[#rt::Column],
                 vector_len: usize,
-                tolerance: #rt::primitive::Tolerance,
-            ) -> ::std::result::Result<(), #rt::primitive::AgreementError> {
-                #rt::primitive::check_agreement(&scalar_kernel(), &batched_kernel(), inputs, &output_types(), vector_len, tolerance)
+                tolerance: #rt::Tolerance,
+            ) -> ::std::result::Result<(), #rt::AgreementError> {
+                #rt::check_agreement(&scalar_kernel(), &batched_kernel(), inputs, &output_types(), vector_len, tolerance)
             }
         }
     });
@@ -145,8 +145,8 @@ pub fn expand(attr: TokenStream, item: syn::ItemFn) -> Result<TokenStream, syn::
 
             /// Registers this primitive's kernel with the linker.
             #[doc(hidden)]
-            pub fn __define(__l: &mut #rt::link::Linker) -> #rt::link::Callee {
-                #rt::link::Callee::Primitive(__l.primitive(::std::concat!(::std::module_path!(), "::", #name_str), kernel))
+            pub fn __define(__l: &mut #rt::Linker) -> #rt::Callee {
+                #rt::Callee::Primitive(__l.primitive(::std::concat!(::std::module_path!(), "::", #name_str), kernel))
             }
 
             /// The scalar form mapped over the active lanes.
@@ -180,13 +180,13 @@ fn batched_views(t: &Ty, index: &mut usize) -> TokenStream {
         Ty::Vector => {
             let i = *index;
             *index += 1;
-            quote!(#rt::link::batched_input_vectors::<f64>(__ins, #i)?)
+            quote!(#rt::batched_input_vectors::<f64>(__ins, #i)?)
         }
         leaf => {
             let i = *index;
             *index += 1;
             let el = rust_type(leaf);
-            quote!(#rt::link::batched_input::<#el>(__ins, #i)?)
+            quote!(#rt::batched_input::<#el>(__ins, #i)?)
         }
     }
 }

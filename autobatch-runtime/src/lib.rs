@@ -45,6 +45,22 @@ pub mod vector;
 mod vm;
 
 pub use autobatch_ir as ir;
+
+/// What the code `#[autobatch]` and `#[primitive]` generate reaches the runtime through; not
+/// part of the public API (serde's `__private` convention): its items may change in any
+/// release.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::link::*;
+    pub use crate::prefetch::PREFETCH_AHEAD;
+    pub use crate::primitive::{check_agreement, AgreementError, Tolerance};
+    pub use crate::{
+        Column, Config, Executable, Kernel, KernelError, Key, LaneInputs, LaneOutputs,
+        RuntimeError, Stats, Vector,
+    };
+    pub use autobatch_ir as ir;
+    pub use ndarray;
+}
 pub use autobatch_ir::passes::InlineOptions;
 pub use autobatch_macros::{autobatch, primitive};
 pub use column::{Column, Element};

@@ -9,7 +9,8 @@ use autobatch_ir::{Allocation, DType};
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 
-const RT: &str = "::autobatch_runtime";
+/// Where generated code finds the runtime's items: the runtime's one `#[doc(hidden)]` module.
+const RT: &str = "::autobatch_runtime::__private";
 
 fn rt() -> TokenStream {
     RT.parse().expect("path")
@@ -260,8 +261,8 @@ fn push_inputs(t: &Ty, value: TokenStream, out: &mut Vec<TokenStream>) {
                 push_inputs(item, quote!(#value.#idx), out);
             }
         }
-        Ty::Vector => out.push(quote!(#rt::link::input_vectors(#value))),
-        _ => out.push(quote!(#rt::link::input(#value))),
+        Ty::Vector => out.push(quote!(#rt::input_vectors(#value))),
+        _ => out.push(quote!(#rt::input(#value))),
     }
 }
 
@@ -275,13 +276,13 @@ fn read_outputs(t: &Ty, next: &mut usize) -> TokenStream {
         Ty::Vector => {
             let i = *next;
             *next += 1;
-            quote!(#rt::link::output_vectors::<f64>(&__run.outputs[#i])?)
+            quote!(#rt::output_vectors::<f64>(&__run.outputs[#i])?)
         }
         leaf => {
             let i = *next;
             *next += 1;
             let el = rust_type(leaf);
-            quote!(#rt::link::output::<#el>(&__run.outputs[#i])?)
+            quote!(#rt::output::<#el>(&__run.outputs[#i])?)
         }
     }
 }
@@ -301,7 +302,7 @@ pub fn function(item: &syn::ItemFn, func: &Func, l: &Lowered, ct: &CompileTime) 
         .collect();
     let callees = l.callees.iter().zip(&callee_names).map(|(c, id)| {
         if c.is_self {
-            quote!(let #id = #rt::link::Callee::Function(__f);)
+            quote!(let #id = #rt::Callee::Function(__f);)
         } else {
             let p = callee_path(&c.path);
             quote_spanned!(c.span=> let #id = #p::__define(__l);)
@@ -421,9 +422,9 @@ pub fn function(item: &syn::ItemFn, func: &Func, l: &Lowered, ct: &CompileTime) 
 
             /// Adds this function (and, through their own generated code, its callees) to `__l`.
             #[doc(hidden)]
-            pub fn __define(__l: &mut #rt::link::Linker) -> #rt::link::Callee {
+            pub fn __define(__l: &mut #rt::Linker) -> #rt::Callee {
                 let __f = match __l.declare(::std::concat!(::std::module_path!(), "::", #name_str), #name_str) {
-                    ::std::result::Result::Ok(__f) => return #rt::link::Callee::Function(__f),
+                    ::std::result::Result::Ok(__f) => return #rt::Callee::Function(__f),
                     ::std::result::Result::Err(__f) => __f,
                 };
                 #inexact
@@ -432,17 +433,17 @@ pub fn function(item: &syn::ItemFn, func: &Func, l: &Lowered, ct: &CompileTime) 
                 #(#blocks)*
                 __l.builder().signature(__f, #params, #returns);
                 #(#steps)*
-                #rt::link::Callee::Function(__f)
+                #rt::Callee::Function(__f)
             }
 
             /// The linked program with its kernels, built once.
             pub fn executable() -> ::std::result::Result<&'static #rt::Executable, #rt::RuntimeError> {
                 static EXE: ::std::sync::OnceLock<::std::result::Result<#rt::Executable, #rt::RuntimeError>> = ::std::sync::OnceLock::new();
                 EXE.get_or_init(|| {
-                    let mut __l = #rt::link::Linker::new();
+                    let mut __l = #rt::Linker::new();
                     match __define(&mut __l) {
-                        #rt::link::Callee::Function(__f) => __l.finish(__f),
-                        #rt::link::Callee::Primitive(_) => ::std::unreachable!("an #[autobatch] function defines a function"),
+                        #rt::Callee::Function(__f) => __l.finish(__f),
+                        #rt::Callee::Primitive(_) => ::std::unreachable!("an #[autobatch] function defines a function"),
                     }
                 })
                 .as_ref()

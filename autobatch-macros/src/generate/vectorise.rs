@@ -124,13 +124,13 @@ pub fn vector_kernel(
             let [#(#outs),*] = __outs.leaves::<#n_outs>()?;
             #(#wrappers)*
             let __n: usize = #width;
-            let mut __scratch = #rt::link::Scratch::new(#count * __n);
+            let mut __scratch = #rt::Scratch::new(#count * __n);
             let __rest: &mut [f64] = &mut __scratch;
             #(#scratch)*
             let __lanes = __ins.lanes();
             for (__k, &__lane) in __lanes.iter().enumerate() {
                 __ins.at(__k);
-                if let ::std::option::Option::Some(&__ahead) = __lanes.get(__k + #rt::prefetch::PREFETCH_AHEAD) {
+                if let ::std::option::Option::Some(&__ahead) = __lanes.get(__k + #rt::PREFETCH_AHEAD) {
                     #(#prefetches)*
                 }
                 #(#body)*
