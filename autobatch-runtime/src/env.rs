@@ -11,7 +11,7 @@
 
 use crate::arena::{Arena, ZERO};
 use crate::column::{width_of, Column};
-use crate::config::Stats;
+use crate::stats::Stats;
 use crate::error::{Result, RuntimeError};
 use crate::kernel::{
     BatchedFn, FreshRows, Input, Kernel, KernelError, LaneInputs, LaneOutputs, LaneWiseFn, OutLeaf,

@@ -41,6 +41,7 @@ pub mod primitive;
 pub mod random;
 mod reference;
 mod stackless;
+mod stats;
 pub mod vector;
 mod vm;
 
@@ -64,11 +65,12 @@ pub mod __private {
 pub use autobatch_ir::passes::InlineOptions;
 pub use autobatch_macros::{autobatch, primitive};
 pub use column::{Column, Element};
-pub use config::{Config, Mode, Stats};
+pub use config::{Config, Mode};
 pub use error::{Result, RuntimeError};
 pub use kernel::{output_slice, Kernel, KernelError, LaneInputs, LaneOutputs, OutputLeaf, Rows};
 pub use ndarray;
 pub use random::Key;
+pub use stats::{BlockStats, KernelStats, Stats};
 pub use vector::Vector;
 
 use autobatch_ir::passes::{
@@ -285,9 +287,9 @@ impl Executable {
             Mode::Stackless => self.high_program()?,
         };
         let (batch, vector_len) = check_inputs(program, inputs, config)?;
-        let (stacks, names) = match config.mode {
-            Mode::FullVm => (Stacks::Honour, block_names(program)),
-            Mode::Stackless => (Stacks::Ignore, block_names(program)),
+        let stacks = match config.mode {
+            Mode::FullVm => Stacks::Honour,
+            Mode::Stackless => Stacks::Ignore,
         };
         let mut env = Env::new(
             program,
@@ -306,6 +308,7 @@ impl Executable {
             env.write(v, &all, &rest[..n], true, entry)?;
             rest = &rest[n..];
         }
+        let names = program.blocks.iter().map(|b| b.name.clone());
         let mut stats = Stats::new(batch, names, self.kernels.len());
         match config.mode {
             Mode::FullVm => vm::run(&mut env, &self.vm_plan, config, &mut stats)?,
@@ -340,10 +343,6 @@ impl Executable {
             )
         })
     }
-}
-
-fn block_names(program: &Program) -> Vec<String> {
-    program.blocks.iter().map(|b| b.name.clone()).collect()
 }
 
 /// Checks the inputs against the program's input leaves; returns (batch size, vector length).

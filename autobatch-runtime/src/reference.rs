@@ -7,7 +7,8 @@
 //! One lane at a time, nothing shared: simple enough to trust.
 
 use crate::column::{width_of, Column};
-use crate::config::{Config, Stats};
+use crate::config::Config;
+use crate::stats::Stats;
 use crate::error::{function_name, Result, RuntimeError};
 use crate::kernel::{Kernel, KernelError, LaneInputs, LaneOutputs};
 use autobatch_ir::{Block, FuncId, KernelRef, Op, PrimOp, Program, Terminator, Var};

@@ -7,7 +7,8 @@
 //! caller still needs (live across the call and FULL) are saved for the calling lanes and
 //! restored afterwards, so a call costs in proportion to its lanes, not to the batch.
 
-use crate::config::{Config, Stats};
+use crate::config::Config;
+use crate::stats::Stats;
 use crate::env::{dead_vectors, partition_lanes, Env, Stacks};
 use crate::error::{function_name, Result, RuntimeError};
 use autobatch_ir::passes::Liveness;

@@ -7,7 +7,8 @@
 //! bitset, so the lanes come out in lane order without sorting and nothing allocates per step.
 //! Return addresses live on per-lane stacks (the program counter's stack), with "halt" beneath.
 
-use crate::config::{Config, Stats};
+use crate::config::Config;
+use crate::stats::Stats;
 use crate::env::{dead_vectors, partition_lanes, Env, Stacks};
 use crate::error::{Result, RuntimeError};
 use autobatch_ir::passes::liveness;
