@@ -163,11 +163,6 @@ impl Column {
         T::array(self)
     }
 
-    /// The typed array, mutably, if the column holds `T`.
-    pub fn as_array_mut<T: Element>(&mut self) -> Option<&mut Array2<T>> {
-        T::array_mut(self)
-    }
-
     /// The typed elements in row-major order, if the column holds `T`.
     pub fn as_slice<T: Element>(&self) -> Option<&[T]> {
         T::array(self).and_then(|a| a.as_slice())

@@ -153,6 +153,29 @@ pub enum RuntimeError {
         /// The kernel's message or the panic payload.
         message: String,
     },
+    /// A value of one type reached a variable of another (an assignment, a call's arguments
+    /// or results, or an input): a program the verifier accepted cannot do this.
+    #[error("block `{block}` puts {found} into variable `{var}`, which holds {expected}")]
+    ValueType {
+        /// Block.
+        block: String,
+        /// The variable written.
+        var: String,
+        /// What the variable holds.
+        expected: String,
+        /// What was written.
+        found: String,
+    },
+    /// A branch on a variable that is not a scalar `bool`.
+    #[error("block `{block}` branches on `{var}`, which is {found}, not a bool")]
+    ConditionType {
+        /// Block.
+        block: String,
+        /// The condition variable.
+        var: String,
+        /// Its type.
+        found: String,
+    },
     /// A kernel's output has the wrong dtype, width or row count.
     #[error("kernel `{source_text}` in block `{block}` returned {found} for output leaf {leaf}, expected {expected}")]
     KernelOutput {

@@ -8,9 +8,9 @@
 
 use crate::column::{width_of, Column};
 use crate::config::Config;
-use crate::stats::Stats;
 use crate::error::{function_name, Result, RuntimeError};
 use crate::kernel::{Kernel, KernelError, LaneInputs, LaneOutputs};
+use crate::stats::Stats;
 use autobatch_ir::{Block, FuncId, KernelRef, Op, PrimOp, Program, Terminator, Var};
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
