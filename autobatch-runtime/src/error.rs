@@ -4,7 +4,10 @@ use autobatch_ir::passes::{FusionError, LowerError};
 use autobatch_ir::{FuncId, TensorType, VerifyErrors};
 use thiserror::Error;
 
-/// Why running a program failed. Nothing panics: each failure is one of these.
+/// Why preparing or running a program failed. No input makes the runtime panic: each failure
+/// is one of these, and a kernel that panics is caught and reported as [`Kernel`](Self::Kernel)
+/// with its lane. (A [`Vector`](crate::Vector) operation on vectors of different lengths
+/// panics in plain Rust, as ndarray does; inside a batched run that is such a kernel panic.)
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum RuntimeError {
     /// The program breaks an IR invariant.

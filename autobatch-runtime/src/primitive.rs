@@ -181,7 +181,7 @@ pub fn check_agreement(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::output_slice;
+    use crate::kernel::output_slice;
     use autobatch_ir::DType;
 
     fn doubling_batched(offset_on_second_lane: f64) -> Kernel {

@@ -51,9 +51,9 @@ pub(crate) fn run_lane(
     let mut args = Vec::new();
     let mut rest = inputs;
     for &v in &main.params {
-        let n = program.var(v).ty.leaves().len();
-        args.push(rest[..n].to_vec());
-        rest = &rest[n..];
+        let (mine, tail) = rest.split_at(program.var(v).ty.leaves().len().min(rest.len()));
+        args.push(mine.to_vec());
+        rest = tail;
     }
     let results = interp.call(program.main, args, 0)?;
     Ok(results.into_iter().flatten().collect())
@@ -112,9 +112,18 @@ impl Interp<'_> {
                         let mut rest = outs.as_slice();
                         for (i, &v) in prim.outs.iter().enumerate() {
                             let n = program.var(v).ty.leaves().len();
+                            if rest.len() < n {
+                                return Err(RuntimeError::ValueType {
+                                    block: data.name.clone(),
+                                    var: program.var(v).name.clone(),
+                                    expected: program.var(v).ty.to_string(),
+                                    found: format!("only {} leaves", rest.len()),
+                                });
+                            }
+                            let (value, tail) = rest.split_at(n);
                             let in_place = prim.in_place.get(i).copied().unwrap_or(false);
-                            self.write(&mut frame, v, rest[..n].to_vec(), !in_place);
-                            rest = &rest[n..];
+                            self.write(&mut frame, v, value.to_vec(), !in_place);
+                            rest = tail;
                         }
                     }
                     Op::Call(c) => {

@@ -1,7 +1,7 @@
 //! What a lane-wise kernel reads: [`LaneInputs`], its input leaves in storage at the active
 //! lanes, and [`InputRows`], typed row access to one of them.
 
-use super::KernelError;
+use super::error::KernelError;
 use crate::column::{Column, Element};
 use crate::prefetch::prefetch;
 use crate::storage::arena::ArenaView;

@@ -14,9 +14,11 @@
 //! Inactive lanes are never passed to a kernel. A kernel reports failure with [`KernelError`];
 //! a panic inside a kernel is caught by the interpreter and reported with the lane.
 
+mod error;
 mod inputs;
 mod outputs;
 
+pub use error::KernelError;
 pub use inputs::{InputRows, LaneInputs};
 pub use outputs::{output_slice, LaneOutputs, OutputLeaf, VectorOut};
 pub(crate) use outputs::{typed_mut, FreshRows, OutLeaf};
@@ -24,39 +26,6 @@ pub(crate) use outputs::{typed_mut, FreshRows, OutLeaf};
 use crate::column::{Column, Element};
 use std::fmt;
 use std::sync::Arc;
-
-/// Why a kernel failed; `position` is the index into the active lanes of the lane at fault.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct KernelError {
-    /// Index into the active lanes (`None` if the failure is not about one lane).
-    pub position: Option<usize>,
-    /// What went wrong.
-    pub message: String,
-}
-
-impl KernelError {
-    /// A failure of the lane at `position` among the active lanes.
-    pub fn at(position: usize, message: impl Into<String>) -> Self {
-        KernelError {
-            position: Some(position),
-            message: message.into(),
-        }
-    }
-
-    /// A failure not tied to one lane (e.g. an input of the wrong dtype).
-    pub fn whole(message: impl Into<String>) -> Self {
-        KernelError {
-            position: None,
-            message: message.into(),
-        }
-    }
-}
-
-impl fmt::Display for KernelError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
 
 /// A lane-wise kernel body: reads inputs at the active lanes, writes one row per active lane
 /// of every output leaf.

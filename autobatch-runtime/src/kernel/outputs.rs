@@ -1,7 +1,7 @@
 //! What a kernel writes: [`LaneOutputs`] (a lane-wise kernel's output leaves, dense columns or
 //! fresh vector rows written in place), [`VectorOut`], and typed access to dense outputs.
 
-use super::KernelError;
+use super::error::KernelError;
 use crate::column::{Column, Element};
 use crate::storage::arena::ArenaView;
 use crate::vector::Vector;

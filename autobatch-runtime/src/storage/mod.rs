@@ -529,3 +529,78 @@ impl<'p> Storage<'p> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use autobatch_ir::{KernelId, ProgramBuilder, Type};
+
+    /// `f(x: i64) -> y: i64`, one block; storage over two lanes.
+    fn program() -> (Program, Var) {
+        let mut b = ProgramBuilder::new();
+        let x = b.var("x", Type::I64);
+        let y = b.var("y", Type::I64);
+        let f = b.function("f");
+        b.signature(f, &[x], &[y]);
+        let e = b.block(f, "entry");
+        b.prim(e, &[y], &[x], KernelId::new(0), "x");
+        b.ret(e);
+        (b.finish(f).unwrap(), x)
+    }
+
+    #[test]
+    fn a_value_of_another_type_is_a_typed_error_naming_the_variable() {
+        let (program, x) = program();
+        let entry = program.main_function().entry();
+        let mut storage = Storage::new(&program, 2, 0, 256, true, Stacks::Honour);
+        let floats = Column::from_scalars(&[1.0f64, 2.0]);
+        match storage.write(x, &[0, 1], &[floats], false, entry) {
+            Err(RuntimeError::ValueType {
+                var,
+                block,
+                expected,
+                found,
+            }) => {
+                assert_eq!((var.as_str(), block.as_str()), ("x", "entry"));
+                assert!(expected.starts_with("i64"), "{expected}");
+                assert!(found.starts_with("f64"), "{found}");
+            }
+            other => panic!("{:?}", other.err()),
+        }
+        assert!(matches!(
+            storage.read(x, &[0], entry),
+            Err(RuntimeError::ReadUnset { lane: 0, .. })
+        ));
+    }
+
+    #[test]
+    fn a_branch_on_a_non_bool_is_a_condition_type_error() {
+        let (program, x) = program();
+        let entry = program.main_function().entry();
+        let mut storage = Storage::new(&program, 2, 0, 256, false, Stacks::Honour);
+        storage
+            .write(
+                x,
+                &[0, 1],
+                &[Column::from_scalars(&[4i64, 5])],
+                false,
+                entry,
+            )
+            .unwrap();
+        let err = storage
+            .read_bools(x, &[0, 1], entry, &mut Vec::new())
+            .unwrap_err();
+        assert_eq!(
+            err,
+            RuntimeError::ConditionType {
+                block: "entry".into(),
+                var: "x".into(),
+                found: "i64".into(),
+            }
+        );
+        assert_eq!(
+            err.to_string(),
+            "block `entry` branches on `x`, which is i64, not a bool"
+        );
+    }
+}
