@@ -1,5 +1,6 @@
-//! The reference's conformance programs (notes sections 9.1 and 9.2) run in both modes, checked
-//! against the expected outputs and the single-lane reference interpreter.
+//! The reference's conformance programs (docs/reference-semantics.md, "Conformance programs")
+//! run in both modes, checked against the expected outputs and the single-lane reference
+//! interpreter.
 
 mod common;
 
