@@ -59,7 +59,7 @@ pub mod __private {
     pub use crate::primitive::{check_agreement, AgreementError, Tolerance};
     pub use crate::{
         Column, Config, Executable, Kernel, KernelError, Key, LaneInputs, LaneOutputs,
-        RuntimeError, Stats, Vector,
+        RuntimeError, Stats, Vector, VectorOut,
     };
     pub use autobatch_ir as ir;
     pub use ndarray;

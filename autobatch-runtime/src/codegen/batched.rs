@@ -5,6 +5,11 @@ use crate::column::{Column, Element};
 use crate::kernel::{typed_mut, KernelError};
 use ndarray::{ArrayBase, ArrayView1, ArrayView2, Axis, Data, Ix1, Ix2};
 
+/// Typed mutable access to one dense kernel output leaf.
+pub fn out_leaf<T: Element>(column: &mut Column) -> Result<&mut [T], KernelError> {
+    typed_mut(column, None)
+}
+
 /// Input `i` of a batched kernel as a 1-d view (one element per active lane).
 pub fn batched_input<'a, T: Element>(
     inputs: &'a [&'a Column],
@@ -62,7 +67,7 @@ pub fn batched_output<T: Element, S: Data<Elem = T>>(
     }
     match value.into_owned().into_shape_with_order((rows, 1)) {
         Ok(a) if a.is_standard_layout() => *out = T::column(a),
-        Ok(a) => copy_into(typed_mut::<T>(out, None)?, a.iter(), a.as_slice()),
+        Ok(a) => copy_into(out_leaf::<T>(out)?, a.iter(), a.as_slice()),
         Err(_) => {
             return Err(KernelError::whole(
                 "batched kernel result has no 1-d layout",
@@ -85,7 +90,7 @@ pub fn batched_output_vectors<T: Element, S: Data<Elem = T>>(
             value.dim()
         )));
     }
-    let slice = typed_mut::<T>(out, None)?;
+    let slice = out_leaf::<T>(out)?;
     if value.is_standard_layout() {
         *out = T::column(value.into_owned());
     } else {

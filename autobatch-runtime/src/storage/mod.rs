@@ -282,7 +282,7 @@ impl<'p> Storage<'p> {
         }
     }
 
-    /// `dtype [width]` of a leaf type, for error messages.
+    /// "`dtype` with `width` elements per lane" for a leaf type, in error messages.
     fn describe(&self, t: TensorType) -> String {
         format!(
             "{} with {} elements per lane",
