@@ -154,7 +154,8 @@ impl<'a, T: Copy + 'static> InputRows<'a, T> {
         self.width
     }
 
-    /// Starts fetching `lane`'s row into the cache a few lanes ahead of the one being computed.
+    /// Starts fetching `lane`'s row into the cache (call it for a lane a few ahead of the one
+    /// being computed).
     #[inline(always)]
     pub fn prefetch(&self, lane: usize) {
         prefetch(self.row(lane));
