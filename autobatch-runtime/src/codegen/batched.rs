@@ -3,40 +3,22 @@
 
 use crate::column::{Column, Element};
 use crate::kernel::{typed_mut, KernelError};
-use ndarray::{ArrayBase, ArrayView1, ArrayView2, Axis, Data, Ix1, Ix2};
+use ndarray::{Array2, ArrayBase, ArrayView1, ArrayView2, Axis, Data, Ix1, Ix2};
 
 /// Typed mutable access to one dense kernel output leaf.
 pub fn out_leaf<T: Element>(column: &mut Column) -> Result<&mut [T], KernelError> {
     typed_mut(column, None)
 }
 
-/// Input `i` of a batched kernel as a 1-d view (one element per active lane).
-pub fn batched_input<'a, T: Element>(
+/// Input `i` of a batched kernel as its typed `[active lanes, width]` array.
+fn batched_array<'a, T: Element>(
     inputs: &'a [&'a Column],
     i: usize,
-) -> std::result::Result<ArrayView1<'a, T>, KernelError> {
+) -> Result<&'a Array2<T>, KernelError> {
     let c = inputs
         .get(i)
         .ok_or_else(|| KernelError::whole(format!("batched input {i} is missing")))?;
-    let a = c.as_array::<T>().ok_or_else(|| {
-        KernelError::whole(format!(
-            "batched input {i} is {}, expected {}",
-            c.dtype(),
-            T::DTYPE
-        ))
-    })?;
-    Ok(a.index_axis(Axis(1), 0))
-}
-
-/// Input `i` of a batched kernel as a 2-d view (`[active lanes, len]`).
-pub fn batched_input_vectors<'a, T: Element>(
-    inputs: &'a [&'a Column],
-    i: usize,
-) -> std::result::Result<ArrayView2<'a, T>, KernelError> {
-    let c = inputs
-        .get(i)
-        .ok_or_else(|| KernelError::whole(format!("batched input {i} is missing")))?;
-    c.as_array::<T>().map(|a| a.view()).ok_or_else(|| {
+    c.as_array::<T>().ok_or_else(|| {
         KernelError::whole(format!(
             "batched input {i} is {}, expected {}",
             c.dtype(),
@@ -45,12 +27,28 @@ pub fn batched_input_vectors<'a, T: Element>(
     })
 }
 
+/// Input `i` of a batched kernel as a 1-d view (one element per active lane).
+pub fn batched_input<'a, T: Element>(
+    inputs: &'a [&'a Column],
+    i: usize,
+) -> Result<ArrayView1<'a, T>, KernelError> {
+    Ok(batched_array(inputs, i)?.index_axis(Axis(1), 0))
+}
+
+/// Input `i` of a batched kernel as a 2-d view (`[active lanes, len]`).
+pub fn batched_input_vectors<'a, T: Element>(
+    inputs: &'a [&'a Column],
+    i: usize,
+) -> Result<ArrayView2<'a, T>, KernelError> {
+    Ok(batched_array(inputs, i)?.view())
+}
+
 /// Stores a batched kernel's 1-d result into its dense output leaf, checking the shape. An
 /// owned contiguous array becomes the leaf (no copy); anything else is copied.
 pub fn batched_output<T: Element, S: Data<Elem = T>>(
     out: &mut Column,
     value: ArrayBase<S, Ix1>,
-) -> std::result::Result<(), KernelError> {
+) -> Result<(), KernelError> {
     let rows = out.rows();
     if value.len() != rows {
         return Err(KernelError::whole(format!(
@@ -82,7 +80,7 @@ pub fn batched_output<T: Element, S: Data<Elem = T>>(
 pub fn batched_output_vectors<T: Element, S: Data<Elem = T>>(
     out: &mut Column,
     value: ArrayBase<S, Ix2>,
-) -> std::result::Result<(), KernelError> {
+) -> Result<(), KernelError> {
     let (rows, width) = (out.rows(), out.width());
     if value.dim() != (rows, width) {
         return Err(KernelError::whole(format!(

@@ -281,3 +281,64 @@ impl Leaf {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f64_rows(leaf: &Leaf, arena: &Arena, lanes: &[usize]) -> Vec<f64> {
+        leaf.gather(arena, lanes)
+            .as_slice::<f64>()
+            .unwrap()
+            .to_vec()
+    }
+
+    /// A push, an overwrite and a pop give the pushed value back, for both kinds of leaf; a
+    /// shared leaf's rows are then held by nothing else.
+    #[test]
+    fn push_overwrite_pop_restores_in_both_kinds() {
+        for ty in [
+            TensorType::scalar(DType::F64),
+            TensorType::vector(DType::F64),
+        ] {
+            let width = width_of(ty, 2);
+            let mut arena = Arena::new(2);
+            let mut leaf = Leaf::zeros(ty, 2, 2);
+            assert_eq!(leaf.is_shared(), Leaf::is_shared_type(ty));
+            let first = Column::from_view2(ndarray::Array2::from_elem((2, width), 1.0).view());
+            assert!(leaf.scatter(&mut arena, &[0, 1], &first));
+            leaf.grow_saved(2);
+            let mut depth = vec![0u32, 0];
+            leaf.push(&mut arena, &[1], &depth, 2);
+            depth[1] += 1;
+            let second = Column::from_view2(ndarray::Array2::from_elem((1, width), 2.0).view());
+            assert!(leaf.scatter(&mut arena, &[1], &second));
+            assert_eq!(f64_rows(&leaf, &arena, &[1]), vec![2.0; width]);
+            depth[1] -= 1;
+            leaf.pop(&mut arena, &[1], &depth, 2);
+            assert_eq!(f64_rows(&leaf, &arena, &[0, 1]), vec![1.0; 2 * width]);
+        }
+    }
+
+    /// A held value comes back unchanged after the leaf is overwritten; a value of the other
+    /// kind is refused and let go of.
+    #[test]
+    fn take_and_put_round_trip_and_refuse_the_other_kind() {
+        let mut arena = Arena::new(2);
+        let mut shared = Leaf::zeros(TensorType::vector(DType::F64), 1, 2);
+        let v = Column::from_view2(ndarray::array![[3.0, 4.0]].view());
+        assert!(shared.scatter(&mut arena, &[0], &v));
+        let held = shared.take(&mut arena, &[0]);
+        shared.release_rows(&mut arena, &[0]);
+        assert_eq!(f64_rows(&shared, &arena, &[0]), vec![0.0, 0.0]);
+        assert!(shared.put(&mut arena, &[0], held));
+        assert_eq!(f64_rows(&shared, &arena, &[0]), vec![3.0, 4.0]);
+
+        let mut dense = Leaf::zeros(TensorType::scalar(DType::F64), 1, 2);
+        let live = arena.live();
+        let held = shared.take(&mut arena, &[0]);
+        assert!(!dense.put(&mut arena, &[0], held));
+        assert_eq!(arena.live(), live, "the refused rows are let go of");
+        assert!(!dense.copy_rows(&mut arena, &shared, [(0, 0)]));
+    }
+}

@@ -45,6 +45,11 @@ struct VarStore {
 /// the stackless interpreter, around calls). Shared vector rows are held, not copied.
 pub(crate) struct Snapshot(Vec<Held>);
 
+/// "`dtype` with `width` elements per lane" for a column, in error messages.
+fn describe_column(c: &Column) -> String {
+    format!("{} with {} elements per lane", c.dtype(), c.width())
+}
+
 /// The storage of every variable of a program for one batch.
 pub(crate) struct Storage<'p> {
     program: &'p Program,
@@ -310,7 +315,7 @@ impl<'p> Storage<'p> {
         let store = &mut self.vars[v.index()];
         for (i, (leaf, value)) in store.leaves.iter_mut().zip(values).enumerate() {
             if !leaf.scatter(&mut self.arena, lanes, value) {
-                let found = format!("{} with {} elements per lane", value.dtype(), value.width());
+                let found = describe_column(value);
                 return Err(self.value_type(v, i, found, block));
             }
         }
@@ -383,7 +388,7 @@ impl<'p> Storage<'p> {
         if fits {
             Ok(())
         } else {
-            let found = format!("{} with {} elements per lane", value.dtype(), value.width());
+            let found = describe_column(value);
             Err(self.value_type(v, leaf, found, block))
         }
     }
