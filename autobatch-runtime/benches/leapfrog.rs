@@ -94,7 +94,7 @@ fn main() {
     let steps = Array1::from_elem(LANES, STEPS);
     // The batched gradient must agree with its scalar form before it is worth timing.
     grad::check_agreement(
-        &[autobatch_runtime::link::input_vectors(q.view())],
+        &[autobatch_runtime::Column::from_view2(q.view())],
         DIM,
         autobatch_runtime::primitive::Tolerance::Exact,
     )

@@ -10,6 +10,21 @@ use ndarray::{Array2, ArrayView1, ArrayView2};
 use std::fmt::Debug;
 
 /// A typed column of rows, one per lane (or per active lane).
+///
+/// The inputs of [`Executable::run`](crate::Executable::run) and of a `#[primitive]`'s
+/// generated `check_agreement` are columns, one per input leaf:
+///
+/// ```
+/// use autobatch_runtime::ndarray::array;
+/// use autobatch_runtime::Column;
+///
+/// let xs = Column::from_view1(array![1.0, 2.0, 3.0].view()); // a scalar per lane
+/// let qs = Column::from_view2(array![[0.1, 0.2], [0.3, 0.4]].view()); // a vector per lane
+/// let ns = Column::from_scalars(&[7i64, 8]);
+/// assert_eq!((xs.rows(), xs.width()), (3, 1));
+/// assert_eq!((qs.rows(), qs.width()), (2, 2));
+/// assert_eq!(ns.as_slice::<i64>(), Some(&[7, 8][..]));
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub enum Column {
     /// `bool` elements.
@@ -161,11 +176,6 @@ impl Column {
     /// The typed array, if the column holds `T`.
     pub fn as_array<T: Element>(&self) -> Option<&Array2<T>> {
         T::array(self)
-    }
-
-    /// The typed array, mutably, if the column holds `T`.
-    pub fn as_array_mut<T: Element>(&mut self) -> Option<&mut Array2<T>> {
-        T::array_mut(self)
     }
 
     /// The typed elements in row-major order, if the column holds `T`.

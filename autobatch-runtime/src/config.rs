@@ -1,33 +1,67 @@
-//! Run configuration (mode, limits, checks) and execution statistics.
+//! `Config` and `Mode`: how a batch is run (interpreter, limits, checks), with every default.
 
-use std::time::Duration;
-
-/// Which interpreter runs the program.
+/// Which interpreter runs the program. Both give every lane exactly the result of the plain
+/// scalar function, bit for bit; they differ in which lanes they can run together, and so in
+/// speed.
+///
+/// The default is [`FullVm`](Mode::FullVm).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Mode {
-    /// Host recursion with active-lane sets; lanes re-converge within one activation.
+    /// Runs the high-level program, a call recursing on the host stack for the lanes that make
+    /// it. Lanes re-converge only inside one activation of a function (after its branches and
+    /// loops), never across recursion depths. Cheaper per step (no per-lane program counter or
+    /// stacks): choose it when lanes take similar paths through calls, or recursion is shallow
+    /// and even.
     Stackless,
-    /// Per-lane program counters and per-variable stacks; lanes re-converge across depths.
+    /// Runs the lowered program with a program counter and return stack per lane and a stack
+    /// per stacked variable, so lanes at different recursion depths that reach the same block
+    /// run it together. The better choice when recursion depths differ a lot between lanes
+    /// (a NUTS tree, a recursive search). The default.
     #[default]
     FullVm,
 }
 
-/// How to run a program.
+/// How to run a program. [`Config::default()`] is:
+///
+/// | field | default |
+/// |---|---|
+/// | [`mode`](Self::mode) | [`Mode::FullVm`] |
+/// | [`max_stack_depth`](Self::max_stack_depth) | 256 |
+/// | [`step_budget`](Self::step_budget) | `Some(100_000_000)` (10^8 block executions) |
+/// | [`safety_checks`](Self::safety_checks) | `true` |
+/// | [`vector_len`](Self::vector_len) | `None` (taken from the vector inputs; 0 without any) |
+/// | [`batch_size`](Self::batch_size) | `None` (taken from the inputs; 1 without any) |
+///
+/// ```
+/// use autobatch_runtime::{Config, Mode};
+///
+/// let config = Config::default();
+/// assert_eq!(config.mode, Mode::FullVm);
+/// assert_eq!(config.max_stack_depth, 256);
+/// assert_eq!(config.step_budget, Some(100_000_000));
+/// let deep = Config { max_stack_depth: 10_000, ..Config::with_mode(Mode::Stackless) };
+/// # let _ = deep;
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
-    /// Interpreter.
+    /// Interpreter. Default: [`Mode::FullVm`].
     pub mode: Mode,
-    /// Maximum frames on any variable's stack (full VM) or nested calls (stackless).
+    /// Maximum frames on any variable's stack, the return-address stack included (full VM),
+    /// or nested calls (stackless); a run that needs more fails with a typed error. Default:
+    /// 256.
     pub max_stack_depth: usize,
-    /// Maximum block executions before giving up (`None`: unlimited).
+    /// Maximum block executions before the run gives up with a typed error; `None` removes
+    /// the limit. Default: `Some(100_000_000)`.
     pub step_budget: Option<u64>,
     /// Check reads of never-written variables per lane (costs a little per op). Only programs
     /// built lowered by hand need it: for high-level programs the verifier has proven every read
     /// preceded by a write on every path, and lowering preserves that, so the check is skipped.
+    /// Default: `true`.
     pub safety_checks: bool,
-    /// Vector length when no vector input fixes it.
+    /// Vector length when no vector input fixes it. Default: `None` (0 if no input is a
+    /// vector).
     pub vector_len: Option<usize>,
-    /// Batch size when the program has no inputs.
+    /// Batch size when the program has no inputs. Default: `None` (1 lane).
     pub batch_size: Option<usize>,
 }
 
@@ -51,105 +85,5 @@ impl Config {
             mode,
             ..Config::default()
         }
-    }
-}
-
-/// What a run did: steps, per-block runs and lanes, time in kernels.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Stats {
-    /// Lanes in the batch.
-    pub batch_size: usize,
-    /// Block executions in total.
-    pub steps: u64,
-    /// Per block (indexed like the program that ran): how many times it ran.
-    pub block_runs: Vec<u64>,
-    /// Per block: the sum over its runs of the number of active lanes.
-    pub block_lanes: Vec<u64>,
-    /// Per block: name, for reports.
-    pub block_names: Vec<String>,
-    /// Per user kernel (indexed by kernel id): how many times it ran.
-    pub kernel_runs: Vec<u64>,
-    /// Per user kernel: the sum over its runs of the number of lanes it computed.
-    pub kernel_lanes: Vec<u64>,
-    /// Per user kernel: wall time spent inside it.
-    pub kernel_time: Vec<Duration>,
-    /// Wall time spent inside batched kernels.
-    pub batched_kernel_time: Duration,
-    /// Wall time spent inside lane-wise kernels.
-    pub lane_kernel_time: Duration,
-    /// The most `f64` vector rows held at once (variables, saved frames and the zero row):
-    /// the memory of vector state is this times the vector length times 8 bytes.
-    pub vector_rows: usize,
-}
-
-impl Stats {
-    /// Mean fraction of the batch active per block execution (1.0 when every run used every lane).
-    pub fn utilisation(&self) -> f64 {
-        let lanes: u64 = self.block_lanes.iter().sum();
-        if self.steps == 0 || self.batch_size == 0 {
-            return 0.0;
-        }
-        lanes as f64 / (self.steps as f64 * self.batch_size as f64)
-    }
-
-    /// Mean fraction of the batch a kernel computed per run (`None` if it never ran): for a
-    /// batched gradient, how full each matrix product was.
-    pub fn kernel_utilisation(&self, kernel: usize) -> Option<f64> {
-        let runs = *self.kernel_runs.get(kernel)?;
-        (runs > 0 && self.batch_size > 0)
-            .then(|| self.kernel_lanes[kernel] as f64 / (runs as f64 * self.batch_size as f64))
-    }
-
-    /// How many times the block named `name` ran.
-    pub fn runs_of(&self, name: &str) -> Option<u64> {
-        self.block_names
-            .iter()
-            .position(|n| n == name)
-            .map(|i| self.block_runs[i])
-    }
-
-    pub(crate) fn new(batch_size: usize, names: Vec<String>, kernels: usize) -> Self {
-        Stats {
-            batch_size,
-            block_runs: vec![0; names.len()],
-            block_lanes: vec![0; names.len()],
-            block_names: names,
-            kernel_runs: vec![0; kernels],
-            kernel_lanes: vec![0; kernels],
-            kernel_time: vec![Duration::ZERO; kernels],
-            ..Stats::default()
-        }
-    }
-
-    /// Counts one run of user kernel `kernel` over `lanes` lanes, taking `time`; `batched`
-    /// also adds the time to [`batched_kernel_time`](Self::batched_kernel_time), else to
-    /// [`lane_kernel_time`](Self::lane_kernel_time).
-    pub(crate) fn record_kernel(
-        &mut self,
-        kernel: usize,
-        lanes: usize,
-        time: Duration,
-        batched: bool,
-    ) {
-        if let (Some(r), Some(l), Some(t)) = (
-            self.kernel_runs.get_mut(kernel),
-            self.kernel_lanes.get_mut(kernel),
-            self.kernel_time.get_mut(kernel),
-        ) {
-            *r += 1;
-            *l += lanes as u64;
-            *t += time;
-        }
-        if batched {
-            self.batched_kernel_time += time;
-        } else {
-            self.lane_kernel_time += time;
-        }
-    }
-
-    pub(crate) fn record(&mut self, block: usize, lanes: usize) {
-        self.steps += 1;
-        self.block_runs[block] += 1;
-        self.block_lanes[block] += lanes as u64;
     }
 }

@@ -4,7 +4,10 @@ use autobatch_ir::passes::{FusionError, LowerError};
 use autobatch_ir::{FuncId, TensorType, VerifyErrors};
 use thiserror::Error;
 
-/// Why running a program failed. Nothing panics: each failure is one of these.
+/// Why preparing or running a program failed. No input makes the runtime panic: each failure
+/// is one of these, and a kernel that panics is caught and reported as [`Kernel`](Self::Kernel)
+/// with its lane. (A [`Vector`](crate::Vector) operation on vectors of different lengths
+/// panics in plain Rust, as ndarray does; inside a batched run that is such a kernel panic.)
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum RuntimeError {
     /// The program breaks an IR invariant.
@@ -152,6 +155,29 @@ pub enum RuntimeError {
         lane: usize,
         /// The kernel's message or the panic payload.
         message: String,
+    },
+    /// A value of one type reached a variable of another (an assignment, a call's arguments
+    /// or results, or an input): a program the verifier accepted cannot do this.
+    #[error("block `{block}` puts {found} into variable `{var}`, which holds {expected}")]
+    ValueType {
+        /// Block.
+        block: String,
+        /// The variable written.
+        var: String,
+        /// What the variable holds.
+        expected: String,
+        /// What was written.
+        found: String,
+    },
+    /// A branch on a variable that is not a scalar `bool`.
+    #[error("block `{block}` branches on `{var}`, which is {found}, not a bool")]
+    ConditionType {
+        /// Block.
+        block: String,
+        /// The condition variable.
+        var: String,
+        /// Its type.
+        found: String,
     },
     /// A kernel's output has the wrong dtype, width or row count.
     #[error("kernel `{source_text}` in block `{block}` returned {found} for output leaf {leaf}, expected {expected}")]

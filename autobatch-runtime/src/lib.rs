@@ -29,19 +29,22 @@
 
 #![warn(missing_docs)]
 
-mod arena;
-pub mod column;
-pub mod config;
-mod env;
-pub mod error;
-pub mod kernel;
-pub mod link;
-pub mod prefetch;
+mod codegen;
+mod column;
+mod config;
+mod error;
+mod exec;
+mod kernel;
+mod policy;
+mod pool;
+mod prefetch;
 pub mod primitive;
-pub mod random;
+mod random;
 mod reference;
 mod stackless;
-pub mod vector;
+mod stats;
+mod storage;
+mod vector;
 mod vm;
 
 pub use autobatch_ir as ir;
@@ -51,24 +54,34 @@ pub use autobatch_ir as ir;
 /// release.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::link::*;
+    pub use crate::codegen::*;
     pub use crate::prefetch::PREFETCH_AHEAD;
     pub use crate::primitive::{check_agreement, AgreementError, Tolerance};
     pub use crate::{
         Column, Config, Executable, Kernel, KernelError, Key, LaneInputs, LaneOutputs,
-        RuntimeError, Stats, Vector,
+        RuntimeError, Stats, Vector, VectorOut,
     };
     pub use autobatch_ir as ir;
     pub use ndarray;
 }
+/// Transitional: the `#[primitive]` example in `autobatch-macros` still builds its agreement
+/// check's inputs with `link::input`; users build them with [`Column::from_view1`]. Remove
+/// this module once that example does too.
+#[doc(hidden)]
+pub mod link {
+    pub use crate::codegen::input;
+}
 pub use autobatch_ir::passes::InlineOptions;
 pub use autobatch_macros::{autobatch, primitive};
 pub use column::{Column, Element};
-pub use config::{Config, Mode, Stats};
+pub use config::{Config, Mode};
 pub use error::{Result, RuntimeError};
-pub use kernel::{output_slice, Kernel, KernelError, LaneInputs, LaneOutputs, OutputLeaf, Rows};
+pub use kernel::{
+    output_slice, InputRows, Kernel, KernelError, LaneInputs, LaneOutputs, OutputLeaf, VectorOut,
+};
 pub use ndarray;
 pub use random::Key;
+pub use stats::{BlockStats, KernelStats, Stats};
 pub use vector::Vector;
 
 use autobatch_ir::passes::{
@@ -76,7 +89,8 @@ use autobatch_ir::passes::{
     propagate_copies, simplify_blocks, InlineError,
 };
 use autobatch_ir::{verify, Form, KernelRef, PrimOp, Program, Shape, TensorType};
-use env::{Env, Stacks};
+use exec::Exec;
+use storage::Storage;
 
 /// The result of a run: one column per output leaf, and what the run did.
 #[derive(Clone, Debug, PartialEq)]
@@ -280,45 +294,36 @@ impl Executable {
 
     /// Runs the program on a batch: `inputs` holds one column per input leaf.
     pub fn run(&self, inputs: &[Column], config: &Config) -> Result<Run> {
-        let program = match config.mode {
-            Mode::FullVm => &self.lowered,
-            Mode::Stackless => self.high_program()?,
+        let (program, stackless_plan) = match config.mode {
+            Mode::FullVm => (&self.lowered, None),
+            Mode::Stackless => {
+                let (program, plan) = self.high_program()?;
+                (program, Some(plan))
+            }
         };
         let (batch, vector_len) = check_inputs(program, inputs, config)?;
-        let (stacks, names) = match config.mode {
-            Mode::FullVm => (Stacks::Honour, block_names(program)),
-            Mode::Stackless => (Stacks::Ignore, block_names(program)),
+        let stacks = match stackless_plan {
+            None => vm::STACKS,
+            Some(_) => stackless::STACKS,
         };
-        let mut env = Env::new(
+        let mut storage = Storage::new(
             program,
-            &self.kernels,
             batch,
             vector_len,
             config.max_stack_depth,
             config.safety_checks && self.high.is_none(),
             stacks,
         );
-        let all: Vec<usize> = (0..batch).collect();
-        let entry = program.main_function().entry();
-        let mut rest = inputs;
-        for &v in program.inputs() {
-            let n = program.var(v).ty.leaves().len();
-            env.write(v, &all, &rest[..n], true, entry)?;
-            rest = &rest[n..];
-        }
+        storage.write_inputs(inputs)?;
+        let mut exec = Exec::new(program, &self.kernels, storage);
+        let names = program.blocks.iter().map(|b| b.name.clone());
         let mut stats = Stats::new(batch, names, self.kernels.len());
-        match config.mode {
-            Mode::FullVm => vm::run(&mut env, &self.vm_plan, config, &mut stats)?,
-            Mode::Stackless => {
-                let (_, plan) = self.high.as_ref().expect("checked by high_program");
-                stackless::run(&mut env, plan, config, &mut stats)?
-            }
+        match stackless_plan {
+            None => vm::run(&mut exec, &self.vm_plan, config, &mut stats)?,
+            Some(plan) => stackless::run(&mut exec, plan, config, &mut stats)?,
         }
-        stats.vector_rows = env.vector_rows();
-        let mut outputs = Vec::new();
-        for &v in program.outputs() {
-            outputs.extend(env.gather(v, &all, entry)?);
-        }
+        stats.vector_rows = exec.storage.vector_rows();
+        let outputs = exec.storage.read_outputs()?;
         Ok(Run { outputs, stats })
     }
 
@@ -333,17 +338,14 @@ impl Executable {
         Ok(Run { outputs, stats })
     }
 
-    fn high_program(&self) -> Result<&Program> {
-        self.program().ok_or_else(|| {
+    fn high_program(&self) -> Result<(&Program, &stackless::Plan)> {
+        let high = self.high.as_ref().map(|(program, plan)| (program, plan));
+        high.ok_or_else(|| {
             RuntimeError::ModeUnsupported(
                 "stackless needs a high-level program; this one was built lowered".to_string(),
             )
         })
     }
-}
-
-fn block_names(program: &Program) -> Vec<String> {
-    program.blocks.iter().map(|b| b.name.clone()).collect()
 }
 
 /// Checks the inputs against the program's input leaves; returns (batch size, vector length).

@@ -50,7 +50,7 @@ pub enum AgreementError {
 }
 
 /// Runs `kernel` on `lanes` of `inputs` (one column per input leaf), returning dense outputs.
-pub fn run_kernel(
+fn run_kernel(
     kernel: &Kernel,
     inputs: &[Column],
     lanes: &[usize],
@@ -107,25 +107,15 @@ fn compare(
             (Column::F64(x), Column::F64(y)) => x
                 .iter()
                 .zip(y.iter())
-                .position(|(a, b)| !close(*a, *b, tol))
-                .map(|k| {
-                    mismatch(
-                        k,
-                        x.as_slice().unwrap()[k].to_string(),
-                        y.as_slice().unwrap()[k].to_string(),
-                    )
-                }),
+                .enumerate()
+                .find(|(_, (a, b))| !close(**a, **b, tol))
+                .map(|(k, (a, b))| mismatch(k, a.to_string(), b.to_string())),
             (Column::F32(x), Column::F32(y)) => x
                 .iter()
                 .zip(y.iter())
-                .position(|(a, b)| !close(f64::from(*a), f64::from(*b), tol))
-                .map(|k| {
-                    mismatch(
-                        k,
-                        x.as_slice().unwrap()[k].to_string(),
-                        y.as_slice().unwrap()[k].to_string(),
-                    )
-                }),
+                .enumerate()
+                .find(|(_, (a, b))| !close(f64::from(**a), f64::from(**b), tol))
+                .map(|(k, (a, b))| mismatch(k, a.to_string(), b.to_string())),
             _ if s == b => None,
             _ => Some(mismatch(0, format!("{s:?}"), format!("{b:?}"))),
         };
@@ -141,8 +131,7 @@ fn compare(
 /// depends on the others is caught).
 ///
 /// ```
-/// use autobatch_ir::TensorType;
-/// use autobatch_ir::DType;
+/// use autobatch_runtime::ir::{DType, TensorType};
 /// use autobatch_runtime::primitive::{check_agreement, Tolerance};
 /// use autobatch_runtime::{output_slice, Column, Kernel};
 ///
@@ -192,7 +181,7 @@ pub fn check_agreement(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::output_slice;
+    use crate::kernel::output_slice;
     use autobatch_ir::DType;
 
     fn doubling_batched(offset_on_second_lane: f64) -> Kernel {

@@ -7,9 +7,10 @@
 //! One lane at a time, nothing shared: simple enough to trust.
 
 use crate::column::{width_of, Column};
-use crate::config::{Config, Stats};
+use crate::config::Config;
 use crate::error::{function_name, Result, RuntimeError};
 use crate::kernel::{Kernel, KernelError, LaneInputs, LaneOutputs};
+use crate::stats::Stats;
 use autobatch_ir::{Block, FuncId, KernelRef, Op, PrimOp, Program, Terminator, Var};
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -50,9 +51,9 @@ pub(crate) fn run_lane(
     let mut args = Vec::new();
     let mut rest = inputs;
     for &v in &main.params {
-        let n = program.var(v).ty.leaves().len();
-        args.push(rest[..n].to_vec());
-        rest = &rest[n..];
+        let (mine, tail) = rest.split_at(program.var(v).ty.leaves().len().min(rest.len()));
+        args.push(mine.to_vec());
+        rest = tail;
     }
     let results = interp.call(program.main, args, 0)?;
     Ok(results.into_iter().flatten().collect())
@@ -111,9 +112,18 @@ impl Interp<'_> {
                         let mut rest = outs.as_slice();
                         for (i, &v) in prim.outs.iter().enumerate() {
                             let n = program.var(v).ty.leaves().len();
+                            if rest.len() < n {
+                                return Err(RuntimeError::ValueType {
+                                    block: data.name.clone(),
+                                    var: program.var(v).name.clone(),
+                                    expected: program.var(v).ty.to_string(),
+                                    found: format!("only {} leaves", rest.len()),
+                                });
+                            }
+                            let (value, tail) = rest.split_at(n);
                             let in_place = prim.in_place.get(i).copied().unwrap_or(false);
-                            self.write(&mut frame, v, rest[..n].to_vec(), !in_place);
-                            rest = &rest[n..];
+                            self.write(&mut frame, v, value.to_vec(), !in_place);
+                            rest = tail;
                         }
                     }
                     Op::Call(c) => {

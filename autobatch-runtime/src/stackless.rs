@@ -7,12 +7,19 @@
 //! caller still needs (live across the call and FULL) are saved for the calling lanes and
 //! restored afterwards, so a call costs in proportion to its lanes, not to the batch.
 
-use crate::config::{Config, Stats};
-use crate::env::{dead_vectors, partition_lanes, Env, Stacks};
+use crate::config::Config;
 use crate::error::{function_name, Result, RuntimeError};
+use crate::exec::Exec;
+use crate::policy::{dead_vectors, partition_lanes};
+use crate::stats::Stats;
+use crate::storage::Stacks;
 use autobatch_ir::passes::Liveness;
 use autobatch_ir::{Allocation, Block, CallOp, FuncId, Op, Program, Terminator, Var};
 use std::collections::BTreeSet;
+
+/// Stackless keeps no saved frames in storage: every variable behaves as a register, and the
+/// values a call may overwrite are saved around it instead.
+pub(crate) const STACKS: Stacks = Stacks::Ignore;
 
 /// Per-program facts stackless needs: block positions and per-call save sets.
 #[derive(Clone, Debug)]
@@ -56,7 +63,7 @@ impl Plan {
                     .collect()
             })
             .collect();
-        let dead_vectors = dead_vectors(program, liveness, Stacks::Ignore);
+        let dead_vectors = dead_vectors(program, liveness, STACKS);
         Plan {
             position,
             saves,
@@ -65,16 +72,16 @@ impl Plan {
     }
 }
 
-/// Runs `env.program`'s entry function on every lane.
+/// Runs `exec.program`'s entry function on every lane.
 pub(crate) fn run(
-    env: &mut Env<'_>,
+    exec: &mut Exec<'_>,
     plan: &Plan,
     config: &Config,
     stats: &mut Stats,
 ) -> Result<()> {
-    let lanes: Vec<usize> = (0..env.batch).collect();
-    let main = env.program.main;
-    Activation { plan, config }.run_function(env, stats, main, lanes, 0)
+    let lanes: Vec<usize> = (0..exec.storage.batch()).collect();
+    let main = exec.program.main;
+    Activation { plan, config }.run_function(exec, stats, main, lanes, 0)
 }
 
 struct Activation<'a> {
@@ -85,7 +92,7 @@ struct Activation<'a> {
 impl Activation<'_> {
     fn run_function(
         &self,
-        env: &mut Env<'_>,
+        exec: &mut Exec<'_>,
         stats: &mut Stats,
         func: FuncId,
         lanes: Vec<usize>,
@@ -94,7 +101,7 @@ impl Activation<'_> {
         if lanes.is_empty() {
             return Ok(());
         }
-        let program = env.program;
+        let program = exec.program;
         let blocks = &program.function(func).blocks;
         let mut waiting: Vec<Vec<usize>> = vec![Vec::new(); blocks.len()];
         let mut pending: BTreeSet<usize> = BTreeSet::new();
@@ -113,13 +120,13 @@ impl Activation<'_> {
             let data = program.block(block);
             for (i, op) in data.ops.iter().enumerate() {
                 match op {
-                    Op::Prim(prim) => env.run_prim(prim, &lanes, block, stats)?,
+                    Op::Prim(prim) => exec.run_prim(prim, &lanes, block, stats)?,
                     Op::Pop(_) => {}
-                    Op::Call(call) => self.call(env, stats, call, &lanes, block, i, depth)?,
+                    Op::Call(call) => self.call(exec, stats, call, &lanes, block, i, depth)?,
                 }
             }
             for &v in &self.plan.dead_vectors[block.index()] {
-                env.release_rows(v, &lanes);
+                exec.storage.release_rows(v, &lanes);
             }
             let mut send = |target: Block, lanes: Vec<usize>, waiting: &mut Vec<Vec<usize>>| {
                 if lanes.is_empty() {
@@ -133,7 +140,7 @@ impl Activation<'_> {
                 Terminator::Goto(t) => send(*t, lanes, &mut waiting),
                 Terminator::Branch { cond, then_, else_ } => {
                     let mut values = Vec::new();
-                    env.read_bools(*cond, &lanes, block, &mut values)?;
+                    exec.storage.read_bools(*cond, &lanes, block, &mut values)?;
                     let (mut t, mut f) = (Vec::new(), Vec::new());
                     partition_lanes(&lanes, &values, &mut t, &mut f);
                     send(*then_, t, &mut waiting);
@@ -154,7 +161,7 @@ impl Activation<'_> {
     #[allow(clippy::too_many_arguments)]
     fn call(
         &self,
-        env: &mut Env<'_>,
+        exec: &mut Exec<'_>,
         stats: &mut Stats,
         call: &CallOp,
         lanes: &[usize],
@@ -162,7 +169,7 @@ impl Activation<'_> {
         op_index: usize,
         depth: usize,
     ) -> Result<()> {
-        let program = env.program;
+        let program = exec.program;
         if depth + 1 >= self.config.max_stack_depth {
             return Err(RuntimeError::RecursionLimit {
                 function: function_name(program, call.func),
@@ -177,27 +184,27 @@ impl Activation<'_> {
         let args = call
             .ins
             .iter()
-            .map(|&v| env.snapshot(v, lanes, block))
+            .map(|&v| exec.storage.snapshot(v, lanes, block))
             .collect::<Result<Vec<_>>>()?;
         let saves = &self.plan.saves[block.index()][op_index];
         let saved = saves
             .iter()
-            .map(|&v| env.snapshot(v, lanes, block))
+            .map(|&v| exec.storage.snapshot(v, lanes, block))
             .collect::<Result<Vec<_>>>()?;
         for (&formal, value) in callee.params.iter().zip(args) {
-            env.restore(formal, lanes, value, block)?;
+            exec.storage.restore(formal, lanes, value, block)?;
         }
-        self.run_function(env, stats, call.func, lanes.to_vec(), depth + 1)?;
+        self.run_function(exec, stats, call.func, lanes.to_vec(), depth + 1)?;
         let results = callee
             .returns
             .iter()
-            .map(|&v| env.snapshot(v, lanes, block))
+            .map(|&v| exec.storage.snapshot(v, lanes, block))
             .collect::<Result<Vec<_>>>()?;
         for (&out, value) in call.outs.iter().zip(results) {
-            env.restore(out, lanes, value, block)?;
+            exec.storage.restore(out, lanes, value, block)?;
         }
         for (&v, value) in saves.iter().zip(saved) {
-            env.restore(v, lanes, value, block)?;
+            exec.storage.restore(v, lanes, value, block)?;
         }
         Ok(())
     }

@@ -7,11 +7,17 @@
 //! bitset, so the lanes come out in lane order without sorting and nothing allocates per step.
 //! Return addresses live on per-lane stacks (the program counter's stack), with "halt" beneath.
 
-use crate::config::{Config, Stats};
-use crate::env::{dead_vectors, partition_lanes, Env, Stacks};
+use crate::config::Config;
 use crate::error::{Result, RuntimeError};
+use crate::exec::Exec;
+use crate::policy::{dead_vectors, partition_lanes};
+use crate::stats::Stats;
+use crate::storage::Stacks;
 use autobatch_ir::passes::liveness;
 use autobatch_ir::{Allocation, Block, Op, Program, Terminator, Var, PC_NAME};
+
+/// The full VM keeps FULL variables' saved frames in storage: pushes and pops act on them.
+pub(crate) const STACKS: Stacks = Stacks::Honour;
 
 /// What the full VM knows about a lowered program before it runs.
 #[derive(Clone, Debug)]
@@ -27,6 +33,7 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
+    /// The plan of lowered `program`.
     pub(crate) fn new(program: &Program) -> Plan {
         let pops = program
             .blocks
@@ -47,7 +54,7 @@ impl Plan {
             .collect();
         Plan {
             pops,
-            dead_vectors: dead_vectors(program, &liveness(program), Stacks::Honour),
+            dead_vectors: dead_vectors(program, &liveness(program), STACKS),
         }
     }
 }
@@ -56,20 +63,21 @@ impl Plan {
 /// the halt address); counted so `max_stack_depth` means what it means in the reference.
 const PC_BASE_FRAMES: usize = 2;
 
-/// Runs the lowered `env.program` from its entry until every lane halts.
+/// Runs the lowered `exec.program` from its entry until every lane halts.
 pub(crate) fn run(
-    env: &mut Env<'_>,
+    exec: &mut Exec<'_>,
     plan: &Plan,
     config: &Config,
     stats: &mut Stats,
 ) -> Result<()> {
-    let program = env.program;
+    let program = exec.program;
+    let batch = exec.storage.batch();
     let n_blocks = program.blocks.len();
-    let mut waiting: Vec<LaneSet> = (0..n_blocks).map(|_| LaneSet::new(env.batch)).collect();
-    let all: Vec<usize> = (0..env.batch).collect();
+    let mut waiting: Vec<LaneSet> = (0..n_blocks).map(|_| LaneSet::new(batch)).collect();
+    let all: Vec<usize> = (0..batch).collect();
     waiting[program.main_function().entry().index()].extend(&all);
-    let mut lanes = Vec::with_capacity(env.batch);
-    let mut returns: Vec<Vec<u32>> = vec![Vec::new(); env.batch];
+    let mut lanes = Vec::with_capacity(batch);
+    let mut returns: Vec<Vec<u32>> = vec![Vec::new(); batch];
     let budget = config.step_budget.unwrap_or(u64::MAX);
     let mut cond_true = Vec::new();
     let mut cond_false = Vec::new();
@@ -85,10 +93,10 @@ pub(crate) fn run(
         let data = program.block(block);
         for (i, op) in data.ops.iter().enumerate() {
             match op {
-                Op::Prim(prim) => env.run_prim(prim, &lanes, block, stats)?,
+                Op::Prim(prim) => exec.run_prim(prim, &lanes, block, stats)?,
                 Op::Pop(_) => {
                     for &v in &plan.pops[index][i] {
-                        env.pop(v, &lanes, block)?;
+                        exec.storage.pop(v, &lanes, block)?;
                     }
                 }
                 Op::Call(_) => {
@@ -100,12 +108,12 @@ pub(crate) fn run(
             }
         }
         for &v in &plan.dead_vectors[index] {
-            env.release_rows(v, &lanes);
+            exec.storage.release_rows(v, &lanes);
         }
         match &data.term {
             Terminator::Goto(t) => waiting[t.index()].extend(&lanes),
             Terminator::Branch { cond, then_, else_ } => {
-                env.read_bools(*cond, &lanes, block, &mut values)?;
+                exec.storage.read_bools(*cond, &lanes, block, &mut values)?;
                 partition_lanes(&lanes, &values, &mut cond_true, &mut cond_false);
                 waiting[then_.index()].extend(&cond_true);
                 waiting[else_.index()].extend(&cond_false);

@@ -1,5 +1,6 @@
-//! The reference's conformance programs (notes sections 9.1 and 9.2) run in both modes, checked
-//! against the expected outputs and the single-lane reference interpreter.
+//! The reference's conformance programs (docs/reference-semantics.md, "Conformance programs")
+//! run in both modes, checked against the expected outputs and the single-lane reference
+//! interpreter.
 
 mod common;
 
@@ -238,7 +239,7 @@ fn counts_match_the_reference(passes: &Passes) {
         .unwrap()
         .run(&[i64s(&[5, 6, 8, 9])], &Config::default())
         .unwrap();
-    assert_eq!(run.stats.kernel_runs[add], 54);
+    assert_eq!(run.stats.kernels[add].runs, 54);
     let u = run.stats.kernel_utilisation(add).unwrap();
     assert!(u > 0.25 && u <= 1.0, "{u}");
     assert_eq!(count(Mode::FullVm, "1"), 55);

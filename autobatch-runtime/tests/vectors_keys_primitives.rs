@@ -4,7 +4,7 @@
 
 use autobatch_runtime::ndarray::{linalg::general_mat_mul, Array1, Array2, ArrayView2, Axis};
 use autobatch_runtime::primitive::Tolerance;
-use autobatch_runtime::{autobatch, link, primitive, Config, Key, Mode, RuntimeError, Vector};
+use autobatch_runtime::{autobatch, primitive, Column, Config, Key, Mode, RuntimeError, Vector};
 use std::sync::OnceLock;
 
 const DIM: usize = 8;
@@ -220,8 +220,7 @@ fn vector_methods_and_mapped_primitives() {
 fn batched_primitives_agree_with_their_scalar_forms() {
     for seed in 0..5 {
         let q = states(33, 100 + seed);
-        logp_grad::check_agreement(&[link::input_vectors(q.view())], DIM, Tolerance::Exact)
-            .unwrap();
+        logp_grad::check_agreement(&[Column::from_view2(q.view())], DIM, Tolerance::Exact).unwrap();
     }
 }
 

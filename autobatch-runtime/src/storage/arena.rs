@@ -10,6 +10,7 @@
 use crate::column::Column;
 use crate::prefetch::{prefetch, PREFETCH_AHEAD};
 use autobatch_ir::DType;
+use ndarray::Array2;
 
 /// The handle of the permanent all-zeros row.
 pub(crate) const ZERO: u32 = 0;
@@ -18,7 +19,7 @@ pub(crate) const ZERO: u32 = 0;
 /// the kernel can read its input rows and write its output rows in place although both live in
 /// the one buffer.
 ///
-/// Taken by [`Arena::raw`] after the call's output rows are allocated. The contract that makes
+/// Taken by [`Arena::view`] after the call's output rows are allocated. The contract that makes
 /// the row slices built from it sound (upheld by the interpreter, which alone builds them):
 ///
 /// * the buffer is neither reallocated nor touched through the `Arena` while any slice built
@@ -26,15 +27,22 @@ pub(crate) const ZERO: u32 = 0;
 /// * rows read are the rows named by the inputs' handles; rows written are the *fresh* rows
 ///   allocated for this call ([`Arena::alloc_fresh`]), which no variable holds, so no row is
 ///   both read and written, and each fresh row is handed to exactly one output position.
+///
+/// Every handle comes from [`Arena::alloc_fresh`], so it names a row of the buffer; the bounds
+/// check in [`row`](Self::row) and [`row_mut`](Self::row_mut) stays in release builds all
+/// the same, because what it guards is an `unsafe` access. It can only fire inside a kernel
+/// call, whose panics the interpreter catches and reports as a
+/// [`RuntimeError::Kernel`](crate::RuntimeError::Kernel), so even a broken handle is an error
+/// value, not an abort.
 #[derive(Clone, Copy)]
-pub(crate) struct RawRows {
+pub(crate) struct ArenaView {
     base: *mut f64,
     /// Elements in the buffer.
     len: usize,
     width: usize,
 }
 
-impl RawRows {
+impl ArenaView {
     /// Elements per row.
     pub(crate) fn width(&self) -> usize {
         self.width
@@ -43,7 +51,7 @@ impl RawRows {
     /// The elements of row `h`.
     ///
     /// # Safety
-    /// Row `h` must not be written while the returned slice lives (see [`RawRows`]).
+    /// Row `h` must not be written while the returned slice lives (see [`ArenaView`]).
     #[inline]
     pub(crate) unsafe fn row<'a>(self, h: u32) -> &'a [f64] {
         let start = h as usize * self.width;
@@ -56,7 +64,7 @@ impl RawRows {
     ///
     /// # Safety
     /// Row `h` must be a fresh row of this call, and no other slice of it may live while the
-    /// returned one does (see [`RawRows`]).
+    /// returned one does (see [`ArenaView`]).
     #[inline]
     pub(crate) unsafe fn row_mut<'a>(self, h: u32) -> &'a mut [f64] {
         let start = h as usize * self.width;
@@ -68,8 +76,8 @@ impl RawRows {
 
 /// Rows of `width` `f64`s with a reference count each.
 pub(crate) struct Arena {
-    /// `[capacity, width]` row storage.
-    rows: Column,
+    /// `capacity * width` elements, row-major.
+    data: Vec<f64>,
     width: usize,
     counts: Vec<u32>,
     free: Vec<u32>,
@@ -79,7 +87,7 @@ impl Arena {
     /// An arena for rows of `width` elements holding only the zero row.
     pub(crate) fn new(width: usize) -> Arena {
         Arena {
-            rows: Column::zeros(DType::F64, 1, width),
+            data: vec![0.0; width],
             width,
             counts: vec![1],
             free: Vec::new(),
@@ -94,11 +102,15 @@ impl Arena {
     /// The elements of row `h`.
     pub(crate) fn row(&self, h: u32) -> &[f64] {
         let h = h as usize;
-        &self.data()[h * self.width..(h + 1) * self.width]
+        &self.data[h * self.width..(h + 1) * self.width]
     }
 
-    fn data(&self) -> &[f64] {
-        self.rows.as_slice::<f64>().expect("arena rows are f64")
+    /// Rows the buffer has room for.
+    fn capacity(&self) -> usize {
+        self.data
+            .len()
+            .checked_div(self.width)
+            .unwrap_or(usize::MAX)
     }
 
     /// A new handle (count 1) holding a copy of `value` (exactly `width` elements).
@@ -114,8 +126,7 @@ impl Arena {
         }
         let h = self.alloc_fresh();
         let start = h as usize * self.width;
-        let data = self.rows.as_slice_mut::<f64>().expect("arena rows are f64");
-        data[start..start + self.width].copy_from_slice(value);
+        self.data[start..start + self.width].copy_from_slice(value);
         h
     }
 
@@ -124,15 +135,11 @@ impl Arena {
     /// nearly every row of a large arena is also a TLB miss (measured on 800-byte rows of a
     /// 40 MB buffer, prefetched: 56 -> 37 ns a row).
     fn grow(&mut self, rows: usize) {
-        let old = self.data();
         let mut data = Vec::with_capacity(rows * self.width);
         crate::prefetch::advise_huge_pages(data.spare_capacity_mut());
-        data.extend_from_slice(old);
+        data.extend_from_slice(&self.data);
         data.resize(rows * self.width, 0.0);
-        self.rows = Column::F64(
-            ndarray::Array2::from_shape_vec((rows, self.width), data)
-                .expect("rows * width elements"),
-        );
+        self.data = data;
     }
 
     /// A new handle (count 1) whose row holds unspecified values, for a kernel to fill: the
@@ -142,7 +149,7 @@ impl Arena {
             Some(h) => h,
             None => {
                 let h = self.counts.len();
-                if h == self.rows.rows() {
+                if h == self.capacity() {
                     self.grow(2 * h);
                 }
                 self.counts.push(0);
@@ -153,14 +160,12 @@ impl Arena {
         h
     }
 
-    /// The rows as a raw view for one kernel call (see [`RawRows`] for the contract).
-    pub(crate) fn raw(&mut self) -> RawRows {
-        let width = self.width;
-        let data = self.rows.as_slice_mut::<f64>().expect("arena rows are f64");
-        RawRows {
-            base: data.as_mut_ptr(),
-            len: data.len(),
-            width,
+    /// The rows as a raw view for one kernel call (see [`ArenaView`] for the contract).
+    pub(crate) fn view(&mut self) -> ArenaView {
+        ArenaView {
+            base: self.data.as_mut_ptr(),
+            len: self.data.len(),
+            width: self.width,
         }
     }
 
@@ -201,23 +206,22 @@ impl Arena {
     /// A dense `[lanes.len(), width]` column of the rows `handles[lane]` for each of `lanes`,
     /// in `out`'s allocation (an `f64` column of this width; any other is replaced).
     pub(crate) fn gather_into(&self, handles: &[u32], lanes: &[usize], out: Column) -> Column {
-        let mut out = if out.dtype() == DType::F64 && out.width() == self.width {
-            out.resized(lanes.len())
-        } else {
-            Column::zeros(DType::F64, lanes.len(), self.width)
+        let mut out = match out {
+            Column::F64(a) if a.ncols() == self.width => a,
+            _ => Array2::zeros((0, self.width)),
         };
-        let dst = out.as_slice_mut::<f64>().expect("f64 column");
-        for (k, (chunk, &lane)) in dst
-            .chunks_exact_mut(self.width.max(1))
-            .zip(lanes)
-            .enumerate()
-        {
+        let (mut data, _) = out.into_raw_vec_and_offset();
+        data.clear();
+        for (k, &lane) in lanes.iter().enumerate() {
             if let Some(&ahead) = lanes.get(k + PREFETCH_AHEAD) {
                 prefetch(self.row(handles[ahead]));
             }
-            chunk.copy_from_slice(self.row(handles[lane]));
+            data.extend_from_slice(self.row(handles[lane]));
         }
-        out
+        // `lanes.len()` rows of `width` elements: the shape always fits.
+        out = Array2::from_shape_vec((lanes.len(), self.width), data)
+            .unwrap_or_else(|_| Array2::zeros((lanes.len(), self.width)));
+        Column::F64(out)
     }
 
     /// A new dense column of the rows `handles[lane]` for each of `lanes`.

@@ -1,0 +1,61 @@
+//! What only the code `#[autobatch]` and `#[primitive]` generate uses: the linker that builds
+//! one program from many functions, conversions for the typed `batch` entry points, and the
+//! helpers generated kernels call. Reached only through `crate::__private`.
+
+mod batched;
+mod convert;
+mod link;
+mod scratch;
+
+pub use batched::{
+    batched_input, batched_input_vectors, batched_output, batched_output_vectors, out_leaf,
+};
+pub use convert::{input, input_vectors, output, output_vectors};
+pub use link::{Callee, Linker};
+pub use scratch::Scratch;
+
+#[cfg(test)]
+mod tests {
+    /// The contract with the macro: every name generated code may use stays exported from
+    /// `__private` under the same name (a removed or renamed one fails to compile here).
+    #[test]
+    fn the_private_module_exports_every_name_generated_code_uses() {
+        use crate::__private as rt;
+        use std::any::type_name;
+        let types = [
+            type_name::<rt::Callee>(),
+            type_name::<rt::Linker>(),
+            type_name::<rt::Scratch>(),
+            type_name::<rt::VectorOut<'_>>(),
+            type_name::<rt::Column>(),
+            type_name::<rt::Config>(),
+            type_name::<rt::Executable>(),
+            type_name::<rt::Kernel>(),
+            type_name::<rt::KernelError>(),
+            type_name::<rt::Key>(),
+            type_name::<rt::LaneInputs<'_>>(),
+            type_name::<rt::LaneOutputs<'_>>(),
+            type_name::<rt::RuntimeError>(),
+            type_name::<rt::Stats>(),
+            type_name::<rt::Vector>(),
+            type_name::<rt::AgreementError>(),
+            type_name::<rt::Tolerance>(),
+            type_name::<rt::ir::Program>(),
+            type_name::<rt::ndarray::Array1<f64>>(),
+        ];
+        assert!(types.iter().all(|t| !t.is_empty()));
+        let _ = (
+            rt::input::<f64>,
+            rt::input_vectors::<f64>,
+            rt::output::<f64>,
+            rt::output_vectors::<f64>,
+            rt::out_leaf::<f64>,
+            rt::batched_input::<f64>,
+            rt::batched_input_vectors::<f64>,
+            rt::batched_output::<f64, ndarray::OwnedRepr<f64>>,
+            rt::batched_output_vectors::<f64, ndarray::OwnedRepr<f64>>,
+            rt::check_agreement,
+        );
+        assert_eq!(rt::PREFETCH_AHEAD, crate::prefetch::PREFETCH_AHEAD);
+    }
+}

@@ -1,0 +1,414 @@
+//! Executing one primitive op (a user kernel or an assignment) on a set of lanes: its inputs
+//! read from storage at those lanes, the kernel run once for all of them, its outputs checked
+//! and written back. Kernel output columns, gathered batched inputs and the op's working lists
+//! are reused, so an op allocates nothing once warmed up.
+
+use crate::column::{width_of, Column};
+use crate::error::{Result, RuntimeError};
+use crate::kernel::{
+    BatchedFn, FreshRows, Kernel, KernelError, LaneInputs, LaneOutputs, LaneWiseFn, OutLeaf,
+};
+use crate::pool::ColumnPool;
+use crate::stats::Stats;
+use crate::storage::leaf::{Leaf, LeafView};
+use crate::storage::Storage;
+use autobatch_ir::{Block, KernelRef, PrimOp, Program, TensorType, Var};
+use smallvec::SmallVec;
+use std::borrow::Cow;
+use std::cell::Cell;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::Instant;
+
+/// Runs the ops of one program on one batch's storage.
+pub(crate) struct Exec<'p> {
+    /// The program whose ops run.
+    pub(crate) program: &'p Program,
+    kernels: &'p [Kernel],
+    /// Every variable's rows.
+    pub(crate) storage: Storage<'p>,
+    pool: ColumnPool,
+    /// The (variable, leaf) sources of the assignment being run, kept for their allocation.
+    sources: Vec<(Var, usize)>,
+    /// Fresh arena rows of the lane-wise kernel being run, kept for their allocation.
+    fresh: Vec<u32>,
+}
+
+fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        format!("panicked: {s}")
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        format!("panicked: {s}")
+    } else {
+        "panicked".to_string()
+    }
+}
+
+impl<'p> Exec<'p> {
+    /// Runs `program`'s ops with `kernels` on `storage`.
+    pub(crate) fn new(program: &'p Program, kernels: &'p [Kernel], storage: Storage<'p>) -> Self {
+        Exec {
+            program,
+            kernels,
+            storage,
+            pool: ColumnPool::default(),
+            sources: Vec::new(),
+            fresh: Vec::new(),
+        }
+    }
+
+    fn block_name(&self, b: Block) -> String {
+        self.program.block(b).name.clone()
+    }
+
+    /// Runs one primitive op on `lanes`: kernel on the active lanes, then the writes.
+    pub(crate) fn run_prim(
+        &mut self,
+        op: &PrimOp,
+        lanes: &[usize],
+        block: Block,
+        stats: &mut Stats,
+    ) -> Result<()> {
+        // An assignment whose outputs are inputs only as their own sources (`v = v`, how
+        // lowering passes a parameter through to a recursive call) copies rows directly; one
+        // that permutes its own variables (`a, b = b, a`) goes through dense columns below.
+        if op.kernel == KernelRef::Assign && self.only_self_copies(op) {
+            return self.assign(op, lanes, block);
+        }
+        let kernels = self.kernels;
+        let kernel = match op.kernel {
+            KernelRef::Assign => None,
+            KernelRef::User(id) => Some((
+                id.index(),
+                kernels
+                    .get(id.index())
+                    .ok_or_else(|| RuntimeError::MissingKernel {
+                        block: self.block_name(block),
+                        kernel: id.index(),
+                        source_text: op.source.clone(),
+                        table: kernels.len(),
+                    })?,
+            )),
+        };
+        match kernel {
+            Some((id, Kernel::LaneWise(f))) => {
+                self.run_lane_wise(op, id, f.as_ref(), lanes, block, stats)
+            }
+            Some((id, Kernel::Batched(f))) => {
+                self.run_dense(op, Some((id, f.as_ref())), lanes, block, stats)
+            }
+            None => self.run_dense(op, None, lanes, block, stats),
+        }
+    }
+
+    /// Runs an assignment (`outs = ins`, leaf by leaf, no output among the inputs) on `lanes`
+    /// by copying rows straight from the inputs' storage into the outputs' (shared vector
+    /// rows are not copied at all: the outputs take the inputs' handles).
+    fn assign(&mut self, op: &PrimOp, lanes: &[usize], block: Block) -> Result<()> {
+        for &v in &op.ins {
+            self.storage.read(v, lanes, block)?;
+        }
+        // The input leaves in order, as (variable, leaf) pairs.
+        let storage = &self.storage;
+        let mut inputs = op
+            .ins
+            .iter()
+            .flat_map(|&v| (0..storage.types(v).len()).map(move |leaf| (v, leaf)));
+        let mut sources = std::mem::take(&mut self.sources);
+        sources.clear();
+        for &v in &op.outs {
+            let n = storage.types(v).len();
+            let before = sources.len();
+            sources.extend(inputs.by_ref().take(n));
+            if sources.len() - before != n {
+                let found = format!("only {} leaves", sources.len() - before);
+                self.sources = sources;
+                return Err(RuntimeError::ValueType {
+                    block: self.block_name(block),
+                    var: self.program.var(v).name.clone(),
+                    expected: self.program.var(v).ty.to_string(),
+                    found,
+                });
+            }
+        }
+        let result = self.assign_sources(op, lanes, block, &sources);
+        self.sources = sources;
+        result
+    }
+
+    /// Whether every input of assignment `op` that is also one of its outputs is that output's
+    /// own source (the same offset in the two leaf lists): then copying output by output never
+    /// overwrites a leaf a later output still reads.
+    fn only_self_copies(&self, op: &PrimOp) -> bool {
+        let leaves = |v: Var| self.storage.types(v).len();
+        let mut in_at = 0;
+        for &input in &op.ins {
+            let mut out_at = 0;
+            for &out in &op.outs {
+                if out == input && out_at != in_at {
+                    return false;
+                }
+                out_at += leaves(out);
+            }
+            in_at += leaves(input);
+        }
+        true
+    }
+
+    /// The writes of [`assign`](Self::assign): output leaf `k` (over all outputs, in order)
+    /// takes the rows of input leaf `sources[k]`; a leaf that is its own source keeps its rows
+    /// (a push, if the output has one, saved them).
+    fn assign_sources(
+        &mut self,
+        op: &PrimOp,
+        lanes: &[usize],
+        block: Block,
+        sources: &[(Var, usize)],
+    ) -> Result<()> {
+        let mut next = 0;
+        for (i, &v) in op.outs.iter().enumerate() {
+            let n = self.storage.types(v).len();
+            let mine = &sources[next..next + n];
+            next += n;
+            if self.storage.is_null(v) {
+                continue;
+            }
+            if !op.in_place.get(i).copied().unwrap_or(false) {
+                self.storage.push(v, lanes, block)?;
+            }
+            for (leaf, &from) in mine.iter().enumerate() {
+                if from != (v, leaf) {
+                    self.storage.copy_leaf((v, leaf), from, lanes, block)?;
+                }
+            }
+            self.storage.mark_written(v, lanes);
+        }
+        Ok(())
+    }
+
+    /// Runs a lane-wise kernel: inputs read in storage, scalar outputs into dense columns,
+    /// `f64` vector outputs written in place into fresh arena rows that the output variables
+    /// then take over (no staging copy).
+    fn run_lane_wise(
+        &mut self,
+        op: &PrimOp,
+        id: usize,
+        f: &LaneWiseFn,
+        lanes: &[usize],
+        block: Block,
+        stats: &mut Stats,
+    ) -> Result<()> {
+        let n = lanes.len();
+        // Which output leaves are written in place: shared leaves of variables that keep them.
+        let mut in_place: SmallVec<[bool; 16]> = SmallVec::new();
+        let mut dense_types: SmallVec<[TensorType; 16]> = SmallVec::new();
+        for &v in &op.outs {
+            let leaves = self.storage.leaves(v);
+            for (i, t) in self.storage.types(v).iter().enumerate() {
+                let fresh = leaves.get(i).is_some_and(Leaf::is_shared);
+                in_place.push(fresh);
+                if !fresh {
+                    dense_types.push(*t);
+                }
+            }
+        }
+        let vector_len = self.storage.vector_len();
+        let mut columns = self
+            .pool
+            .columns(dense_types.iter().copied(), n, vector_len);
+        let mut fresh = std::mem::take(&mut self.fresh);
+        fresh.clear();
+        let fresh_leaves = in_place.iter().filter(|&&p| p).count();
+        self.storage.alloc_fresh(fresh_leaves * n, &mut fresh);
+        let view = self.storage.arena_view();
+        let progress = Cell::new(0usize);
+        let result = {
+            let mut inputs: SmallVec<[LeafView<'_>; 16]> = SmallVec::new();
+            for &v in &op.ins {
+                let leaves = self.storage.read(v, lanes, block)?;
+                inputs.extend(leaves.iter().map(|leaf| leaf.view(view)));
+            }
+            let ins = LaneInputs::from_storage(inputs, lanes, &progress);
+            let mut dense = columns.iter_mut();
+            let mut rows = fresh.chunks_exact(n.max(1));
+            let leaves = in_place
+                .iter()
+                .map(|&fresh| {
+                    let next = if fresh {
+                        rows.next()
+                            .map(|handles| OutLeaf::Fresh(FreshRows::new(view, handles)))
+                    } else {
+                        dense.next().map(OutLeaf::Dense)
+                    };
+                    // With no lanes there are no fresh rows: an empty leaf stands in.
+                    next.unwrap_or(OutLeaf::Fresh(FreshRows::new(view, &[])))
+                })
+                .collect();
+            let mut outs = LaneOutputs::from_leaves(leaves);
+            let start = Instant::now();
+            let r = catch_unwind(AssertUnwindSafe(|| f(&ins, &mut outs)));
+            stats.record_kernel(id, n, start.elapsed(), false);
+            r
+        };
+        let checked = match self.failure(result, &progress, op, lanes, block) {
+            Some(e) => Err(e),
+            None => self.check_columns(op, &columns, dense_types.iter(), n, block),
+        };
+        if let Err(e) = checked {
+            self.storage.release_fresh(&fresh);
+            self.fresh = fresh;
+            return Err(e);
+        }
+        // The writes: fresh rows pass to their variables, dense columns are scattered.
+        let mut dense = columns.iter();
+        let mut rows = fresh.chunks_exact(n.max(1));
+        let mut flags = in_place.iter();
+        for (i, &v) in op.outs.iter().enumerate() {
+            if !self.storage.is_null(v) && !op.in_place.get(i).copied().unwrap_or(false) {
+                self.storage.push(v, lanes, block)?;
+            }
+            for leaf in 0..self.storage.types(v).len() {
+                if flags.next() == Some(&true) {
+                    let handles = rows.next().unwrap_or(&[]);
+                    self.storage.install(v, leaf, lanes, handles);
+                } else if let Some(c) = dense.next() {
+                    self.storage.scatter(v, leaf, lanes, c, block)?;
+                }
+            }
+            self.storage.mark_written(v, lanes);
+        }
+        self.fresh = fresh;
+        self.pool.recycle(columns);
+        Ok(())
+    }
+
+    /// Runs an assignment that permutes its own variables (through dense copies) or a batched
+    /// kernel (`batched`: its index and body) on gathered dense inputs; outputs are dense.
+    fn run_dense(
+        &mut self,
+        op: &PrimOp,
+        batched: Option<(usize, &BatchedFn)>,
+        lanes: &[usize],
+        block: Block,
+        stats: &mut Stats,
+    ) -> Result<()> {
+        let types: SmallVec<[TensorType; 16]> = op
+            .outs
+            .iter()
+            .flat_map(|&v| self.storage.types(v).iter().copied())
+            .collect();
+        let vector_len = self.storage.vector_len();
+        let mut outputs = self
+            .pool
+            .columns(types.iter().copied(), lanes.len(), vector_len);
+        let progress = Cell::new(0usize);
+        let result = {
+            let storage = &self.storage;
+            let mut inputs: SmallVec<[&Leaf; 16]> = SmallVec::new();
+            for &v in &op.ins {
+                inputs.extend(storage.read(v, lanes, block)?.iter());
+            }
+            match batched {
+                None => {
+                    for (out, input) in outputs.iter_mut().zip(&inputs) {
+                        *out = input.gather(storage.arena(), lanes);
+                    }
+                    Ok(Ok(()))
+                }
+                Some((id, f)) => {
+                    let start = Instant::now();
+                    // With every lane active, dense storage rows are the kernel's rows.
+                    let all = lanes.len() == storage.batch();
+                    let pool = &mut self.pool;
+                    let dense: SmallVec<[Cow<'_, Column>; 8]> = inputs
+                        .iter()
+                        .map(|leaf| match leaf.dense() {
+                            Some(rows) if all => Cow::Borrowed(rows),
+                            _ => {
+                                let (dtype, width) = leaf.kind(storage.arena());
+                                let out = pool.take(dtype, width);
+                                Cow::Owned(leaf.gather_into(storage.arena(), lanes, out))
+                            }
+                        })
+                        .collect();
+                    let refs: SmallVec<[&Column; 8]> = dense.iter().map(|c| c.as_ref()).collect();
+                    let r = catch_unwind(AssertUnwindSafe(|| f(&refs, &mut outputs)));
+                    stats.record_kernel(id, lanes.len(), start.elapsed(), true);
+                    drop(refs);
+                    for c in dense {
+                        if let Cow::Owned(c) = c {
+                            pool.put(c);
+                        }
+                    }
+                    r
+                }
+            }
+        };
+        if let Some(e) = self.failure(result, &progress, op, lanes, block) {
+            return Err(e);
+        }
+        self.check_columns(op, &outputs, types.iter(), lanes.len(), block)?;
+        let mut rest = outputs.as_mut_slice();
+        for (i, &v) in op.outs.iter().enumerate() {
+            let n = self.storage.types(v).len();
+            let (mine, tail) = std::mem::take(&mut rest).split_at_mut(n);
+            rest = tail;
+            let in_place = op.in_place.get(i).copied().unwrap_or(false);
+            self.storage.write_owned(v, lanes, mine, !in_place, block)?;
+        }
+        self.pool.recycle(outputs);
+        Ok(())
+    }
+
+    /// The error a kernel's `result` means, if any, naming the lane at fault.
+    fn failure(
+        &self,
+        result: std::thread::Result<std::result::Result<(), KernelError>>,
+        progress: &Cell<usize>,
+        op: &PrimOp,
+        lanes: &[usize],
+        block: Block,
+    ) -> Option<RuntimeError> {
+        let e = match result {
+            Ok(Ok(())) => return None,
+            Ok(Err(e)) => e,
+            Err(payload) => KernelError::at(progress.get(), panic_message(payload)),
+        };
+        let lane = e
+            .position
+            .and_then(|k| lanes.get(k))
+            .or(lanes.first())
+            .copied()
+            .unwrap_or(0);
+        Some(RuntimeError::Kernel {
+            block: self.block_name(block),
+            source_text: op.source.clone(),
+            lane,
+            message: e.message,
+        })
+    }
+
+    /// Checks that a kernel left each dense output column with its leaf's dtype and width and
+    /// a row per lane (a kernel can replace a column it was given).
+    fn check_columns<'t>(
+        &self,
+        op: &PrimOp,
+        columns: &[Column],
+        types: impl Iterator<Item = &'t TensorType>,
+        rows: usize,
+        block: Block,
+    ) -> Result<()> {
+        for (leaf, (c, ty)) in columns.iter().zip(types).enumerate() {
+            let (dtype, width) = (ty.dtype, width_of(*ty, self.storage.vector_len()));
+            if c.dtype() != dtype || c.width() != width || c.rows() != rows {
+                return Err(RuntimeError::KernelOutput {
+                    block: self.block_name(block),
+                    source_text: op.source.clone(),
+                    leaf,
+                    expected: format!("{dtype} [{rows}, {width}]"),
+                    found: format!("{} [{}, {}]", c.dtype(), c.rows(), c.width()),
+                });
+            }
+        }
+        Ok(())
+    }
+}

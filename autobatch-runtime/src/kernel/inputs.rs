@@ -1,0 +1,163 @@
+//! What a lane-wise kernel reads: [`LaneInputs`], its input leaves in storage at the active
+//! lanes, and [`InputRows`], typed row access to one of them.
+
+use super::error::KernelError;
+use crate::column::{Column, Element};
+use crate::prefetch::prefetch;
+use crate::storage::arena::ArenaView;
+use crate::storage::leaf::LeafView;
+use autobatch_ir::DType;
+use smallvec::SmallVec;
+use std::any::TypeId;
+use std::cell::Cell;
+
+/// The inputs of one lane-wise kernel call: storage leaves indexed by lane, and the active lanes.
+pub struct LaneInputs<'a> {
+    inputs: SmallVec<[LeafView<'a>; 16]>,
+    lanes: &'a [usize],
+    progress: &'a Cell<usize>,
+}
+
+impl<'a> LaneInputs<'a> {
+    /// Inputs over `columns` (one per input leaf, rows indexed by lane) for `lanes`;
+    /// `progress` records the position being computed so a panic can be attributed to its lane.
+    pub fn new(columns: &[&'a Column], lanes: &'a [usize], progress: &'a Cell<usize>) -> Self {
+        LaneInputs {
+            inputs: columns.iter().map(|&c| LeafView::Dense(c)).collect(),
+            lanes,
+            progress,
+        }
+    }
+
+    /// Inputs over leaves as storage holds them: dense columns or shared arena rows.
+    pub(crate) fn from_storage(
+        inputs: SmallVec<[LeafView<'a>; 16]>,
+        lanes: &'a [usize],
+        progress: &'a Cell<usize>,
+    ) -> Self {
+        LaneInputs {
+            inputs,
+            lanes,
+            progress,
+        }
+    }
+
+    /// The active lanes (rows of the input leaves), in order.
+    pub fn lanes(&self) -> &'a [usize] {
+        self.lanes
+    }
+
+    /// Number of input leaves.
+    pub fn len(&self) -> usize {
+        self.inputs.len()
+    }
+
+    /// True if the kernel has no inputs.
+    pub fn is_empty(&self) -> bool {
+        self.inputs.is_empty()
+    }
+
+    fn input(&self, i: usize) -> Result<LeafView<'a>, KernelError> {
+        self.inputs
+            .get(i)
+            .copied()
+            .ok_or_else(|| KernelError::whole(format!("kernel input {i} is missing")))
+    }
+
+    /// Input leaf `i` as a raw column indexed by lane. Vector leaves shared through the
+    /// interpreter's arena have no such column: read them with [`rows`](Self::rows).
+    pub fn column(&self, i: usize) -> Result<&'a Column, KernelError> {
+        match self.input(i)? {
+            LeafView::Dense(c) => Ok(c),
+            LeafView::Shared(..) => Err(KernelError::whole(format!(
+                "kernel input {i} is a shared vector leaf; read it with `rows`"
+            ))),
+        }
+    }
+
+    /// Input leaf `i` as a per-lane row accessor (scalars: width 1; vectors: the row).
+    pub fn rows<T: Element>(&self, i: usize) -> Result<InputRows<'a, T>, KernelError> {
+        let wrong = |found: DType| {
+            KernelError::whole(format!(
+                "kernel input {i} is {found}, expected {}",
+                T::DTYPE
+            ))
+        };
+        match self.input(i)? {
+            LeafView::Dense(c) => {
+                let data = c.as_slice::<T>().ok_or_else(|| wrong(c.dtype()))?;
+                Ok(InputRows {
+                    source: Source::Dense(data),
+                    width: c.width(),
+                })
+            }
+            LeafView::Shared(raw, handles) => {
+                // Shared rows hold `f64`s: only `T = f64` may read them.
+                if TypeId::of::<T>() != TypeId::of::<f64>() {
+                    return Err(wrong(DType::F64));
+                }
+                Ok(InputRows {
+                    source: Source::Shared(raw, handles),
+                    width: raw.width(),
+                })
+            }
+        }
+    }
+
+    /// Records that the kernel is computing active position `k` (for panic attribution).
+    #[inline]
+    pub fn at(&self, k: usize) {
+        self.progress.set(k);
+    }
+}
+
+/// Row access to one input leaf, by lane.
+#[derive(Clone, Copy)]
+pub struct InputRows<'a, T> {
+    source: Source<'a, T>,
+    width: usize,
+}
+
+#[derive(Clone, Copy)]
+enum Source<'a, T> {
+    /// Rows in place, indexed by lane.
+    Dense(&'a [T]),
+    /// Arena rows, through each lane's handle (`T` is `f64`, checked when made).
+    Shared(ArenaView, &'a [u32]),
+}
+
+impl<'a, T: Copy + 'static> InputRows<'a, T> {
+    /// The scalar of `lane` (the first element of its row).
+    #[inline]
+    pub fn scalar(&self, lane: usize) -> T {
+        self.row(lane)[0]
+    }
+
+    /// The elements of `lane`'s row.
+    #[inline]
+    pub fn row(&self, lane: usize) -> &'a [T] {
+        match self.source {
+            Source::Dense(data) => &data[lane * self.width..(lane + 1) * self.width],
+            Source::Shared(raw, handles) => {
+                // SAFETY: input rows are never written during the kernel call these rows were
+                // made for (only fresh output rows are, see `ArenaView`).
+                let row: &'a [f64] = unsafe { raw.row(handles[lane]) };
+                // SAFETY: `Source::Shared` is only made for `T = f64` (`LaneInputs::rows` checks
+                // the `TypeId`), so this is the same slice with the same element type.
+                unsafe { std::slice::from_raw_parts(row.as_ptr().cast::<T>(), row.len()) }
+            }
+        }
+    }
+
+    /// Elements per row.
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
+    /// Starts fetching `lane`'s row into the cache (call it for a lane a few ahead of the one
+    /// being computed).
+    #[inline(always)]
+    pub fn prefetch(&self, lane: usize) {
+        prefetch(self.row(lane));
+    }
+}

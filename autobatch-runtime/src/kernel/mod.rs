@@ -1,0 +1,124 @@
+//! The kernel interface: what a primitive op runs, lane-wise or batched, on active lanes only.
+//!
+//! * A **lane-wise** kernel reads its inputs straight from storage at the active lanes and
+//!   writes its outputs through [`LaneOutputs`] (row `k` belongs to `lanes[k]`): dense columns,
+//!   or, for `f64` vector outputs, rows of the interpreter's vector storage written in place.
+//!   The `#[autobatch]` macro generates these from the user's own Rust expressions.
+//! * A **batched** kernel receives its inputs as dense columns (row `k` is active lane `k`;
+//!   gathered, or the storage itself when every lane is active) and writes dense outputs: one
+//!   call sees every active lane, e.g. one GEMM.
+//!
+//! A kernel writes every row of every output leaf (or fails): output columns are reused between
+//! ops, so a row it leaves alone holds whatever an earlier op wrote there.
+//!
+//! Inactive lanes are never passed to a kernel. A kernel reports failure with [`KernelError`];
+//! a panic inside a kernel is caught by the interpreter and reported with the lane.
+
+mod error;
+mod inputs;
+mod outputs;
+
+pub use error::KernelError;
+pub use inputs::{InputRows, LaneInputs};
+pub use outputs::{output_slice, LaneOutputs, OutputLeaf, VectorOut};
+pub(crate) use outputs::{typed_mut, FreshRows, OutLeaf};
+
+use crate::column::{Column, Element};
+use std::fmt;
+use std::sync::Arc;
+
+/// A lane-wise kernel body: reads inputs at the active lanes, writes one row per active lane
+/// of every output leaf.
+pub type LaneWiseFn =
+    dyn Fn(&LaneInputs<'_>, &mut LaneOutputs<'_>) -> Result<(), KernelError> + Send + Sync;
+
+/// A batched kernel body: dense gathered inputs in, dense outputs written.
+pub type BatchedFn = dyn Fn(&[&Column], &mut [Column]) -> Result<(), KernelError> + Send + Sync;
+
+/// A primitive's implementation, resolved by [`KernelId`](autobatch_ir::KernelId).
+#[derive(Clone)]
+pub enum Kernel {
+    /// Runs per active lane, reading storage directly.
+    LaneWise(Arc<LaneWiseFn>),
+    /// Runs once over all active lanes' gathered inputs.
+    Batched(Arc<BatchedFn>),
+}
+
+impl fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Kernel::LaneWise(_) => f.write_str("Kernel::LaneWise"),
+            Kernel::Batched(_) => f.write_str("Kernel::Batched"),
+        }
+    }
+}
+
+impl Kernel {
+    /// A lane-wise kernel from its body.
+    pub fn lane_wise(
+        f: impl Fn(&LaneInputs<'_>, &mut LaneOutputs<'_>) -> Result<(), KernelError>
+            + Send
+            + Sync
+            + 'static,
+    ) -> Kernel {
+        Kernel::LaneWise(Arc::new(f))
+    }
+
+    /// A batched kernel from its body.
+    pub fn batched(
+        f: impl Fn(&[&Column], &mut [Column]) -> Result<(), KernelError> + Send + Sync + 'static,
+    ) -> Kernel {
+        Kernel::Batched(Arc::new(f))
+    }
+
+    /// A lane-wise kernel with no inputs and one scalar output.
+    pub fn constant<O: Element>(value: O) -> Kernel {
+        Kernel::lane_wise(move |ins, outs| {
+            outs.slice::<O>(0)?[..ins.lanes().len()].fill(value);
+            Ok(())
+        })
+    }
+
+    /// A lane-wise kernel mapping one scalar input to one scalar output.
+    pub fn map1<A: Element, O: Element>(f: impl Fn(A) -> O + Send + Sync + 'static) -> Kernel {
+        Kernel::lane_wise(move |ins, outs| {
+            let a = ins.rows::<A>(0)?;
+            let out = outs.slice::<O>(0)?;
+            for (k, &lane) in ins.lanes().iter().enumerate() {
+                ins.at(k);
+                out[k] = f(a.scalar(lane));
+            }
+            Ok(())
+        })
+    }
+
+    /// A lane-wise kernel mapping two scalar inputs to one scalar output.
+    pub fn map2<A: Element, B: Element, O: Element>(
+        f: impl Fn(A, B) -> O + Send + Sync + 'static,
+    ) -> Kernel {
+        Kernel::lane_wise(move |ins, outs| {
+            let (a, b) = (ins.rows::<A>(0)?, ins.rows::<B>(1)?);
+            let out = outs.slice::<O>(0)?;
+            for (k, &lane) in ins.lanes().iter().enumerate() {
+                ins.at(k);
+                out[k] = f(a.scalar(lane), b.scalar(lane));
+            }
+            Ok(())
+        })
+    }
+
+    /// A lane-wise kernel mapping one scalar input to one scalar output that may fail.
+    pub fn try_map1<A: Element, O: Element>(
+        f: impl Fn(A) -> Result<O, String> + Send + Sync + 'static,
+    ) -> Kernel {
+        Kernel::lane_wise(move |ins, outs| {
+            let a = ins.rows::<A>(0)?;
+            let out = outs.slice::<O>(0)?;
+            for (k, &lane) in ins.lanes().iter().enumerate() {
+                ins.at(k);
+                out[k] = f(a.scalar(lane)).map_err(|m| KernelError::at(k, m))?;
+            }
+            Ok(())
+        })
+    }
+}

@@ -1,0 +1,233 @@
+//! What a kernel writes: [`LaneOutputs`] (a lane-wise kernel's output leaves, dense columns or
+//! fresh vector rows written in place), [`VectorOut`], and typed access to dense outputs.
+
+use super::error::KernelError;
+use crate::column::{Column, Element};
+use crate::storage::arena::ArenaView;
+use crate::vector::Vector;
+use smallvec::SmallVec;
+
+/// The elements of a dense output column (output leaf `index`, if known), typed, in row-major
+/// order; an error if it holds another dtype.
+pub(crate) fn typed_mut<T: Element>(
+    column: &mut Column,
+    index: Option<usize>,
+) -> Result<&mut [T], KernelError> {
+    let dtype = column.dtype();
+    column.as_slice_mut::<T>().ok_or_else(|| {
+        let which = index.map_or_else(String::new, |i| format!(" {i}"));
+        KernelError::whole(format!(
+            "kernel output{which} is {dtype}, expected {}",
+            T::DTYPE
+        ))
+    })
+}
+
+/// Typed mutable access to dense output leaf `i` of a batched kernel.
+pub fn output_slice<T: Element>(outputs: &mut [Column], i: usize) -> Result<&mut [T], KernelError> {
+    let c = outputs
+        .get_mut(i)
+        .ok_or_else(|| KernelError::whole(format!("kernel output {i} is missing")))?;
+    typed_mut(c, Some(i))
+}
+
+/// Fresh arena rows for one `f64` vector output leaf: row `k` for the `k`-th active lane.
+pub(crate) struct FreshRows<'a> {
+    raw: ArenaView,
+    handles: &'a [u32],
+}
+
+impl<'a> FreshRows<'a> {
+    pub(crate) fn new(raw: ArenaView, handles: &'a [u32]) -> Self {
+        FreshRows { raw, handles }
+    }
+
+    /// The same rows for a shorter time (this value is unusable meanwhile).
+    fn reborrow(&mut self) -> FreshRows<'_> {
+        FreshRows {
+            raw: self.raw,
+            handles: self.handles,
+        }
+    }
+
+    /// Elements per row.
+    pub(crate) fn width(&self) -> usize {
+        self.raw.width()
+    }
+
+    /// Row `k`, to write.
+    #[inline]
+    pub(crate) fn row_mut(&mut self, k: usize) -> &mut [f64] {
+        // SAFETY: the handles are fresh rows of this call, distinct from each other and from
+        // every input row (see `ArenaView`); `&mut self` keeps one row of this leaf borrowed at a
+        // time, and other leaves' fresh rows are other rows.
+        unsafe { self.raw.row_mut(self.handles[k]) }
+    }
+}
+
+/// One output leaf of a lane-wise kernel.
+pub(crate) enum OutLeaf<'a> {
+    /// A dense column, row `k` for the `k`-th active lane.
+    Dense(&'a mut Column),
+    /// Vector rows written in place.
+    Fresh(FreshRows<'a>),
+}
+
+/// The outputs of one lane-wise kernel call, one leaf per output leaf; row `k` of each belongs
+/// to the `k`-th active lane. A kernel writes every row of every leaf (or fails).
+///
+/// ```
+/// use autobatch_runtime::{Column, Kernel, KernelError, LaneInputs, LaneOutputs};
+///
+/// // y = 2 x, for an `f64` scalar
+/// let double = Kernel::lane_wise(|ins: &LaneInputs<'_>, outs: &mut LaneOutputs<'_>| {
+///     let x = ins.rows::<f64>(0)?;
+///     let [y] = outs.leaves::<1>()?;
+///     let y = y.slice::<f64>()?;
+///     for (k, &lane) in ins.lanes().iter().enumerate() {
+///         y[k] = 2.0 * x.scalar(lane);
+///     }
+///     Ok::<(), KernelError>(())
+/// });
+/// # let _ = double;
+/// ```
+pub struct LaneOutputs<'a> {
+    leaves: SmallVec<[OutLeaf<'a>; 8]>,
+}
+
+impl<'a> LaneOutputs<'a> {
+    /// Outputs into dense columns (one per output leaf, a row per active lane).
+    pub fn new(columns: &'a mut [Column]) -> Self {
+        LaneOutputs {
+            leaves: columns.iter_mut().map(OutLeaf::Dense).collect(),
+        }
+    }
+
+    pub(crate) fn from_leaves(leaves: SmallVec<[OutLeaf<'a>; 8]>) -> Self {
+        LaneOutputs { leaves }
+    }
+
+    /// Number of output leaves.
+    pub fn len(&self) -> usize {
+        self.leaves.len()
+    }
+
+    /// True if the kernel has no outputs.
+    pub fn is_empty(&self) -> bool {
+        self.leaves.is_empty()
+    }
+
+    /// All `N` output leaves at once, each to be written as it needs; an error if there are
+    /// not exactly `N`.
+    pub fn leaves<const N: usize>(&mut self) -> Result<[OutputLeaf<'_>; N], KernelError> {
+        let found = self.leaves.len();
+        let leaves: &mut [OutLeaf<'a>; N] =
+            self.leaves.as_mut_slice().try_into().map_err(|_| {
+                KernelError::whole(format!("expected {N} output leaves, found {found}"))
+            })?;
+        Ok(leaves.each_mut().map(|leaf| {
+            OutputLeaf(match leaf {
+                OutLeaf::Dense(c) => OutLeaf::Dense(c),
+                OutLeaf::Fresh(f) => OutLeaf::Fresh(f.reborrow()),
+            })
+        }))
+    }
+
+    /// Output leaf `i` as a dense column; vector rows written in place have none (write
+    /// them through [`leaves`](Self::leaves) and [`OutputLeaf::vectors`]).
+    pub fn column(&mut self, i: usize) -> Result<&mut Column, KernelError> {
+        match self.leaves.get_mut(i) {
+            Some(OutLeaf::Dense(c)) => Ok(c),
+            Some(OutLeaf::Fresh(_)) => Err(KernelError::whole(format!(
+                "kernel output {i} is written in place; write it with `vectors`"
+            ))),
+            None => Err(KernelError::whole(format!("kernel output {i} is missing"))),
+        }
+    }
+
+    /// The elements of dense output leaf `i`, typed, in row-major order.
+    pub fn slice<T: Element>(&mut self, i: usize) -> Result<&mut [T], KernelError> {
+        typed_mut(self.column(i)?, Some(i))
+    }
+}
+
+/// One output leaf of a lane-wise kernel call (from [`LaneOutputs::leaves`]): a dense column
+/// of elements, or `f64` vector rows that a [`VectorOut`] writes.
+pub struct OutputLeaf<'a>(OutLeaf<'a>);
+
+impl<'a> OutputLeaf<'a> {
+    /// The leaf's elements, typed, in row-major order (a dense leaf).
+    pub fn slice<T: Element>(self) -> Result<&'a mut [T], KernelError> {
+        match self.0 {
+            OutLeaf::Dense(c) => typed_mut(c, None),
+            OutLeaf::Fresh(_) => Err(KernelError::whole(
+                "kernel output is written in place; write it with `vectors`",
+            )),
+        }
+    }
+
+    /// The leaf as `f64` vector rows, one per active lane.
+    pub fn vectors(self) -> Result<VectorOut<'a>, KernelError> {
+        VectorOut::from_leaf(self.0)
+    }
+}
+
+/// A vector output leaf of a lane-wise kernel: one row of the run's vector length per active
+/// lane, in a dense column or written in place into the interpreter's vector storage.
+pub struct VectorOut<'a>(VectorTarget<'a>);
+
+/// Where a [`VectorOut`] writes its rows.
+enum VectorTarget<'a> {
+    Dense { data: &'a mut [f64], width: usize },
+    Fresh(FreshRows<'a>),
+}
+
+impl<'a> VectorOut<'a> {
+    /// Wraps a dense `f64` output column.
+    pub fn new(column: &'a mut Column) -> std::result::Result<Self, KernelError> {
+        let width = column.width();
+        Ok(VectorOut(VectorTarget::Dense {
+            data: typed_mut::<f64>(column, None)?,
+            width,
+        }))
+    }
+
+    pub(crate) fn from_leaf(leaf: OutLeaf<'a>) -> std::result::Result<Self, KernelError> {
+        match leaf {
+            OutLeaf::Dense(c) => VectorOut::new(c),
+            OutLeaf::Fresh(f) => Ok(VectorOut(VectorTarget::Fresh(f))),
+        }
+    }
+
+    fn width(&self) -> usize {
+        match &self.0 {
+            VectorTarget::Dense { width, .. } => *width,
+            VectorTarget::Fresh(f) => f.width(),
+        }
+    }
+
+    /// Row `k`, to write in place (a compiled vector kernel fills it element by element).
+    #[inline]
+    pub fn row_mut(&mut self, k: usize) -> &mut [f64] {
+        match &mut self.0 {
+            VectorTarget::Dense { data, width } => &mut data[k * *width..(k + 1) * *width],
+            VectorTarget::Fresh(f) => f.row_mut(k),
+        }
+    }
+
+    /// Stores `value` as row `k`; a vector of another length is an error naming the lane.
+    pub fn store(&mut self, k: usize, value: &Vector) -> std::result::Result<(), KernelError> {
+        let width = self.width();
+        if value.len() != width {
+            return Err(KernelError::at(
+                k,
+                format!(
+                    "a vector of length {} where this run's vectors have length {width}",
+                    value.len(),
+                ),
+            ));
+        }
+        self.row_mut(k).copy_from_slice(value.as_slice());
+        Ok(())
+    }
+}

@@ -1,0 +1,134 @@
+//! `Stats`: what a run did, per block and per kernel, for reports and utilisation figures.
+
+use std::time::Duration;
+
+/// What a run did: steps, per-block runs and lanes, time in kernels.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Stats {
+    /// Lanes in the batch.
+    pub batch_size: usize,
+    /// Block executions in total.
+    pub steps: u64,
+    /// Per block, indexed like the program that ran.
+    pub blocks: Vec<BlockStats>,
+    /// Per user kernel, indexed by kernel id.
+    pub kernels: Vec<KernelStats>,
+    /// Wall time spent inside batched kernels.
+    pub batched_kernel_time: Duration,
+    /// Wall time spent inside lane-wise kernels.
+    pub lane_kernel_time: Duration,
+    /// The most `f64` vector rows held at once (variables, saved frames and the zero row):
+    /// the memory of vector state is this times the vector length times 8 bytes.
+    pub vector_rows: usize,
+}
+
+/// What one block did over a run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BlockStats {
+    /// The block's name, for reports.
+    pub name: String,
+    /// How many times it ran.
+    pub runs: u64,
+    /// The sum over its runs of the number of active lanes.
+    pub lanes: u64,
+}
+
+/// What one user kernel did over a run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KernelStats {
+    /// How many times it ran.
+    pub runs: u64,
+    /// The sum over its runs of the number of lanes it computed.
+    pub lanes: u64,
+    /// Wall time spent inside it.
+    pub time: Duration,
+}
+
+impl Stats {
+    /// Empty statistics for a run of `batch_size` lanes over blocks named `names` and
+    /// `kernels` user kernels.
+    pub(crate) fn new(
+        batch_size: usize,
+        names: impl IntoIterator<Item = String>,
+        kernels: usize,
+    ) -> Self {
+        Stats {
+            batch_size,
+            blocks: names
+                .into_iter()
+                .map(|name| BlockStats {
+                    name,
+                    ..BlockStats::default()
+                })
+                .collect(),
+            kernels: vec![KernelStats::default(); kernels],
+            ..Stats::default()
+        }
+    }
+
+    /// Mean fraction of the batch active per block execution (1.0 when every run used every lane).
+    pub fn utilisation(&self) -> f64 {
+        let lanes: u64 = self.blocks.iter().map(|b| b.lanes).sum();
+        if self.steps == 0 || self.batch_size == 0 {
+            return 0.0;
+        }
+        lanes as f64 / (self.steps as f64 * self.batch_size as f64)
+    }
+
+    /// Mean fraction of the batch a kernel computed per run (`None` if it never ran): for a
+    /// batched gradient, how full each matrix product was.
+    pub fn kernel_utilisation(&self, kernel: usize) -> Option<f64> {
+        let k = self.kernels.get(kernel)?;
+        (k.runs > 0 && self.batch_size > 0)
+            .then(|| k.lanes as f64 / (k.runs as f64 * self.batch_size as f64))
+    }
+
+    /// Counts one run of user kernel `kernel` over `lanes` lanes, taking `time`; `batched`
+    /// also adds the time to [`batched_kernel_time`](Self::batched_kernel_time), else to
+    /// [`lane_kernel_time`](Self::lane_kernel_time).
+    pub(crate) fn record_kernel(
+        &mut self,
+        kernel: usize,
+        lanes: usize,
+        time: Duration,
+        batched: bool,
+    ) {
+        if let Some(k) = self.kernels.get_mut(kernel) {
+            k.runs += 1;
+            k.lanes += lanes as u64;
+            k.time += time;
+        }
+        if batched {
+            self.batched_kernel_time += time;
+        } else {
+            self.lane_kernel_time += time;
+        }
+    }
+
+    /// Counts one step: block `block` ran on `lanes` lanes.
+    pub(crate) fn record(&mut self, block: usize, lanes: usize) {
+        self.steps += 1;
+        if let Some(b) = self.blocks.get_mut(block) {
+            b.runs += 1;
+            b.lanes += lanes as u64;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utilisation_counts_active_lanes_per_step_and_per_kernel() {
+        let mut s = Stats::new(4, ["a".to_string(), "b".to_string()], 1);
+        s.record(0, 4);
+        s.record(1, 2);
+        s.record_kernel(0, 2, Duration::from_millis(1), true);
+        assert_eq!(s.utilisation(), 0.75);
+        assert_eq!(s.kernel_utilisation(0), Some(0.5));
+        assert_eq!(s.kernel_utilisation(1), None);
+        assert_eq!(s.blocks[1].runs, 1);
+        assert_eq!(s.batched_kernel_time, Duration::from_millis(1));
+    }
+}

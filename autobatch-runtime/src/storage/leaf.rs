@@ -1,0 +1,344 @@
+//! `Leaf`: the rows of one tensor leaf of one variable, in either storage kind (dense rows in
+//! place, or shared arena handles); the one place that tells the two kinds apart.
+//!
+//! A leaf holds the current value of every lane and, for stacked (FULL) variables, the saved
+//! frames, stack-major (`row = depth * batch + lane`, as in the reference). Scalar leaves (and
+//! non-`f64` vectors) keep their rows in place, in a `[rows, width]` column; `f64` vector
+//! leaves keep one [`Arena`] handle per row, so copies, pushes and pops move handles and only
+//! kernels write vector rows.
+
+use super::arena::{Arena, ArenaView, ZERO};
+use crate::column::{width_of, Column};
+use autobatch_ir::{DType, Shape, TensorType};
+
+/// The rows of one leaf: its current value per lane and, for stacked variables, the saved
+/// frames (`levels * batch` rows, stack-major).
+pub(crate) enum Leaf {
+    /// Rows in place, `[rows, width]`.
+    Dense { rows: Column, saved: Column },
+    /// One handle into the arena per row (`f64` vectors). A saved handle at or above its
+    /// lane's depth is stale: it is not counted as a holder of its row.
+    Shared { rows: Vec<u32>, saved: Vec<u32> },
+}
+
+/// One leaf as a lane-wise kernel reads it: rows indexed by lane.
+#[derive(Clone, Copy)]
+pub(crate) enum LeafView<'a> {
+    /// Rows in place.
+    Dense(&'a Column),
+    /// Arena rows and the handle each lane holds.
+    Shared(ArenaView, &'a [u32]),
+}
+
+/// The value of one leaf in some lanes, taken out of storage to be put back later: dense rows
+/// (row `k` for the `k`-th lane), or held handles.
+pub(crate) enum Held {
+    Dense(Column),
+    Shared(Vec<u32>),
+}
+
+impl Held {
+    /// Lets go of what is held (the value is not put back anywhere).
+    pub(crate) fn release(self, arena: &mut Arena) {
+        if let Held::Shared(handles) = self {
+            handles.into_iter().for_each(|h| arena.release(h));
+        }
+    }
+}
+
+impl Leaf {
+    /// `rows` zero rows and no saved frames for a leaf of type `ty`.
+    pub(crate) fn zeros(ty: TensorType, rows: usize, vector_len: usize) -> Leaf {
+        if ty.shape == Shape::Vector && ty.dtype == DType::F64 {
+            Leaf::Shared {
+                rows: vec![ZERO; rows],
+                saved: Vec::new(),
+            }
+        } else {
+            let width = width_of(ty, vector_len);
+            Leaf::Dense {
+                rows: Column::zeros(ty.dtype, rows, width),
+                saved: Column::zeros(ty.dtype, 0, width),
+            }
+        }
+    }
+
+    /// Whether leaves of type `ty` share their rows through the arena.
+    pub(crate) fn is_shared_type(ty: TensorType) -> bool {
+        ty.shape == Shape::Vector && ty.dtype == DType::F64
+    }
+
+    /// Whether this leaf shares its rows through the arena (kernels then write its new rows
+    /// in place, see [`install`](Self::install)).
+    pub(crate) fn is_shared(&self) -> bool {
+        matches!(self, Leaf::Shared { .. })
+    }
+
+    /// The leaf as a kernel reads it, with shared rows seen through `arena`.
+    pub(crate) fn view(&self, arena: ArenaView) -> LeafView<'_> {
+        match self {
+            Leaf::Dense { rows, .. } => LeafView::Dense(rows),
+            Leaf::Shared { rows, .. } => LeafView::Shared(arena, rows),
+        }
+    }
+
+    /// The rows themselves, if they are in place.
+    pub(crate) fn dense(&self) -> Option<&Column> {
+        match self {
+            Leaf::Dense { rows, .. } => Some(rows),
+            Leaf::Shared { .. } => None,
+        }
+    }
+
+    /// Room for `rows` saved rows, keeping those saved so far.
+    pub(crate) fn grow_saved(&mut self, rows: usize) {
+        match self {
+            Leaf::Dense { saved, .. } => *saved = saved.grown(rows),
+            Leaf::Shared { saved, .. } => saved.resize(rows, ZERO),
+        }
+    }
+
+    /// The current rows of `lanes`, in order, as a new dense column.
+    pub(crate) fn gather(&self, arena: &Arena, lanes: &[usize]) -> Column {
+        match self {
+            Leaf::Dense { rows, .. } => rows.gather(lanes),
+            Leaf::Shared { rows, .. } => arena.gather(rows, lanes),
+        }
+    }
+
+    /// The dtype and row width of the leaf's values.
+    pub(crate) fn kind(&self, arena: &Arena) -> (DType, usize) {
+        match self {
+            Leaf::Dense { rows, .. } => (rows.dtype(), rows.width()),
+            Leaf::Shared { .. } => (DType::F64, arena.width()),
+        }
+    }
+
+    /// Like [`gather`](Self::gather), into the allocation of `out` where it fits.
+    pub(crate) fn gather_into(&self, arena: &Arena, lanes: &[usize], out: Column) -> Column {
+        match self {
+            Leaf::Dense { rows, .. } => {
+                let mut out = if out.dtype() == rows.dtype() && out.width() == rows.width() {
+                    out.resized(lanes.len())
+                } else {
+                    Column::zeros(rows.dtype(), lanes.len(), rows.width())
+                };
+                out.copy_rows(rows, lanes.iter().copied().enumerate());
+                out
+            }
+            Leaf::Shared { rows, .. } => arena.gather_into(rows, lanes, out),
+        }
+    }
+
+    /// Copies `src`'s current row `from` into row `to` for each pair (shared leaves share the
+    /// row). Returns `false`, copying nothing, if the leaves differ in kind, dtype or width.
+    pub(crate) fn copy_rows(
+        &mut self,
+        arena: &mut Arena,
+        src: &Leaf,
+        pairs: impl IntoIterator<Item = (usize, usize)>,
+    ) -> bool {
+        match (self, src) {
+            (Leaf::Dense { rows: d, .. }, Leaf::Dense { rows: s, .. }) => d.copy_rows(s, pairs),
+            (Leaf::Shared { rows: d, .. }, Leaf::Shared { rows: s, .. }) => {
+                for (to, from) in pairs {
+                    arena.assign(&mut d[to], s[from]);
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Writes row `k` of dense `src` into row `lanes[k]`. Returns `false`, writing nothing, if
+    /// `src` does not fit the leaf.
+    pub(crate) fn scatter(&mut self, arena: &mut Arena, lanes: &[usize], src: &Column) -> bool {
+        match self {
+            Leaf::Dense { rows, .. } => rows.copy_rows(src, lanes.iter().copied().zip(0..)),
+            Leaf::Shared { rows, .. } => {
+                let width = arena.width();
+                let Some(data) = src.as_slice::<f64>().filter(|_| src.width() == width) else {
+                    return false;
+                };
+                // Zero-length vectors have no rows to store (`max(1)` only keeps chunking legal).
+                for (&lane, row) in lanes.iter().zip(data.chunks_exact(width.max(1))) {
+                    arena.store(&mut rows[lane], row);
+                }
+                true
+            }
+        }
+    }
+
+    /// With every lane given, takes `value` as the rows by swapping (the caller gets the old
+    /// rows back in `value`). Returns `false`, changing nothing, unless the leaf is dense with
+    /// `value`'s dtype, width and row count.
+    pub(crate) fn swap_whole(&mut self, value: &mut Column) -> bool {
+        match self {
+            Leaf::Dense { rows, .. }
+                if rows.dtype() == value.dtype()
+                    && rows.width() == value.width()
+                    && rows.rows() == value.rows() =>
+            {
+                std::mem::swap(rows, value);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Makes lane `lanes[k]` hold fresh arena row `handles[k]` (already counted once), letting
+    /// go of what it held. Returns `false`, changing nothing, for a dense leaf.
+    pub(crate) fn install(&mut self, arena: &mut Arena, lanes: &[usize], handles: &[u32]) -> bool {
+        match self {
+            Leaf::Shared { rows, .. } => {
+                for (&lane, &h) in lanes.iter().zip(handles) {
+                    arena.release(std::mem::replace(&mut rows[lane], h));
+                }
+                true
+            }
+            Leaf::Dense { .. } => false,
+        }
+    }
+
+    /// Saves the current rows of `lanes` at their `depth` (a duplicating push).
+    pub(crate) fn push(&mut self, arena: &mut Arena, lanes: &[usize], depth: &[u32], batch: usize) {
+        let at = |l: usize| depth[l] as usize * batch + l;
+        match self {
+            Leaf::Dense { rows, saved } => {
+                saved.copy_rows(rows, lanes.iter().map(|&l| (at(l), l)));
+            }
+            Leaf::Shared { rows, saved } => {
+                // The slot above the depth holds nothing: take the handle without a release.
+                for &l in lanes {
+                    arena.retain(rows[l]);
+                    saved[at(l)] = rows[l];
+                }
+            }
+        }
+    }
+
+    /// Restores the rows of `lanes` saved at their (already decremented) `depth`.
+    pub(crate) fn pop(&mut self, arena: &mut Arena, lanes: &[usize], depth: &[u32], batch: usize) {
+        let at = |l: usize| depth[l] as usize * batch + l;
+        match self {
+            Leaf::Dense { rows, saved } => {
+                rows.copy_rows(saved, lanes.iter().map(|&l| (l, at(l))));
+            }
+            Leaf::Shared { rows, saved } => {
+                // The saved frame's hold passes to the current value.
+                for &l in lanes {
+                    arena.release(rows[l]);
+                    rows[l] = saved[at(l)];
+                }
+            }
+        }
+    }
+
+    /// Drops the vector rows held in `lanes` (their value is dead): a shared leaf lets go of
+    /// its rows and holds the zero row; a dense leaf is untouched.
+    pub(crate) fn release_rows(&mut self, arena: &mut Arena, lanes: &[usize]) {
+        if let Leaf::Shared { rows, .. } = self {
+            for &l in lanes {
+                arena.release(std::mem::replace(&mut rows[l], ZERO));
+            }
+        }
+    }
+
+    /// The current value in `lanes`, held so that later writes do not change it: dense rows
+    /// are copied, shared rows gain a holder.
+    pub(crate) fn take(&self, arena: &mut Arena, lanes: &[usize]) -> Held {
+        match self {
+            Leaf::Dense { rows, .. } => Held::Dense(rows.gather(lanes)),
+            Leaf::Shared { rows, .. } => Held::Shared(
+                lanes
+                    .iter()
+                    .map(|&l| {
+                        arena.retain(rows[l]);
+                        rows[l]
+                    })
+                    .collect(),
+            ),
+        }
+    }
+
+    /// Writes a held value back into `lanes` (the lanes it was taken at, in order); held rows
+    /// pass to this leaf. Returns `false` if the value is of the other kind (it is then let
+    /// go of, changing nothing here).
+    pub(crate) fn put(&mut self, arena: &mut Arena, lanes: &[usize], held: Held) -> bool {
+        match (self, held) {
+            (leaf @ Leaf::Dense { .. }, Held::Dense(c)) => leaf.scatter(arena, lanes, &c),
+            (Leaf::Shared { rows, .. }, Held::Shared(handles)) => {
+                for (&l, h) in lanes.iter().zip(handles) {
+                    arena.release(rows[l]);
+                    rows[l] = h;
+                }
+                true
+            }
+            (_, held) => {
+                held.release(arena);
+                false
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f64_rows(leaf: &Leaf, arena: &Arena, lanes: &[usize]) -> Vec<f64> {
+        leaf.gather(arena, lanes)
+            .as_slice::<f64>()
+            .unwrap()
+            .to_vec()
+    }
+
+    /// A push, an overwrite and a pop give the pushed value back, for both kinds of leaf; a
+    /// shared leaf's rows are then held by nothing else.
+    #[test]
+    fn push_overwrite_pop_restores_in_both_kinds() {
+        for ty in [
+            TensorType::scalar(DType::F64),
+            TensorType::vector(DType::F64),
+        ] {
+            let width = width_of(ty, 2);
+            let mut arena = Arena::new(2);
+            let mut leaf = Leaf::zeros(ty, 2, 2);
+            assert_eq!(leaf.is_shared(), Leaf::is_shared_type(ty));
+            let first = Column::from_view2(ndarray::Array2::from_elem((2, width), 1.0).view());
+            assert!(leaf.scatter(&mut arena, &[0, 1], &first));
+            leaf.grow_saved(2);
+            let mut depth = vec![0u32, 0];
+            leaf.push(&mut arena, &[1], &depth, 2);
+            depth[1] += 1;
+            let second = Column::from_view2(ndarray::Array2::from_elem((1, width), 2.0).view());
+            assert!(leaf.scatter(&mut arena, &[1], &second));
+            assert_eq!(f64_rows(&leaf, &arena, &[1]), vec![2.0; width]);
+            depth[1] -= 1;
+            leaf.pop(&mut arena, &[1], &depth, 2);
+            assert_eq!(f64_rows(&leaf, &arena, &[0, 1]), vec![1.0; 2 * width]);
+        }
+    }
+
+    /// A held value comes back unchanged after the leaf is overwritten; a value of the other
+    /// kind is refused and let go of.
+    #[test]
+    fn take_and_put_round_trip_and_refuse_the_other_kind() {
+        let mut arena = Arena::new(2);
+        let mut shared = Leaf::zeros(TensorType::vector(DType::F64), 1, 2);
+        let v = Column::from_view2(ndarray::array![[3.0, 4.0]].view());
+        assert!(shared.scatter(&mut arena, &[0], &v));
+        let held = shared.take(&mut arena, &[0]);
+        shared.release_rows(&mut arena, &[0]);
+        assert_eq!(f64_rows(&shared, &arena, &[0]), vec![0.0, 0.0]);
+        assert!(shared.put(&mut arena, &[0], held));
+        assert_eq!(f64_rows(&shared, &arena, &[0]), vec![3.0, 4.0]);
+
+        let mut dense = Leaf::zeros(TensorType::scalar(DType::F64), 1, 2);
+        let live = arena.live();
+        let held = shared.take(&mut arena, &[0]);
+        assert!(!dense.put(&mut arena, &[0], held));
+        assert_eq!(arena.live(), live, "the refused rows are let go of");
+        assert!(!dense.copy_rows(&mut arena, &shared, [(0, 0)]));
+    }
+}

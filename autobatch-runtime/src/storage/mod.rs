@@ -1,0 +1,611 @@
+//! Variable storage by allocation for one batch: reads, writes, pushes, pops, snapshots.
+//!
+//! NULL variables have no storage (writes are dropped, reads are errors); TEMPORARY and
+//! REGISTER variables hold one [`Leaf`] per tensor leaf with a row per lane; stacked (FULL)
+//! variables' leaves also hold their saved frames, growing by doubling, with a per-lane depth.
+//! Every operation touches only the rows of the lanes it is given, so its cost scales with the
+//! active lanes. What kind of rows a leaf keeps is the leaf's business ([`leaf`]); this module
+//! deals in variables, lanes and errors.
+
+pub(crate) mod arena;
+pub(crate) mod leaf;
+
+use crate::column::{width_of, Column};
+use crate::error::{Result, RuntimeError};
+use arena::{Arena, ArenaView};
+use autobatch_ir::{Allocation, Block, Program, TensorType, Var};
+use leaf::{Held, Leaf};
+
+/// How storage treats FULL variables' stacks: the one storage choice that differs between the
+/// interpreters (each names its own).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Stacks {
+    /// Full VM semantics: pushes and pops act on FULL variables.
+    Honour,
+    /// Stackless semantics: every variable behaves as a register; pushes and pops are no-ops.
+    Ignore,
+}
+
+/// One variable's storage.
+struct VarStore {
+    alloc: Allocation,
+    /// Leaf types, in storage order.
+    types: Vec<TensorType>,
+    /// Each leaf's current rows (and saved frames, if stacked); none if NULL.
+    leaves: Vec<Leaf>,
+    /// Frames per lane the saved rows can hold.
+    levels: usize,
+    /// Stacked only: saved frames per lane.
+    depth: Vec<u32>,
+    /// With safety checks: whether each lane has been written.
+    set: Vec<bool>,
+}
+
+/// The value of one variable in some lanes, taken out of storage to be put back later (by
+/// the stackless interpreter, around calls). Shared vector rows are held, not copied.
+pub(crate) struct Snapshot(Vec<Held>);
+
+/// "`dtype` with `width` elements per lane" for a column, in error messages.
+fn describe_column(c: &Column) -> String {
+    format!("{} with {} elements per lane", c.dtype(), c.width())
+}
+
+/// The storage of every variable of a program for one batch.
+pub(crate) struct Storage<'p> {
+    program: &'p Program,
+    vars: Vec<VarStore>,
+    /// The rows of every shared (`f64` vector) leaf.
+    arena: Arena,
+    batch: usize,
+    vector_len: usize,
+    max_depth: usize,
+    safety: bool,
+    stacks: Stacks,
+}
+
+impl<'p> Storage<'p> {
+    /// Storage for every variable of `program` over `batch` lanes, vectors of `vector_len`
+    /// elements; pushes past `max_depth` frames fail; `safety` checks every read for a prior
+    /// write in its lanes.
+    pub(crate) fn new(
+        program: &'p Program,
+        batch: usize,
+        vector_len: usize,
+        max_depth: usize,
+        safety: bool,
+        stacks: Stacks,
+    ) -> Self {
+        let vars = program
+            .vars
+            .iter()
+            .map(|d| {
+                let types = d.ty.leaves();
+                let stacked = d.alloc == Allocation::Full && stacks == Stacks::Honour;
+                VarStore {
+                    alloc: d.alloc,
+                    leaves: if d.alloc == Allocation::Null {
+                        Vec::new()
+                    } else {
+                        types
+                            .iter()
+                            .map(|t| Leaf::zeros(*t, batch, vector_len))
+                            .collect()
+                    },
+                    levels: 0,
+                    depth: if stacked { vec![0; batch] } else { Vec::new() },
+                    set: if safety {
+                        vec![false; batch]
+                    } else {
+                        Vec::new()
+                    },
+                    types,
+                }
+            })
+            .collect();
+        Storage {
+            program,
+            vars,
+            arena: Arena::new(vector_len),
+            batch,
+            vector_len,
+            max_depth,
+            safety,
+            stacks,
+        }
+    }
+
+    /// Lanes in the batch.
+    pub(crate) fn batch(&self) -> usize {
+        self.batch
+    }
+
+    /// Elements of every vector in this batch.
+    pub(crate) fn vector_len(&self) -> usize {
+        self.vector_len
+    }
+
+    fn name(&self, v: Var) -> String {
+        self.program.var(v).name.clone()
+    }
+
+    fn block_name(&self, b: Block) -> String {
+        self.program.block(b).name.clone()
+    }
+
+    fn is_stacked(&self, v: Var) -> bool {
+        self.vars[v.index()].alloc == Allocation::Full && self.stacks == Stacks::Honour
+    }
+
+    /// The leaf types of `v`, in storage order.
+    pub(crate) fn types(&self, v: Var) -> &[TensorType] {
+        &self.vars[v.index()].types
+    }
+
+    /// Whether `v` is NULL (has no storage).
+    pub(crate) fn is_null(&self, v: Var) -> bool {
+        self.vars[v.index()].alloc == Allocation::Null
+    }
+
+    /// The leaves of `v` (none if NULL), without checking that they were written.
+    pub(crate) fn leaves(&self, v: Var) -> &[Leaf] {
+        &self.vars[v.index()].leaves
+    }
+
+    /// The arena holding shared rows.
+    pub(crate) fn arena(&self) -> &Arena {
+        &self.arena
+    }
+
+    /// The arena's rows for one kernel call, after its fresh rows are allocated (see
+    /// [`ArenaView`]).
+    pub(crate) fn arena_view(&mut self) -> ArenaView {
+        self.arena.view()
+    }
+
+    /// Appends `count` fresh arena rows (unwritten, held once) to `out`.
+    pub(crate) fn alloc_fresh(&mut self, count: usize, out: &mut Vec<u32>) {
+        out.extend((0..count).map(|_| self.arena.alloc_fresh()));
+    }
+
+    /// Lets go of arena rows that nothing installed.
+    pub(crate) fn release_fresh(&mut self, handles: &[u32]) {
+        handles.iter().for_each(|&h| self.arena.release(h));
+    }
+
+    /// "`v` was written in `lanes`", for the safety checks.
+    pub(crate) fn mark_written(&mut self, v: Var, lanes: &[usize]) {
+        if self.safety {
+            let store = &mut self.vars[v.index()];
+            if store.alloc != Allocation::Null {
+                lanes.iter().for_each(|&l| store.set[l] = true);
+            }
+        }
+    }
+
+    /// The leaves of `v`, checking that it is readable in `lanes`.
+    pub(crate) fn read(&self, v: Var, lanes: &[usize], block: Block) -> Result<&[Leaf]> {
+        let store = &self.vars[v.index()];
+        if store.alloc == Allocation::Null {
+            return Err(RuntimeError::ReadNull {
+                var: self.name(v),
+                block: self.block_name(block),
+            });
+        }
+        if self.safety {
+            if let Some(&lane) = lanes.iter().find(|&&l| !store.set[l]) {
+                return Err(RuntimeError::ReadUnset {
+                    var: self.name(v),
+                    lane,
+                    block: self.block_name(block),
+                });
+            }
+        }
+        Ok(&store.leaves)
+    }
+
+    /// Saves the current value of `v` in `lanes` (a duplicating push); no-op unless stacked.
+    pub(crate) fn push(&mut self, v: Var, lanes: &[usize], block: Block) -> Result<()> {
+        if !self.is_stacked(v) {
+            return Ok(());
+        }
+        let (max, batch) = (self.max_depth, self.batch);
+        let arena = &mut self.arena;
+        let VarStore {
+            leaves,
+            levels,
+            depth,
+            ..
+        } = &mut self.vars[v.index()];
+        let mut need = 0;
+        for &lane in lanes {
+            let d = depth[lane] as usize + 1;
+            if d >= max {
+                return Err(RuntimeError::StackOverflow {
+                    var: self.program.var(v).name.clone(),
+                    lane,
+                    block: self.program.block(block).name.clone(),
+                    max_depth: max,
+                });
+            }
+            need = need.max(d);
+        }
+        if need > *levels {
+            *levels = need.max(2 * *levels).min(max);
+            leaves
+                .iter_mut()
+                .for_each(|l| l.grow_saved(*levels * batch));
+        }
+        for leaf in leaves.iter_mut() {
+            leaf.push(arena, lanes, depth, batch);
+        }
+        lanes.iter().for_each(|&l| depth[l] += 1);
+        Ok(())
+    }
+
+    /// Drops the vector rows `v` holds in `lanes` (its value there is dead): shared leaves let
+    /// go of their rows and hold the zero row; other leaves are untouched.
+    pub(crate) fn release_rows(&mut self, v: Var, lanes: &[usize]) {
+        let arena = &mut self.arena;
+        for leaf in &mut self.vars[v.index()].leaves {
+            leaf.release_rows(arena, lanes);
+        }
+    }
+
+    /// Restores the last saved value of `v` in `lanes`; no-op unless stacked.
+    pub(crate) fn pop(&mut self, v: Var, lanes: &[usize], block: Block) -> Result<()> {
+        if !self.is_stacked(v) {
+            return Ok(());
+        }
+        let batch = self.batch;
+        let arena = &mut self.arena;
+        let VarStore { leaves, depth, .. } = &mut self.vars[v.index()];
+        if let Some(&lane) = lanes.iter().find(|&&l| depth[l] == 0) {
+            return Err(RuntimeError::PopEmpty {
+                var: self.program.var(v).name.clone(),
+                lane,
+                block: self.program.block(block).name.clone(),
+            });
+        }
+        lanes.iter().for_each(|&l| depth[l] -= 1);
+        for leaf in leaves.iter_mut() {
+            leaf.pop(arena, lanes, depth, batch);
+        }
+        Ok(())
+    }
+
+    /// The error for a value of `found` written into leaf `leaf` of `v` in `block`.
+    fn value_type(&self, v: Var, leaf: usize, found: String, block: Block) -> RuntimeError {
+        let expected = self.vars[v.index()]
+            .types
+            .get(leaf)
+            .map_or_else(|| "nothing".to_string(), |&t| self.describe(t));
+        RuntimeError::ValueType {
+            block: self.block_name(block),
+            var: self.name(v),
+            expected,
+            found,
+        }
+    }
+
+    /// "`dtype` with `width` elements per lane" for a leaf type, in error messages.
+    fn describe(&self, t: TensorType) -> String {
+        format!(
+            "{} with {} elements per lane",
+            t.dtype,
+            width_of(t, self.vector_len)
+        )
+    }
+
+    /// Writes dense `values` (one column per leaf, row `k` for `lanes[k]`) into `v`, pushing
+    /// first if `push`; writes to NULL variables are dropped.
+    pub(crate) fn write(
+        &mut self,
+        v: Var,
+        lanes: &[usize],
+        values: &[Column],
+        push: bool,
+        block: Block,
+    ) -> Result<()> {
+        if self.is_null(v) {
+            return Ok(());
+        }
+        if push {
+            self.push(v, lanes, block)?;
+        }
+        let store = &mut self.vars[v.index()];
+        for (i, (leaf, value)) in store.leaves.iter_mut().zip(values).enumerate() {
+            if !leaf.scatter(&mut self.arena, lanes, value) {
+                let found = describe_column(value);
+                return Err(self.value_type(v, i, found, block));
+            }
+        }
+        self.mark_written(v, lanes);
+        Ok(())
+    }
+
+    /// Like [`write`](Self::write) for values the caller no longer needs: with every lane
+    /// active, dense leaves take the value columns by swapping instead of copying.
+    pub(crate) fn write_owned(
+        &mut self,
+        v: Var,
+        lanes: &[usize],
+        values: &mut [Column],
+        push: bool,
+        block: Block,
+    ) -> Result<()> {
+        let store = &self.vars[v.index()];
+        let whole = lanes.len() == self.batch
+            && store.alloc != Allocation::Null
+            && store.leaves.iter().zip(values.iter()).all(|(leaf, value)| {
+                leaf.dense().is_some_and(|rows| {
+                    rows.dtype() == value.dtype()
+                        && rows.width() == value.width()
+                        && rows.rows() == value.rows()
+                })
+            });
+        if !whole {
+            return self.write(v, lanes, values, push, block);
+        }
+        if push {
+            self.push(v, lanes, block)?;
+        }
+        let store = &mut self.vars[v.index()];
+        for (leaf, value) in store.leaves.iter_mut().zip(values.iter_mut()) {
+            // Checked above: every leaf is dense and fits its value.
+            leaf.swap_whole(value);
+        }
+        store.set.iter_mut().for_each(|s| *s = true);
+        Ok(())
+    }
+
+    /// Makes leaf `leaf` of `v` hold fresh arena rows `handles` (row `k` for `lanes[k]`),
+    /// written by a kernel; a NULL variable lets go of them.
+    pub(crate) fn install(&mut self, v: Var, leaf: usize, lanes: &[usize], handles: &[u32]) {
+        let arena = &mut self.arena;
+        let installed = self.vars[v.index()]
+            .leaves
+            .get_mut(leaf)
+            .is_some_and(|target| target.install(arena, lanes, handles));
+        if !installed {
+            handles.iter().for_each(|&h| arena.release(h));
+        }
+    }
+
+    /// Writes dense `value` (row `k` for `lanes[k]`) into leaf `leaf` of `v`, without
+    /// pushing; dropped if `v` is NULL.
+    pub(crate) fn scatter(
+        &mut self,
+        v: Var,
+        leaf: usize,
+        lanes: &[usize],
+        value: &Column,
+        block: Block,
+    ) -> Result<()> {
+        let fits = match self.vars[v.index()].leaves.get_mut(leaf) {
+            Some(target) => target.scatter(&mut self.arena, lanes, value),
+            None => true,
+        };
+        if fits {
+            Ok(())
+        } else {
+            let found = describe_column(value);
+            Err(self.value_type(v, leaf, found, block))
+        }
+    }
+
+    /// Copies the current rows of leaf `from.1` of variable `from.0` into leaf `to.1` of `to.0`
+    /// at `lanes` (shared rows are shared, not copied), without pushing.
+    pub(crate) fn copy_leaf(
+        &mut self,
+        to: (Var, usize),
+        from: (Var, usize),
+        lanes: &[usize],
+        block: Block,
+    ) -> Result<()> {
+        let (d, s) = (to.0.index(), from.0.index());
+        let arena = &mut self.arena;
+        let fits = if d == s {
+            // One variable: copy through a gathered column (distinct leaves of one variable).
+            let value = self.vars[s].leaves[from.1].gather(arena, lanes);
+            self.vars[d].leaves[to.1].scatter(arena, lanes, &value)
+        } else {
+            let (src, dst) = if s < d {
+                let (a, b) = self.vars.split_at_mut(d);
+                (&a[s].leaves[from.1], &mut b[0].leaves[to.1])
+            } else {
+                let (a, b) = self.vars.split_at_mut(s);
+                (&b[0].leaves[from.1], &mut a[d].leaves[to.1])
+            };
+            dst.copy_rows(arena, src, lanes.iter().map(|&l| (l, l)))
+        };
+        if fits {
+            Ok(())
+        } else {
+            let found = self.describe(self.vars[s].types[from.1]);
+            Err(self.value_type(to.0, to.1, found, block))
+        }
+    }
+
+    /// The most vector rows held at once so far.
+    pub(crate) fn vector_rows(&self) -> usize {
+        self.arena.peak()
+    }
+
+    /// Copies the rows of `lanes` of `v`'s leaves into new dense columns.
+    pub(crate) fn gather(&self, v: Var, lanes: &[usize], block: Block) -> Result<Vec<Column>> {
+        Ok(self
+            .read(v, lanes, block)?
+            .iter()
+            .map(|leaf| leaf.gather(&self.arena, lanes))
+            .collect())
+    }
+
+    /// The value of `v` in `lanes`, held so that writes to `v` do not change it; give it back
+    /// with [`restore`](Self::restore).
+    pub(crate) fn snapshot(&mut self, v: Var, lanes: &[usize], block: Block) -> Result<Snapshot> {
+        self.read(v, lanes, block)?;
+        let arena = &mut self.arena;
+        let held = self.vars[v.index()]
+            .leaves
+            .iter()
+            .map(|leaf| leaf.take(arena, lanes))
+            .collect();
+        Ok(Snapshot(held))
+    }
+
+    /// Writes a snapshot (of `v` or of a variable of the same type) into `v` at `lanes` (the
+    /// lanes it was taken at, in order), without pushing; held rows pass to `v`, or are
+    /// released if `v` is NULL.
+    pub(crate) fn restore(
+        &mut self,
+        v: Var,
+        lanes: &[usize],
+        snapshot: Snapshot,
+        block: Block,
+    ) -> Result<()> {
+        let arena = &mut self.arena;
+        let store = &mut self.vars[v.index()];
+        let null = store.alloc == Allocation::Null;
+        for (i, held) in snapshot.0.into_iter().enumerate() {
+            let fits = match store.leaves.get_mut(i) {
+                Some(leaf) => leaf.put(arena, lanes, held),
+                None => {
+                    held.release(arena);
+                    null
+                }
+            };
+            if !fits {
+                let found = "a value of another type".to_string();
+                return Err(self.value_type(v, i, found, block));
+            }
+        }
+        self.mark_written(v, lanes);
+        Ok(())
+    }
+
+    /// Writes the program's inputs, one column per input leaf with a row per lane, into its
+    /// input variables (the counts and types were checked against the program).
+    pub(crate) fn write_inputs(&mut self, inputs: &[Column]) -> Result<()> {
+        let program = self.program;
+        let all: Vec<usize> = (0..self.batch).collect();
+        let entry = program.main_function().entry();
+        let mut rest = inputs;
+        for &v in program.inputs() {
+            let (mine, tail) = rest.split_at(self.types(v).len().min(rest.len()));
+            self.write(v, &all, mine, true, entry)?;
+            rest = tail;
+        }
+        Ok(())
+    }
+
+    /// The program's outputs, one dense column per output leaf with a row per lane.
+    pub(crate) fn read_outputs(&self) -> Result<Vec<Column>> {
+        let program = self.program;
+        let all: Vec<usize> = (0..self.batch).collect();
+        let entry = program.main_function().entry();
+        let mut outputs = Vec::new();
+        for &v in program.outputs() {
+            outputs.extend(self.gather(v, &all, entry)?);
+        }
+        Ok(outputs)
+    }
+
+    /// Reads a scalar `bool` branch condition `v` for `lanes` into `out` (cleared first).
+    pub(crate) fn read_bools(
+        &self,
+        v: Var,
+        lanes: &[usize],
+        block: Block,
+        out: &mut Vec<bool>,
+    ) -> Result<()> {
+        let data = self
+            .read(v, lanes, block)?
+            .first()
+            .and_then(Leaf::dense)
+            .filter(|rows| rows.width() == 1)
+            .and_then(Column::as_slice::<bool>)
+            .ok_or_else(|| RuntimeError::ConditionType {
+                block: self.block_name(block),
+                var: self.name(v),
+                found: self.program.var(v).ty.to_string(),
+            })?;
+        out.clear();
+        out.extend(lanes.iter().map(|&l| data[l]));
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use autobatch_ir::{KernelId, ProgramBuilder, Type};
+
+    /// `f(x: i64) -> y: i64`, one block; storage over two lanes.
+    fn program() -> (Program, Var) {
+        let mut b = ProgramBuilder::new();
+        let x = b.var("x", Type::I64);
+        let y = b.var("y", Type::I64);
+        let f = b.function("f");
+        b.signature(f, &[x], &[y]);
+        let e = b.block(f, "entry");
+        b.prim(e, &[y], &[x], KernelId::new(0), "x");
+        b.ret(e);
+        (b.finish(f).unwrap(), x)
+    }
+
+    #[test]
+    fn a_value_of_another_type_is_a_typed_error_naming_the_variable() {
+        let (program, x) = program();
+        let entry = program.main_function().entry();
+        let mut storage = Storage::new(&program, 2, 0, 256, true, Stacks::Honour);
+        let floats = Column::from_scalars(&[1.0f64, 2.0]);
+        match storage.write(x, &[0, 1], &[floats], false, entry) {
+            Err(RuntimeError::ValueType {
+                var,
+                block,
+                expected,
+                found,
+            }) => {
+                assert_eq!((var.as_str(), block.as_str()), ("x", "entry"));
+                assert!(expected.starts_with("i64"), "{expected}");
+                assert!(found.starts_with("f64"), "{found}");
+            }
+            other => panic!("{:?}", other.err()),
+        }
+        assert!(matches!(
+            storage.read(x, &[0], entry),
+            Err(RuntimeError::ReadUnset { lane: 0, .. })
+        ));
+    }
+
+    #[test]
+    fn a_branch_on_a_non_bool_is_a_condition_type_error() {
+        let (program, x) = program();
+        let entry = program.main_function().entry();
+        let mut storage = Storage::new(&program, 2, 0, 256, false, Stacks::Honour);
+        storage
+            .write(
+                x,
+                &[0, 1],
+                &[Column::from_scalars(&[4i64, 5])],
+                false,
+                entry,
+            )
+            .unwrap();
+        let err = storage
+            .read_bools(x, &[0, 1], entry, &mut Vec::new())
+            .unwrap_err();
+        assert_eq!(
+            err,
+            RuntimeError::ConditionType {
+                block: "entry".into(),
+                var: "x".into(),
+                found: "i64".into(),
+            }
+        );
+        assert_eq!(
+            err.to_string(),
+            "block `entry` branches on `x`, which is i64, not a bool"
+        );
+    }
+}
