@@ -1,360 +1,78 @@
-//! The verifier: checks every IR invariant and reports all violations, each naming its entity.
+//! The verifier: checks every IR invariant and reports all violations, each located at the
+//! entity at fault.
 //!
-//! [`verify`] never panics, whatever the program: it checks every index against its table
-//! first and skips the checks that would need an index that is out of range. Op indices in
-//! messages count from 0 within their block.
+//! [`verify_high`] and [`verify_lowered`] are the only ways to make a [`HighProgram`] or a
+//! [`LoweredProgram`] from program data. They never panic, whatever the program: every index
+//! is checked against its table first, and checks that would need an index that is out of
+//! range are skipped. Op indices in messages count from 0 within their block.
 
 use crate::entity::{Block, FuncId, Var};
 use crate::passes::liveness::liveness;
-use crate::program::{Form, KernelRef, Op, Program, Terminator, PC_NAME};
+use crate::program::{KernelRef, Op, Program, Terminator, PC_NAME};
 use crate::types::{DType, TensorType, Type};
+use crate::verified::{FormKind, HighProgram, LoweredProgram, Verified};
+use std::cell::Cell;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt;
-use thiserror::Error;
 
 /// The name used in messages for the function of a block that no function lists.
 const NO_FUNCTION: &str = "<none>";
 
-/// One broken invariant, naming the entity at fault.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
-pub enum VerifyError {
-    /// `program.main` is not an index into the function table.
-    #[error("the entry function {main} does not exist (the program has {functions} functions)")]
-    NoEntry {
-        /// The entry function handle.
-        main: FuncId,
-        /// How many functions the program has.
-        functions: usize,
-    },
-    /// A function lists no blocks (so it has no entry block).
-    #[error("function `{func}` has no blocks")]
-    EmptyFunction {
-        /// The function's name.
-        func: String,
-    },
-    /// A function lists a block that is not in the block table.
-    #[error("function `{func}` lists block {block}, which does not exist (the program has {blocks} blocks)")]
-    BlockOutOfRange {
-        /// The function's name.
-        func: String,
-        /// The out-of-range block handle.
+/// The entity an error is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Location {
+    /// The program as a whole (its table sizes, its entry).
+    Program,
+    /// A variable (possibly an out-of-range handle).
+    Var(Var),
+    /// A block: its terminator, its place in the function lists.
+    Block(Block),
+    /// The op at `index` (from 0) of `block`.
+    Op {
+        /// The op's block.
         block: Block,
-        /// How many blocks the program has.
-        blocks: usize,
-    },
-    /// A block that no function lists.
-    #[error("block `{block}` belongs to no function")]
-    OrphanBlock {
-        /// The block's name.
-        block: String,
-    },
-    /// A block listed more than once (by two functions, or twice by one).
-    #[error("block `{block}` is listed by function `{first}` and again by function `{second}`")]
-    BlockListedTwice {
-        /// The block's name.
-        block: String,
-        /// The function that lists it first.
-        first: String,
-        /// The function that lists it again.
-        second: String,
-    },
-    /// A variable handle that is not in the variable table.
-    #[error("{site}: variable {var} does not exist (the program has {vars} variables)")]
-    VarOutOfRange {
-        /// Where the handle appears (function, block, op and role).
-        site: String,
-        /// The out-of-range variable handle.
-        var: Var,
-        /// How many variables the program has.
-        vars: usize,
-    },
-    /// A terminator names a block that is not in the block table.
-    #[error("block `{block}` in function `{func}`: jump target {target} does not exist (the program has {blocks} blocks)")]
-    TargetOutOfRange {
-        /// The function owning the jumping block.
-        func: String,
-        /// The jumping block.
-        block: String,
-        /// The out-of-range target.
-        target: Block,
-        /// How many blocks the program has.
-        blocks: usize,
-    },
-    /// A call names a function that is not in the function table.
-    #[error("block `{block}` in function `{func}`, op {op}: callee {callee} does not exist (the program has {functions} functions)")]
-    CalleeOutOfRange {
-        /// The calling function.
-        func: String,
-        /// The calling block.
-        block: String,
-        /// The call's index in its block.
-        op: usize,
-        /// The out-of-range callee handle.
-        callee: FuncId,
-        /// How many functions the program has.
-        functions: usize,
-    },
-    /// Two variables share a name (names are global).
-    #[error("variables {first} and {second} are both named `{name}`")]
-    DuplicateVarName {
-        /// The shared name.
-        name: String,
-        /// The first variable with it.
-        first: Var,
-        /// A later variable with it.
-        second: Var,
-    },
-    /// Two blocks share a label.
-    #[error("blocks {first} and {second} are both named `{name}`")]
-    DuplicateBlockName {
-        /// The shared label.
-        name: String,
-        /// The first block with it.
-        first: Block,
-        /// A later block with it.
-        second: Block,
-    },
-    /// Two functions share a name.
-    #[error("functions {first} and {second} are both named `{name}`")]
-    DuplicateFunctionName {
-        /// The shared name.
-        name: String,
-        /// The first function with it.
-        first: FuncId,
-        /// A later function with it.
-        second: FuncId,
-    },
-    /// `program.pc` is not an index into the variable table.
-    #[error("the program counter {pc} does not exist (the program has {vars} variables)")]
-    PcOutOfRange {
-        /// The program counter handle.
-        pc: Var,
-        /// How many variables the program has.
-        vars: usize,
-    },
-    /// The program counter is not named [`PC_NAME`].
-    #[error("the program counter {pc} is named `{name}`, expected `{PC_NAME}`")]
-    PcMisnamed {
-        /// The program counter handle.
-        pc: Var,
-        /// Its actual name.
-        name: String,
-    },
-    /// The program counter is not a scalar `i32`.
-    #[error("the program counter `{name}` has type {ty}, expected i32")]
-    PcWrongType {
-        /// The program counter's name.
-        name: String,
-        /// Its actual type.
-        ty: Type,
-    },
-    /// A variable other than the program counter uses the reserved name [`PC_NAME`].
-    #[error("variable {var} is named `{PC_NAME}` but is not the program counter {pc}")]
-    ReservedPcName {
-        /// The impostor.
-        var: Var,
-        /// The real program counter.
-        pc: Var,
-    },
-    /// An op reads or writes the program counter (only push-goto / indirect-goto touch it).
-    #[error(
-        "block `{block}` in function `{func}`, op {op}: {access} the program counter `{PC_NAME}`"
-    )]
-    PcInOp {
-        /// The function owning the block.
-        func: String,
-        /// The block.
-        block: String,
         /// The op's index in its block.
-        op: usize,
-        /// `"reads"` or `"writes"` (a pop or a call argument reads; a call result writes).
-        access: &'static str,
+        index: usize,
     },
-    /// A branch tests the program counter.
-    #[error("block `{block}` in function `{func}`: branches on the program counter `{PC_NAME}`")]
-    PcBranch {
-        /// The function owning the block.
-        func: String,
-        /// The block.
-        block: String,
-    },
-    /// The program counter is a parameter or return variable of a function.
-    #[error("function `{func}`: the program counter `{PC_NAME}` is a {role}")]
-    PcInSignature {
-        /// The function.
-        func: String,
-        /// `"parameter"` or `"return variable"`.
-        role: &'static str,
-    },
-    /// A jump (goto, branch or push-goto, target or return address) leaves the function.
-    #[error("block `{block}` in function `{func}` jumps to block `{target}` of function `{target_func}`; jumps must stay inside one function")]
-    CrossFunctionJump {
-        /// The function owning the jumping block.
-        func: String,
-        /// The jumping block.
-        block: String,
-        /// The target block.
-        target: String,
-        /// The function owning the target.
-        target_func: String,
-    },
-    /// A push-goto or indirect-goto in a high-level program (they only appear after lowering).
-    #[error(
-        "block `{block}` in function `{func}`: `{terminator}` is only allowed in a lowered program"
-    )]
-    LoweredTerminatorInHighForm {
-        /// The function owning the block.
-        func: String,
-        /// The block.
-        block: String,
-        /// `"push_goto"` or `"indirect_jump"`.
-        terminator: &'static str,
-    },
-    /// A goto or branch in a high-level program targets a function's entry block (entry blocks
-    /// are entered only by calls; lowering relies on it).
-    #[error("block `{block}` in function `{func}` jumps to `{target}`, the entry block of function `{target_func}`; entry blocks are entered only by calls")]
-    JumpToEntry {
-        /// The function owning the jumping block.
-        func: String,
-        /// The jumping block.
-        block: String,
-        /// The entry block jumped to.
-        target: String,
-        /// The function whose entry it is.
-        target_func: String,
-    },
-    /// A call op in a lowered program.
-    #[error("block `{block}` in function `{func}`, op {op}: a lowered program has no calls (call to `{callee}`)")]
-    CallInLoweredForm {
-        /// The function owning the block.
-        func: String,
-        /// The block.
-        block: String,
-        /// The call's index in its block.
-        op: usize,
-        /// The callee's name (or its handle if out of range).
-        callee: String,
-    },
-    /// A lowered program has a function besides its entry.
-    #[error("function `{func}`: a lowered program has only its entry function `{main}`")]
-    ExtraFunction {
-        /// The extra function.
-        func: String,
-        /// The entry function's name (or its handle if out of range).
-        main: String,
-    },
-    /// A branch condition that is not a scalar `bool`.
-    #[error("block `{block}` in function `{func}`: branch condition `{var}` has type {ty}, expected bool")]
-    BranchNotBool {
-        /// The function owning the block.
-        func: String,
-        /// The block.
-        block: String,
-        /// The condition variable's name.
-        var: String,
-        /// Its type.
-        ty: Type,
-    },
-    /// A call passes the wrong number of arguments or receives the wrong number of results.
-    #[error("block `{block}` in function `{func}`, op {op}: call to `{callee}` has {found} {what}, expected {expected}")]
-    CallArity {
-        /// The calling function.
-        func: String,
-        /// The calling block.
-        block: String,
-        /// The call's index in its block.
-        op: usize,
-        /// The callee's name.
-        callee: String,
-        /// `"arguments"` or `"results"`.
-        what: &'static str,
-        /// The callee's parameter or return count.
-        expected: usize,
-        /// The call's argument or result count.
-        found: usize,
-    },
-    /// A call argument or result whose type differs from the callee's parameter or return.
-    #[error("block `{block}` in function `{func}`, op {op}: {what} {position} of the call to `{callee}` is `{var}` of type {ty}, but `{formal}` has type {expected}")]
-    CallTypeMismatch {
-        /// The calling function.
-        func: String,
-        /// The calling block.
-        block: String,
-        /// The call's index in its block.
-        op: usize,
-        /// The callee's name.
-        callee: String,
-        /// `"argument"` or `"result"`.
-        what: &'static str,
-        /// The position (from 0) in the argument or result list.
-        position: usize,
-        /// The caller's variable.
-        var: String,
-        /// Its type.
-        ty: Type,
-        /// The callee's parameter or return variable.
-        formal: String,
-        /// Its type.
-        expected: Type,
-    },
-    /// A built-in `assign` whose input leaves differ from its output leaves.
-    #[error("block `{block}` in function `{func}`, op {op}: assign writes leaves [{outs}] from leaves [{ins}]")]
-    AssignLeaves {
-        /// The function owning the block.
-        func: String,
-        /// The block.
-        block: String,
-        /// The op's index in its block.
-        op: usize,
-        /// The concatenated leaves of the inputs, printed.
-        ins: String,
-        /// The concatenated leaves of the outputs, printed.
-        outs: String,
-    },
-    /// A primitive op whose `in_place` flags do not match its outputs one to one.
-    #[error("block `{block}` in function `{func}`, op {op}: {in_place} in-place flags for {outs} outputs")]
-    InPlaceLength {
-        /// The function owning the block.
-        func: String,
-        /// The block.
-        block: String,
-        /// The op's index in its block.
-        op: usize,
-        /// `in_place.len()`.
-        in_place: usize,
-        /// `outs.len()`.
-        outs: usize,
-    },
-    /// One op writes one variable twice.
-    #[error("block `{block}` in function `{func}`, op {op}: writes `{var}` more than once")]
-    DuplicateOutput {
-        /// The function owning the block.
-        func: String,
-        /// The block.
-        block: String,
-        /// The op's index in its block.
-        op: usize,
-        /// The variable written twice.
-        var: String,
-    },
-    /// A function lists one parameter twice.
-    #[error("function `{func}`: parameter `{var}` is listed more than once")]
-    DuplicateParam {
-        /// The function.
-        func: String,
-        /// The repeated parameter.
-        var: String,
-    },
-    /// In a high-level program, a variable is live into a function's entry block without being
-    /// one of its parameters: some path reads (or pops) it before writing it.
-    #[error("function `{func}`: `{var}` may be read before it is written (it is live on entry but not a parameter)")]
-    ReadBeforeWrite {
-        /// The function.
-        func: String,
-        /// The variable.
-        var: String,
-    },
+    /// A function: its signature and block list (possibly an out-of-range handle).
+    Function(FuncId),
 }
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Location::Program => f.write_str("program"),
+            Location::Var(v) => write!(f, "{v}"),
+            Location::Block(b) => write!(f, "{b}"),
+            Location::Op { block, index } => write!(f, "{block} op {index}"),
+            Location::Function(func) => write!(f, "{func}"),
+        }
+    }
+}
+
+/// One broken invariant: the entity at fault, where it sits in words, and what is wrong.
+///
+/// Displayed as `context: message` (just `message` without a context).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifyError {
+    /// The entity the error is about.
+    pub location: Location,
+    /// The entity in the user's words, e.g. ``block `head` in function `countdown`, op 2``.
+    pub context: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for VerifyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.context {
+            Some(c) => write!(f, "{c}: {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+impl std::error::Error for VerifyError {}
 
 /// Every invariant a program breaks (never empty).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -374,13 +92,40 @@ impl fmt::Display for VerifyErrors {
 
 impl std::error::Error for VerifyErrors {}
 
-/// Checks `program` against every IR invariant, collecting all errors.
+thread_local! {
+    static VERIFICATIONS: Cell<usize> = const { Cell::new(0) };
+}
+
+/// How many programs [`verify_high`] and [`verify_lowered`] have checked on this thread.
 ///
-/// Never panics: indices are range-checked first and checks needing an out-of-range index are
-/// skipped (the range error is reported instead). The read-before-write check (liveness) runs
-/// only on high-level programs whose indices are all in range.
-pub fn verify(program: &Program) -> Result<(), VerifyErrors> {
-    let mut v = Verifier::new(program);
+/// Lets a test show that preparing a program verifies it once
+/// ([`prepare`](crate::passes::pipeline::prepare)). The checks debug builds run on the
+/// passes' outputs are not counted: they are assertions, compiled out of release builds.
+pub fn verifications() -> usize {
+    VERIFICATIONS.with(Cell::get)
+}
+
+/// Checks `program` against every invariant of a high-level program, collecting all errors.
+///
+/// The read-before-write check (liveness) runs only when every index is in range.
+pub fn verify_high(program: Program) -> Result<HighProgram, VerifyErrors> {
+    counted(program)
+}
+
+/// Checks `program` against every invariant of a lowered program, collecting all errors.
+pub fn verify_lowered(program: Program) -> Result<LoweredProgram, VerifyErrors> {
+    counted(program)
+}
+
+fn counted<F: crate::verified::Form>(program: Program) -> Result<Verified<F>, VerifyErrors> {
+    VERIFICATIONS.with(|n| n.set(n.get() + 1));
+    check(&program, F::KIND)?;
+    Ok(Verified::checked(program))
+}
+
+/// Checks `program` against every invariant of `form` (not counted by [`verifications`]).
+pub(crate) fn check(program: &Program, form: FormKind) -> Result<(), VerifyErrors> {
+    let mut v = Verifier::new(program, form);
     v.check_functions();
     v.check_names();
     v.check_pc();
@@ -395,6 +140,7 @@ pub fn verify(program: &Program) -> Result<(), VerifyErrors> {
 
 struct Verifier<'a> {
     p: &'a Program,
+    form: FormKind,
     errors: Vec<VerifyError>,
     /// The first function listing each block.
     owners: Vec<Option<FuncId>>,
@@ -411,43 +157,44 @@ fn leaves_text(leaves: &[TensorType]) -> String {
 }
 
 impl<'a> Verifier<'a> {
-    fn new(p: &'a Program) -> Self {
+    fn new(p: &'a Program, form: FormKind) -> Self {
         Verifier {
             p,
+            form,
             errors: Vec::new(),
             owners: vec![None; p.blocks.len()],
             out_of_range: false,
         }
     }
 
-    fn push(&mut self, e: VerifyError) {
-        self.errors.push(e);
-    }
-
-    fn var_ok(&self, v: Var) -> bool {
-        v.index() < self.p.vars.len()
+    fn report(&mut self, location: Location, context: Option<String>, message: String) {
+        self.errors.push(VerifyError {
+            location,
+            context,
+            message,
+        });
     }
 
     fn var_name(&self, v: Var) -> String {
-        match self.p.vars.get(v.index()) {
+        match self.p.vars.get(v) {
             Some(d) => d.name.clone(),
             None => v.to_string(),
         }
     }
 
     fn var_type(&self, v: Var) -> Option<&'a Type> {
-        self.p.vars.get(v.index()).map(|d| &d.ty)
+        self.p.vars.get(v).map(|d| &d.ty)
     }
 
     fn block_name(&self, b: Block) -> String {
-        match self.p.blocks.get(b.index()) {
+        match self.p.blocks.get(b) {
             Some(d) => d.name.clone(),
             None => b.to_string(),
         }
     }
 
     fn func_name(&self, f: FuncId) -> String {
-        match self.p.functions.get(f.index()) {
+        match self.p.functions.get(f) {
             Some(d) => d.name.clone(),
             None => f.to_string(),
         }
@@ -460,18 +207,53 @@ impl<'a> Verifier<'a> {
         }
     }
 
-    /// Reports every out-of-range handle in `vars`; true when all are in range.
-    fn check_var_range(&mut self, vars: &[Var], site: impl Fn() -> String) -> bool {
+    /// ``block `b` in function `f` ``: a block in the user's words.
+    fn block_context(&self, b: Block) -> String {
+        format!(
+            "block `{}` in function `{}`",
+            self.block_name(b),
+            self.owner_name(b)
+        )
+    }
+
+    fn function_context(&self, f: FuncId) -> Option<String> {
+        Some(format!("function `{}`", self.func_name(f)))
+    }
+
+    /// Reports a block-level error.
+    fn at_block(&mut self, b: Block, message: String) {
+        let context = Some(self.block_context(b));
+        self.report(Location::Block(b), context, message);
+    }
+
+    /// Reports an op-level error.
+    fn at_op(&mut self, block: Block, index: usize, message: String) {
+        let context = Some(format!("{}, op {index}", self.block_context(block)));
+        self.report(Location::Op { block, index }, context, message);
+    }
+
+    /// Reports every out-of-range handle in `vars` (the `role` they play) at `location`; true
+    /// when all are in range.
+    fn check_var_range(&mut self, vars: &[Var], location: Location, role: &str) -> bool {
         let mut ok = true;
         for &v in vars {
-            if !self.var_ok(v) {
+            if !self.p.vars.contains(v) {
                 ok = false;
                 self.out_of_range = true;
-                self.push(VerifyError::VarOutOfRange {
-                    site: site(),
-                    var: v,
-                    vars: self.p.vars.len(),
-                });
+                let context = match location {
+                    Location::Block(b) => Some(self.block_context(b)),
+                    Location::Op { block, index } => {
+                        Some(format!("{}, op {index}", self.block_context(block)))
+                    }
+                    Location::Function(f) => self.function_context(f),
+                    Location::Program | Location::Var(_) => None,
+                };
+                let vars = self.p.vars.len();
+                self.report(
+                    location,
+                    context,
+                    format!("{role} {v} does not exist (the program has {vars} variables)"),
+                );
             }
         }
         ok
@@ -480,73 +262,72 @@ impl<'a> Verifier<'a> {
     /// Entry, blocks lists (range, ownership), signatures, lowered-form function count.
     fn check_functions(&mut self) {
         let p = self.p;
-        if p.main.index() >= p.functions.len() {
-            self.push(VerifyError::NoEntry {
-                main: p.main,
-                functions: p.functions.len(),
-            });
+        if !p.functions.contains(p.main) {
+            self.report(
+                Location::Function(p.main),
+                None,
+                format!(
+                    "the entry function {} does not exist (the program has {} functions)",
+                    p.main,
+                    p.functions.len()
+                ),
+            );
         }
-        for (fi, func) in p.functions.iter().enumerate() {
-            let f = FuncId::new(fi);
+        for (f, func) in p.functions.entries() {
+            let here = Location::Function(f);
+            let ctx = self.function_context(f);
             if func.blocks.is_empty() {
-                self.push(VerifyError::EmptyFunction {
-                    func: func.name.clone(),
-                });
+                self.report(here, ctx.clone(), "has no blocks".into());
             }
             for &b in &func.blocks {
                 match self.owners.get(b.index()).copied() {
                     None => {
                         self.out_of_range = true;
-                        self.push(VerifyError::BlockOutOfRange {
-                            func: func.name.clone(),
-                            block: b,
-                            blocks: p.blocks.len(),
-                        });
+                        let message = format!(
+                            "lists block {b}, which does not exist (the program has {} blocks)",
+                            p.blocks.len()
+                        );
+                        self.report(here, ctx.clone(), message);
                     }
-                    Some(Some(first)) => self.push(VerifyError::BlockListedTwice {
-                        block: self.block_name(b),
-                        first: self.func_name(first),
-                        second: func.name.clone(),
-                    }),
+                    Some(Some(first)) => {
+                        let message = format!(
+                            "is listed by function `{}` and again by function `{}`",
+                            self.func_name(first),
+                            func.name
+                        );
+                        let ctx = Some(format!("block `{}`", self.block_name(b)));
+                        self.report(Location::Block(b), ctx, message);
+                    }
                     Some(None) => self.owners[b.index()] = Some(f),
                 }
             }
-            let name = func.name.clone();
-            self.check_var_range(&func.params, || format!("function `{name}` parameters"));
-            self.check_var_range(&func.returns, || format!("function `{name}` returns"));
+            self.check_var_range(&func.params, here, "parameter");
+            self.check_var_range(&func.returns, here, "return variable");
             let mut seen = HashSet::new();
             for &v in &func.params {
                 if !seen.insert(v) {
-                    self.push(VerifyError::DuplicateParam {
-                        func: func.name.clone(),
-                        var: self.var_name(v),
-                    });
+                    let message = format!("parameter `{}` is listed more than once", self.var_name(v));
+                    self.report(here, ctx.clone(), message);
                 }
             }
-            if func.params.contains(&p.pc) {
-                self.push(VerifyError::PcInSignature {
-                    func: func.name.clone(),
-                    role: "parameter",
-                });
+            for (list, role) in [(&func.params, "parameter"), (&func.returns, "return variable")] {
+                if list.contains(&p.pc) {
+                    let message = format!("the program counter `{PC_NAME}` is a {role}");
+                    self.report(here, ctx.clone(), message);
+                }
             }
-            if func.returns.contains(&p.pc) {
-                self.push(VerifyError::PcInSignature {
-                    func: func.name.clone(),
-                    role: "return variable",
-                });
-            }
-            if p.form == Form::Lowered && f != p.main {
-                self.push(VerifyError::ExtraFunction {
-                    func: func.name.clone(),
-                    main: self.func_name(p.main),
-                });
+            if self.form == FormKind::Lowered && f != p.main {
+                let message = format!(
+                    "a lowered program has only its entry function `{}`",
+                    self.func_name(p.main)
+                );
+                self.report(here, ctx, message);
             }
         }
-        for (bi, owner) in self.owners.clone().into_iter().enumerate() {
-            if owner.is_none() {
-                self.push(VerifyError::OrphanBlock {
-                    block: p.blocks[bi].name.clone(),
-                });
+        for (b, data) in p.blocks.entries() {
+            if self.owners[b.index()].is_none() {
+                let ctx = Some(format!("block `{}`", data.name));
+                self.report(Location::Block(b), ctx, "belongs to no function".into());
             }
         }
     }
@@ -554,40 +335,31 @@ impl<'a> Verifier<'a> {
     /// Unique variable, block and function names.
     fn check_names(&mut self) {
         let p = self.p;
-        let mut vars: HashMap<&str, usize> = HashMap::new();
-        for (i, d) in p.vars.iter().enumerate() {
+        let mut vars: HashMap<&str, Var> = HashMap::new();
+        for (v, d) in p.vars.entries() {
             if let Some(&first) = vars.get(d.name.as_str()) {
-                self.push(VerifyError::DuplicateVarName {
-                    name: d.name.clone(),
-                    first: Var::new(first),
-                    second: Var::new(i),
-                });
+                let message = format!("variables {first} and {v} are both named `{}`", d.name);
+                self.report(Location::Var(v), None, message);
             } else {
-                vars.insert(&d.name, i);
+                vars.insert(&d.name, v);
             }
         }
-        let mut blocks: HashMap<&str, usize> = HashMap::new();
-        for (i, d) in p.blocks.iter().enumerate() {
+        let mut blocks: HashMap<&str, Block> = HashMap::new();
+        for (b, d) in p.blocks.entries() {
             if let Some(&first) = blocks.get(d.name.as_str()) {
-                self.push(VerifyError::DuplicateBlockName {
-                    name: d.name.clone(),
-                    first: Block::new(first),
-                    second: Block::new(i),
-                });
+                let message = format!("blocks {first} and {b} are both named `{}`", d.name);
+                self.report(Location::Block(b), None, message);
             } else {
-                blocks.insert(&d.name, i);
+                blocks.insert(&d.name, b);
             }
         }
-        let mut funcs: HashMap<&str, usize> = HashMap::new();
-        for (i, d) in p.functions.iter().enumerate() {
+        let mut funcs: HashMap<&str, FuncId> = HashMap::new();
+        for (f, d) in p.functions.entries() {
             if let Some(&first) = funcs.get(d.name.as_str()) {
-                self.push(VerifyError::DuplicateFunctionName {
-                    name: d.name.clone(),
-                    first: FuncId::new(first),
-                    second: FuncId::new(i),
-                });
+                let message = format!("functions {first} and {f} are both named `{}`", d.name);
+                self.report(Location::Function(f), None, message);
             } else {
-                funcs.insert(&d.name, i);
+                funcs.insert(&d.name, f);
             }
         }
     }
@@ -595,35 +367,41 @@ impl<'a> Verifier<'a> {
     /// The program counter exists, is named [`PC_NAME`], is a scalar `i32`, and is unique.
     fn check_pc(&mut self) {
         let p = self.p;
-        match p.vars.get(p.pc.index()) {
+        let here = Location::Var(p.pc);
+        match p.vars.get(p.pc) {
             None => {
                 self.out_of_range = true;
-                self.push(VerifyError::PcOutOfRange {
-                    pc: p.pc,
-                    vars: p.vars.len(),
-                });
+                let message = format!(
+                    "the program counter {} does not exist (the program has {} variables)",
+                    p.pc,
+                    p.vars.len()
+                );
+                self.report(here, None, message);
             }
             Some(d) => {
                 if d.name != PC_NAME {
-                    self.push(VerifyError::PcMisnamed {
-                        pc: p.pc,
-                        name: d.name.clone(),
-                    });
+                    let message = format!(
+                        "the program counter {} is named `{}`, expected `{PC_NAME}`",
+                        p.pc, d.name
+                    );
+                    self.report(here, None, message);
                 }
                 if d.ty != Type::scalar(DType::I32) {
-                    self.push(VerifyError::PcWrongType {
-                        name: d.name.clone(),
-                        ty: d.ty.clone(),
-                    });
+                    let message = format!(
+                        "the program counter `{}` has type {}, expected i32",
+                        d.name, d.ty
+                    );
+                    self.report(here, None, message);
                 }
             }
         }
-        for (i, d) in p.vars.iter().enumerate() {
-            if d.name == PC_NAME && Var::new(i) != p.pc {
-                self.push(VerifyError::ReservedPcName {
-                    var: Var::new(i),
-                    pc: p.pc,
-                });
+        for (v, d) in p.vars.entries() {
+            if d.name == PC_NAME && v != p.pc {
+                let message = format!(
+                    "variable {v} is named `{PC_NAME}` but is not the program counter {}",
+                    p.pc
+                );
+                self.report(Location::Var(v), None, message);
             }
         }
     }
@@ -633,111 +411,83 @@ impl<'a> Verifier<'a> {
         let p = self.p;
         let entries: HashMap<Block, FuncId> = p
             .functions
-            .iter()
-            .enumerate()
-            .filter_map(|(i, f)| f.blocks.first().map(|&b| (b, FuncId::new(i))))
+            .entries()
+            .filter_map(|(f, data)| data.blocks.first().map(|&b| (b, f)))
             .collect();
-        for (bi, data) in p.blocks.iter().enumerate() {
-            let b = Block::new(bi);
-            let func = self.owner_name(b);
-            let block = data.name.clone();
+        for (b, data) in p.blocks.entries() {
             for (oi, op) in data.ops.iter().enumerate() {
-                self.check_op(&func, &block, oi, op);
+                self.check_op(b, oi, op);
             }
-            self.check_terminator(b, &func, &block, &data.term, &entries);
+            self.check_terminator(b, &data.term, &entries);
         }
     }
 
-    fn check_op(&mut self, func: &str, block: &str, oi: usize, op: &Op) {
+    fn check_op(&mut self, b: Block, oi: usize, op: &Op) {
         let p = self.p;
-        let site = |role: &str| format!("block `{block}` in function `{func}`, op {oi} {role}");
-        let reads_ok = self.check_var_range(op.reads(), || site("input"));
-        let writes_ok = self.check_var_range(op.writes(), || site("output"));
-        let at = || (func.to_string(), block.to_string());
-        if op.reads().contains(&p.pc) {
-            let (func, block) = at();
-            self.push(VerifyError::PcInOp {
-                func,
-                block,
-                op: oi,
-                access: "reads",
-            });
-        }
-        if op.writes().contains(&p.pc) {
-            let (func, block) = at();
-            self.push(VerifyError::PcInOp {
-                func,
-                block,
-                op: oi,
-                access: "writes",
-            });
+        let here = Location::Op {
+            block: b,
+            index: oi,
+        };
+        let reads_ok = self.check_var_range(op.reads(), here, "input");
+        let writes_ok = self.check_var_range(op.writes(), here, "output");
+        for (vars, access) in [(op.reads(), "reads"), (op.writes(), "writes")] {
+            if vars.contains(&p.pc) {
+                self.at_op(b, oi, format!("{access} the program counter `{PC_NAME}`"));
+            }
         }
         let mut seen = HashSet::new();
         let mut reported = HashSet::new();
         for &v in op.writes() {
             if !seen.insert(v) && reported.insert(v) {
-                let (func, block) = at();
-                self.push(VerifyError::DuplicateOutput {
-                    func,
-                    block,
-                    op: oi,
-                    var: self.var_name(v),
-                });
+                self.at_op(b, oi, format!("writes `{}` more than once", self.var_name(v)));
             }
         }
         match op {
             Op::Prim(prim) => {
-                if prim.in_place.len() != prim.outs.len() {
-                    let (func, block) = at();
-                    self.push(VerifyError::InPlaceLength {
-                        func,
-                        block,
-                        op: oi,
-                        in_place: prim.in_place.len(),
-                        outs: prim.outs.len(),
-                    });
+                for &v in &prim.in_place {
+                    if !prim.outs.contains(&v) {
+                        let message = format!(
+                            "writes `{}` in place, which is not one of its outputs",
+                            self.var_name(v)
+                        );
+                        self.at_op(b, oi, message);
+                    }
                 }
                 if prim.kernel == KernelRef::Assign && reads_ok && writes_ok {
                     let leaves = |vars: &[Var]| {
                         let mut out = Vec::new();
                         for &v in vars {
-                            p.vars[v.index()].ty.push_leaves(&mut out);
+                            p.vars[v].ty.push_leaves(&mut out);
                         }
                         out
                     };
                     let (ins, outs) = (leaves(&prim.ins), leaves(&prim.outs));
                     if ins != outs {
-                        let (func, block) = at();
-                        self.push(VerifyError::AssignLeaves {
-                            func,
-                            block,
-                            op: oi,
-                            ins: leaves_text(&ins),
-                            outs: leaves_text(&outs),
-                        });
+                        let message = format!(
+                            "assign writes leaves [{}] from leaves [{}]",
+                            leaves_text(&outs),
+                            leaves_text(&ins)
+                        );
+                        self.at_op(b, oi, message);
                     }
                 }
             }
             Op::Call(call) => {
-                if p.form == Form::Lowered {
-                    let (func, block) = at();
-                    self.push(VerifyError::CallInLoweredForm {
-                        func,
-                        block,
-                        op: oi,
-                        callee: self.func_name(call.func),
-                    });
+                if self.form == FormKind::Lowered {
+                    let message = format!(
+                        "a lowered program has no calls (call to `{}`)",
+                        self.func_name(call.func)
+                    );
+                    self.at_op(b, oi, message);
                 }
-                let Some(callee) = p.functions.get(call.func.index()) else {
+                let Some(callee) = p.functions.get(call.func) else {
                     self.out_of_range = true;
-                    let (func, block) = at();
-                    self.push(VerifyError::CalleeOutOfRange {
-                        func,
-                        block,
-                        op: oi,
-                        callee: call.func,
-                        functions: p.functions.len(),
-                    });
+                    let message = format!(
+                        "callee {} does not exist (the program has {} functions)",
+                        call.func,
+                        p.functions.len()
+                    );
+                    self.at_op(b, oi, message);
                     return;
                 };
                 let sides = [
@@ -746,16 +496,13 @@ impl<'a> Verifier<'a> {
                 ];
                 for (plural, singular, actual, formal) in sides {
                     if actual.len() != formal.len() {
-                        let (func, block) = at();
-                        self.push(VerifyError::CallArity {
-                            func,
-                            block,
-                            op: oi,
-                            callee: callee.name.clone(),
-                            what: plural,
-                            expected: formal.len(),
-                            found: actual.len(),
-                        });
+                        let message = format!(
+                            "call to `{}` has {} {plural}, expected {}",
+                            callee.name,
+                            actual.len(),
+                            formal.len()
+                        );
+                        self.at_op(b, oi, message);
                         continue;
                     }
                     for (pos, (&a, &f)) in actual.iter().zip(formal.iter()).enumerate() {
@@ -764,19 +511,13 @@ impl<'a> Verifier<'a> {
                             continue;
                         };
                         if ty != expected {
-                            let (func, block) = at();
-                            self.push(VerifyError::CallTypeMismatch {
-                                func,
-                                block,
-                                op: oi,
-                                callee: callee.name.clone(),
-                                what: singular,
-                                position: pos,
-                                var: self.var_name(a),
-                                ty: ty.clone(),
-                                formal: self.var_name(f),
-                                expected: expected.clone(),
-                            });
+                            let message = format!(
+                                "{singular} {pos} of the call to `{}` is `{}` of type {ty}, but `{}` has type {expected}",
+                                callee.name,
+                                self.var_name(a),
+                                self.var_name(f)
+                            );
+                            self.at_op(b, oi, message);
                         }
                     }
                 }
@@ -785,48 +526,35 @@ impl<'a> Verifier<'a> {
         }
     }
 
-    fn check_terminator(
-        &mut self,
-        b: Block,
-        func: &str,
-        block: &str,
-        term: &Terminator,
-        entries: &HashMap<Block, FuncId>,
-    ) {
+    fn check_terminator(&mut self, b: Block, term: &Terminator, entries: &HashMap<Block, FuncId>) {
         let p = self.p;
-        let at = || (func.to_string(), block.to_string());
+        let high = self.form == FormKind::High;
         if let Terminator::Branch { cond, .. } = term {
-            let site = || format!("block `{block}` in function `{func}`, branch condition");
-            if self.check_var_range(&[*cond], site) {
-                let ty = &p.vars[cond.index()].ty;
+            if self.check_var_range(&[*cond], Location::Block(b), "branch condition") {
+                let ty = &p.vars[*cond].ty;
                 if !ty.is_scalar_bool() {
-                    let (func, block) = at();
-                    self.push(VerifyError::BranchNotBool {
-                        func,
-                        block,
-                        var: self.var_name(*cond),
-                        ty: ty.clone(),
-                    });
+                    let message = format!(
+                        "branch condition `{}` has type {ty}, expected bool",
+                        self.var_name(*cond)
+                    );
+                    self.at_block(b, message);
                 }
             }
             if *cond == p.pc {
-                let (func, block) = at();
-                self.push(VerifyError::PcBranch { func, block });
+                self.at_block(b, format!("branches on the program counter `{PC_NAME}`"));
             }
         }
-        if p.form == Form::High {
+        if high {
             let lowered = match term {
                 Terminator::PushGoto { .. } => Some("push_goto"),
                 Terminator::IndirectGoto => Some("indirect_jump"),
                 _ => None,
             };
             if let Some(terminator) = lowered {
-                let (func, block) = at();
-                self.push(VerifyError::LoweredTerminatorInHighForm {
-                    func,
-                    block,
-                    terminator,
-                });
+                self.at_block(
+                    b,
+                    format!("`{terminator}` is only allowed in a lowered program"),
+                );
             }
         }
         let targets: Vec<Block> = match term {
@@ -836,39 +564,35 @@ impl<'a> Verifier<'a> {
         let source_owner = self.owners.get(b.index()).copied().flatten();
         let mut reported_entry = BTreeSet::new();
         for t in targets {
-            if t.index() >= p.blocks.len() {
+            if !p.blocks.contains(t) {
                 self.out_of_range = true;
-                let (func, block) = at();
-                self.push(VerifyError::TargetOutOfRange {
-                    func,
-                    block,
-                    target: t,
-                    blocks: p.blocks.len(),
-                });
+                let message = format!(
+                    "jump target {t} does not exist (the program has {} blocks)",
+                    p.blocks.len()
+                );
+                self.at_block(b, message);
                 continue;
             }
             let target_owner = self.owners[t.index()];
             if let (Some(s), Some(o)) = (source_owner, target_owner) {
                 if s != o {
-                    let (func, block) = at();
-                    self.push(VerifyError::CrossFunctionJump {
-                        func,
-                        block,
-                        target: self.block_name(t),
-                        target_func: self.func_name(o),
-                    });
+                    let message = format!(
+                        "jumps to block `{}` of function `{}`; jumps must stay inside one function",
+                        self.block_name(t),
+                        self.func_name(o)
+                    );
+                    self.at_block(b, message);
                 }
             }
             let plain = matches!(term, Terminator::Goto(_) | Terminator::Branch { .. });
-            if p.form == Form::High && plain && reported_entry.insert(t) {
+            if high && plain && reported_entry.insert(t) {
                 if let Some(&f) = entries.get(&t) {
-                    let (func, block) = at();
-                    self.push(VerifyError::JumpToEntry {
-                        func,
-                        block,
-                        target: self.block_name(t),
-                        target_func: self.func_name(f),
-                    });
+                    let message = format!(
+                        "jumps to `{}`, the entry block of function `{}`; entry blocks are entered only by calls",
+                        self.block_name(t),
+                        self.func_name(f)
+                    );
+                    self.at_block(b, message);
                 }
             }
         }
@@ -877,11 +601,11 @@ impl<'a> Verifier<'a> {
     /// High form: whatever is live into a function's entry block must be a parameter.
     fn check_liveness(&mut self) {
         let p = self.p;
-        if p.form != Form::High || self.out_of_range {
+        if self.form != FormKind::High || self.out_of_range {
             return;
         }
         let facts = liveness(p);
-        for func in &p.functions {
+        for (f, func) in p.functions.entries() {
             let Some(&entry) = func.blocks.first() else {
                 continue;
             };
@@ -891,10 +615,12 @@ impl<'a> Verifier<'a> {
             for &v in &entry_facts.live_in {
                 // A read of the program counter is already reported by its own check.
                 if v != p.pc && !func.params.contains(&v) {
-                    self.push(VerifyError::ReadBeforeWrite {
-                        func: func.name.clone(),
-                        var: self.var_name(v),
-                    });
+                    let message = format!(
+                        "`{}` may be read before it is written (it is live on entry but not a parameter)",
+                        self.var_name(v)
+                    );
+                    let ctx = self.function_context(f);
+                    self.report(Location::Function(f), ctx, message);
                 }
             }
         }
@@ -909,7 +635,7 @@ mod tests {
     use crate::entity::KernelId;
     use crate::program::{BlockData, CallOp, PrimOp};
 
-    const K: KernelId = KernelId(0);
+    const K: KernelId = KernelId::new(0);
 
     /// `countdown(n) { acc = 0; while n > 0 { n -= 1; acc += 2 } acc }` called from `main(m)`.
     ///
@@ -1022,11 +748,11 @@ mod tests {
     #[test]
     fn no_entry() {
         let mut p = looping();
-        p.main = FuncId(7);
+        p.main = FuncId::new(7);
         assert_eq!(
             errors(&p),
             vec![VerifyError::NoEntry {
-                main: FuncId(7),
+                main: FuncId::new(7),
                 functions: 2
             }]
         );
@@ -1054,12 +780,12 @@ mod tests {
     #[test]
     fn block_out_of_range() {
         let mut p = looping();
-        p.functions[1].blocks.push(Block(40));
+        p.functions[1].blocks.push(Block::new(40));
         assert_eq!(
             errors(&p),
             vec![VerifyError::BlockOutOfRange {
                 func: "main".into(),
-                block: Block(40),
+                block: Block::new(40),
                 blocks: 5
             }]
         );
@@ -1084,7 +810,7 @@ mod tests {
     #[test]
     fn block_listed_twice() {
         let mut p = looping();
-        p.functions[1].blocks.push(Block(3));
+        p.functions[1].blocks.push(Block::new(3));
         assert_eq!(
             errors(&p),
             vec![VerifyError::BlockListedTwice {
@@ -1094,7 +820,7 @@ mod tests {
             }]
         );
         let mut p = looping();
-        p.functions[1].blocks.push(Block(4));
+        p.functions[1].blocks.push(Block::new(4));
         assert_eq!(
             errors(&p),
             vec![VerifyError::BlockListedTwice {
@@ -1108,11 +834,11 @@ mod tests {
     #[test]
     fn var_out_of_range() {
         let mut p = looping();
-        p.blocks[0].ops.push(Op::Pop(vec![Var(99)]));
+        p.blocks[0].ops.push(Op::Pop(vec![Var::new(99)]));
         let errs = errors(&p);
         let expected = VerifyError::VarOutOfRange {
             site: "block `entry` in function `countdown`, op 1 input".into(),
-            var: Var(99),
+            var: Var::new(99),
             vars: 6,
         };
         assert_eq!(errs, vec![expected.clone()]);
@@ -1122,12 +848,12 @@ mod tests {
              (the program has 6 variables)"
         );
         let mut p = looping();
-        p.functions[0].params = vec![Var(6)];
+        p.functions[0].params = vec![Var::new(6)];
         assert_eq!(
             errors(&p),
             vec![VerifyError::VarOutOfRange {
                 site: "function `countdown` parameters".into(),
-                var: Var(6),
+                var: Var::new(6),
                 vars: 6,
             }]
         );
@@ -1136,13 +862,13 @@ mod tests {
     #[test]
     fn target_out_of_range() {
         let mut p = looping();
-        p.blocks[3].term = Terminator::Goto(Block(9));
+        p.blocks[3].term = Terminator::Goto(Block::new(9));
         assert_eq!(
             errors(&p),
             vec![VerifyError::TargetOutOfRange {
                 func: "countdown".into(),
                 block: "exit".into(),
-                target: Block(9),
+                target: Block::new(9),
                 blocks: 5
             }]
         );
@@ -1154,14 +880,14 @@ mod tests {
         let Op::Call(call) = &mut p.blocks[4].ops[0] else {
             panic!("main_entry starts with the call");
         };
-        call.func = FuncId(9);
+        call.func = FuncId::new(9);
         assert_eq!(
             errors(&p),
             vec![VerifyError::CalleeOutOfRange {
                 func: "main".into(),
                 block: "main_entry".into(),
                 op: 0,
-                callee: FuncId(9),
+                callee: FuncId::new(9),
                 functions: 2
             }]
         );
@@ -1178,18 +904,18 @@ mod tests {
             vec![
                 VerifyError::DuplicateVarName {
                     name: "m".into(),
-                    first: Var(4),
-                    second: Var(5)
+                    first: Var::new(4),
+                    second: Var::new(5)
                 },
                 VerifyError::DuplicateBlockName {
                     name: "head".into(),
-                    first: Block(1),
-                    second: Block(3)
+                    first: Block::new(1),
+                    second: Block::new(3)
                 },
                 VerifyError::DuplicateFunctionName {
                     name: "countdown".into(),
-                    first: FuncId(0),
-                    second: FuncId(1)
+                    first: FuncId::new(0),
+                    second: FuncId::new(1)
                 },
             ]
         );
@@ -1198,20 +924,20 @@ mod tests {
     #[test]
     fn pc_out_of_range() {
         let mut p = looping();
-        p.pc = Var(99);
+        p.pc = Var::new(99);
         let errs = errors(&p);
         assert_has(
             &errs,
             &VerifyError::PcOutOfRange {
-                pc: Var(99),
+                pc: Var::new(99),
                 vars: 6,
             },
         );
         assert_has(
             &errs,
             &VerifyError::ReservedPcName {
-                var: Var(0),
-                pc: Var(99),
+                var: Var::new(0),
+                pc: Var::new(99),
             },
         );
     }
@@ -1223,7 +949,7 @@ mod tests {
         assert_eq!(
             errors(&p),
             vec![VerifyError::PcMisnamed {
-                pc: Var(0),
+                pc: Var::new(0),
                 name: "pc".into()
             }]
         );
@@ -1256,8 +982,8 @@ mod tests {
         assert_has(
             &errs,
             &VerifyError::ReservedPcName {
-                var: Var(4),
-                pc: Var(0),
+                var: Var::new(4),
+                pc: Var::new(0),
             },
         );
         assert_eq!(errs.len(), 2, "{errs:#?}");
@@ -1475,7 +1201,7 @@ mod tests {
         let Terminator::Branch { cond, .. } = &mut p.blocks[1].term else {
             panic!("head ends in a branch");
         };
-        *cond = Var(1);
+        *cond = Var::new(1);
         let errs = errors(&p);
         assert_eq!(
             errs,
@@ -1496,8 +1222,8 @@ mod tests {
     fn call_arity() {
         let mut p = looping();
         p.blocks[4].ops[0] = Op::Call(CallOp {
-            func: FuncId(0),
-            ins: vec![Var(4), Var(4)],
+            func: FuncId::new(0),
+            ins: vec![Var::new(4), Var::new(4)],
             outs: vec![],
         });
         let at = |what, expected, found| VerifyError::CallArity {
@@ -1669,9 +1395,9 @@ mod tests {
         let mut p = looping();
         p.vars[0].ty = Type::F32;
         p.vars[5].name = "n".into();
-        p.blocks[2].ops.push(Op::Pop(vec![Var(50)]));
-        p.blocks[3].term = Terminator::Goto(Block(0));
-        p.functions[1].params = vec![Var(4), Var(4)];
+        p.blocks[2].ops.push(Op::Pop(vec![Var::new(50)]));
+        p.blocks[3].term = Terminator::Goto(Block::new(0));
+        p.functions[1].params = vec![Var::new(4), Var::new(4)];
         let errs = errors(&p);
         for e in [
             VerifyError::DuplicateParam {
@@ -1680,8 +1406,8 @@ mod tests {
             },
             VerifyError::DuplicateVarName {
                 name: "n".into(),
-                first: Var(1),
-                second: Var(5),
+                first: Var::new(1),
+                second: Var::new(5),
             },
             VerifyError::PcWrongType {
                 name: PC_NAME.into(),
@@ -1689,7 +1415,7 @@ mod tests {
             },
             VerifyError::VarOutOfRange {
                 site: "block `body` in function `countdown`, op 2 input".into(),
-                var: Var(50),
+                var: Var::new(50),
                 vars: 6,
             },
             VerifyError::JumpToEntry {
@@ -1716,40 +1442,40 @@ mod tests {
                     name: "a".into(),
                     ops: vec![
                         Op::Call(CallOp {
-                            func: FuncId(50),
-                            ins: vec![Var(100)],
-                            outs: vec![Var(101), Var(101)],
+                            func: FuncId::new(50),
+                            ins: vec![Var::new(100)],
+                            outs: vec![Var::new(101), Var::new(101)],
                         }),
                         Op::Prim(PrimOp {
-                            outs: vec![Var(3)],
-                            ins: vec![Var(4)],
+                            outs: vec![Var::new(3)],
+                            ins: vec![Var::new(4)],
                             kernel: KernelRef::Assign,
                             source: String::new(),
                             in_place: vec![true, true],
                         }),
-                        Op::Pop(vec![Var(u32::MAX)]),
+                        Op::Pop(vec![Var::new(u32::MAX as usize)]),
                     ],
                     term: Terminator::Branch {
-                        cond: Var(77),
-                        then_: Block(40),
-                        else_: Block(u32::MAX),
+                        cond: Var::new(77),
+                        then_: Block::new(40),
+                        else_: Block::new(u32::MAX as usize),
                     },
                 },
                 BlockData {
                     name: "a".into(),
                     ops: vec![],
                     term: Terminator::PushGoto {
-                        ret: Block(9),
-                        target: Block(0),
+                        ret: Block::new(9),
+                        target: Block::new(0),
                     },
                 },
             ],
             functions: vec![
                 crate::program::FunctionData {
                     name: "f".into(),
-                    params: vec![Var(8), Var(8)],
-                    returns: vec![Var(9)],
-                    blocks: vec![Block(7), Block(0), Block(0)],
+                    params: vec![Var::new(8), Var::new(8)],
+                    returns: vec![Var::new(9)],
+                    blocks: vec![Block::new(7), Block::new(0), Block::new(0)],
                 },
                 crate::program::FunctionData {
                     name: "f".into(),
@@ -1758,8 +1484,8 @@ mod tests {
                     blocks: vec![],
                 },
             ],
-            main: FuncId(3),
-            pc: Var(5),
+            main: FuncId::new(3),
+            pc: Var::new(5),
             form: Form::High,
         };
         let errs = errors(&garbage);
@@ -1767,7 +1493,7 @@ mod tests {
         assert_has(
             &errs,
             &VerifyError::NoEntry {
-                main: FuncId(3),
+                main: FuncId::new(3),
                 functions: 2,
             },
         );
@@ -1778,19 +1504,19 @@ mod tests {
             vars: vec![],
             blocks: vec![],
             functions: vec![],
-            main: FuncId(0),
-            pc: Var(0),
+            main: FuncId::new(0),
+            pc: Var::new(0),
             form: Form::High,
         };
         assert_eq!(
             errors(&empty),
             vec![
                 VerifyError::NoEntry {
-                    main: FuncId(0),
+                    main: FuncId::new(0),
                     functions: 0
                 },
                 VerifyError::PcOutOfRange {
-                    pc: Var(0),
+                    pc: Var::new(0),
                     vars: 0
                 },
             ]

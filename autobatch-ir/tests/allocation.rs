@@ -1,4 +1,4 @@
-//! Allocation analysis against the reference's tables (notes section 3.2), our tail-call rule,
+//! Allocation analysis against the reference's tables (docs/reference-semantics.md, "Allocation"), our tail-call rule,
 //! loops, and golden printed programs after allocation.
 
 mod support;
@@ -283,13 +283,13 @@ fn loop_carried_variable_across_a_call_is_full_through_the_back_edge() {
     let head = b.block(tri, "loop_head");
     let body = b.block(tri, "loop_body");
     let exit = b.block(tri, "loop_exit");
-    b.prim(entry, &[acc], &[], KernelId(0), "0");
+    b.prim(entry, &[acc], &[], KernelId::new(0), "0");
     b.goto(entry, head);
-    b.prim(head, &[cond], &[n], KernelId(1), "n > 0");
+    b.prim(head, &[cond], &[n], KernelId::new(1), "n > 0");
     b.branch(head, cond, body, exit);
-    b.prim(body, &[n], &[n], KernelId(2), "n - 1");
+    b.prim(body, &[n], &[n], KernelId::new(2), "n - 1");
     b.call(body, tri, &[n], &[r]);
-    b.prim(body, &[acc], &[acc, r], KernelId(3), "acc + n");
+    b.prim(body, &[acc], &[acc, r], KernelId::new(3), "acc + n");
     b.goto(body, head);
     b.ret(exit);
     let p = b.finish_with_entry(tri).unwrap();
@@ -315,7 +315,7 @@ fn variables_never_read_stay_null() {
     let main = b.function("main");
     b.signature(main, &[x], &[x]);
     let e = b.block(main, "entry");
-    b.prim(e, &[junk], &[x], KernelId(0), "x + 1");
+    b.prim(e, &[junk], &[x], KernelId::new(0), "x + 1");
     b.ret(e);
     let p = b.finish(main).unwrap();
     let out = allocate(&p);

@@ -96,7 +96,7 @@ fn count_push_gotos(p: &Program) -> usize {
 fn check_structure(high: &Program, low: &Program) {
     assert_eq!(low.form, Form::Lowered);
     assert_eq!(low.functions.len(), 1);
-    assert_eq!(low.main, FuncId(0));
+    assert_eq!(low.main, FuncId::new(0));
     let main = &low.functions[0];
     let hmain = high.main_function();
     assert_eq!(main.name, hmain.name);
@@ -444,7 +444,7 @@ fn fibonacci_lowered_fused_prioritized_prints_as_blessed() {
     );
 }
 
-/// The reference's lowered fib (notes section 2.4), block by block.
+/// The reference's lowered fib (docs/reference-semantics.md, "Lowering calls"), block by block.
 #[test]
 fn fibonacci_lowers_like_the_reference() {
     let high = conformance::fibonacci_function_calls(&mut numbering(), DType::I64);
@@ -668,7 +668,7 @@ fn swap_through_call() -> Program {
     b.signature(main, &[a, bb], &[c]);
     let e = b.block(main, "entry");
     b.call(e, pair, &[a, bb], &[a, bb]);
-    b.prim(e, &[c], &[a, bb], KernelId(0), "a % b");
+    b.prim(e, &[c], &[a, bb], KernelId::new(0), "a % b");
     b.ret(e);
     b.finish(main).unwrap()
 }
@@ -682,16 +682,16 @@ fn results_overlap_returns() -> Program {
     let g = b.function("g");
     b.signature(g, &[n], &[x, y]);
     let ge = b.block(g, "enter_g");
-    b.prim(ge, &[x], &[n], KernelId(0), "n - 1");
-    b.prim(ge, &[y], &[n], KernelId(1), "n - 2");
+    b.prim(ge, &[x], &[n], KernelId::new(0), "n - 1");
+    b.prim(ge, &[y], &[n], KernelId::new(1), "n - 2");
     b.ret(ge);
     let main = b.function("main");
     b.signature(main, &[n], &[z]);
     let e = b.block(main, "entry");
-    b.prim(e, &[x], &[n], KernelId(0), "n - 1");
+    b.prim(e, &[x], &[n], KernelId::new(0), "n - 1");
     b.call(e, g, &[n], &[y, w]);
-    b.prim(e, &[t], &[x, y], KernelId(2), "x + y");
-    b.prim(e, &[z], &[t, w], KernelId(2), "x + y");
+    b.prim(e, &[t], &[x, y], KernelId::new(2), "x + y");
+    b.prim(e, &[z], &[t, w], KernelId::new(2), "x + y");
     b.ret(e);
     b.finish(main).unwrap()
 }
@@ -708,11 +708,11 @@ fn pads_loops_and_unused_results() -> Program {
     let fe = b.block(f, "enter_f");
     let pos = b.block(f, "pos");
     let join = b.block(f, "join");
-    b.prim(fe, &[c], &[n], KernelId(0), "n > 0");
+    b.prim(fe, &[c], &[n], KernelId::new(0), "n > 0");
     b.branch(fe, c, pos, join);
-    b.prim(pos, &[n], &[n], KernelId(1), "n - 1");
+    b.prim(pos, &[n], &[n], KernelId::new(1), "n - 1");
     b.goto(pos, join);
-    b.prim(join, &[r], &[n], KernelId(2), "n - 2");
+    b.prim(join, &[r], &[n], KernelId::new(2), "n - 2");
     b.ret(join);
     let main = b.function("main");
     b.signature(main, &[n], &[acc]);
@@ -720,14 +720,14 @@ fn pads_loops_and_unused_results() -> Program {
     let head = b.block(main, "head");
     let body = b.block(main, "body");
     let exit = b.block(main, "exit");
-    b.prim(e, &[acc], &[], KernelId(3), "0");
+    b.prim(e, &[acc], &[], KernelId::new(3), "0");
     b.call(e, f, &[n], &[u]);
     b.goto(e, head);
-    b.prim(head, &[c2], &[n], KernelId(0), "n > 0");
+    b.prim(head, &[c2], &[n], KernelId::new(0), "n > 0");
     b.branch(head, c2, body, exit);
     b.call(body, f, &[n], &[t]);
-    b.prim(body, &[acc], &[acc, t], KernelId(4), "x + y");
-    b.prim(body, &[n], &[n], KernelId(1), "n - 1");
+    b.prim(body, &[acc], &[acc, t], KernelId::new(4), "x + y");
+    b.prim(body, &[n], &[n], KernelId::new(1), "n - 1");
     b.goto(body, head);
     b.ret(exit);
     b.finish(main).unwrap()
@@ -745,13 +745,13 @@ fn helper_with_pops() -> Program {
     let enter = b.block(g, "enter_g");
     let base = b.block(g, "base");
     let recur = b.block(g, "recur");
-    b.prim(enter, &[c], &[n], KernelId(0), "n < 1");
+    b.prim(enter, &[c], &[n], KernelId::new(0), "n < 1");
     b.branch(enter, c, base, recur);
     b.pop(base, &[n, c]);
-    b.prim(base, &[r], &[], KernelId(1), "0");
+    b.prim(base, &[r], &[], KernelId::new(1), "0");
     b.ret(base);
     b.pop(recur, &[c]);
-    b.prim(recur, &[nm1], &[n], KernelId(2), "n - 1");
+    b.prim(recur, &[nm1], &[n], KernelId::new(2), "n - 1");
     b.pop(recur, &[n]);
     b.assign(recur, &[r], &[nm1]);
     b.pop(recur, &[nm1]);
@@ -761,7 +761,7 @@ fn helper_with_pops() -> Program {
     let e = b.block(main, "entry");
     b.call(e, g, &[m], &[x]);
     b.call(e, g, &[x], &[y]);
-    b.prim(e, &[z], &[x, y], KernelId(3), "x + y");
+    b.prim(e, &[z], &[x, y], KernelId::new(3), "x + y");
     b.ret(e);
     b.finish(main).unwrap()
 }
@@ -831,7 +831,7 @@ fn tricky_call_shapes_run() {
 // Fusion and priority
 // ---------------------------------------------------------------------------------------------
 
-/// `stack_optimization_test.fib_fused_pretty` (notes section 4).
+/// `stack_optimization_test.fib_fused_pretty` (docs/reference-semantics.md, "Pop-push fusion").
 #[test]
 fn fusion_of_the_hand_lowered_fibonacci_matches_the_reference() {
     let p = conformance::fibonacci_program(&mut numbering());
@@ -863,18 +863,18 @@ fn fusion_handles_double_pops_and_existing_in_place_writes() {
     b.signature(main, &[x], &[x]);
     let e = b.block(main, "entry");
     // x: [in] -> push 1 -> push 2 -> pop, pop -> push 0 -> update -> ...
-    b.prim(e, &[x], &[], KernelId(0), "1");
-    b.prim(e, &[x], &[], KernelId(1), "2");
+    b.prim(e, &[x], &[], KernelId::new(0), "1");
+    b.prim(e, &[x], &[], KernelId::new(1), "2");
     b.pop(e, &[x]);
     b.pop(e, &[x]);
-    b.prim(e, &[x], &[], KernelId(2), "0");
+    b.prim(e, &[x], &[], KernelId::new(2), "0");
     b.pop(e, &[x]);
     b.op(
         e,
         Op::Prim(autobatch_ir::PrimOp {
             outs: vec![x],
             ins: vec![],
-            kernel: KernelRef::User(KernelId(3)),
+            kernel: KernelRef::User(KernelId::new(3)),
             source: "2".into(),
             in_place: vec![true],
         }),
@@ -970,8 +970,8 @@ fn priority_keeps_the_entry_first_then_cheap_blocks_stably() {
     assert_eq!(
         prio.blocks[0].term,
         Terminator::PushGoto {
-            ret: Block(1),
-            target: Block(2)
+            ret: Block::new(1),
+            target: Block::new(2)
         }
     );
     verify(&prio).unwrap();
@@ -1032,7 +1032,7 @@ fn lowering_reports_errors() {
     b.signature(main, &[x], &[y]);
     let e = b.block(main, "entry");
     b.pop(e, &[x]);
-    b.prim(e, &[y], &[x], KernelId(0), "n - 1");
+    b.prim(e, &[y], &[x], KernelId::new(0), "n - 1");
     b.ret(e);
     let p = b.finish(main).unwrap();
     let err = lower(&p).unwrap_err();
@@ -1053,7 +1053,7 @@ fn lowering_reports_errors() {
     let main = b.function("main");
     b.signature(main, &[x], &[y]);
     let e = b.block(main, "entry");
-    b.prim(e, &[y], &[x], KernelId(0), "n - 1");
+    b.prim(e, &[y], &[x], KernelId::new(0), "n - 1");
     b.pop(e, &[x, x]);
     b.ret(e);
     let p = b.finish(main).unwrap();
@@ -1075,9 +1075,9 @@ fn lowering_reports_errors() {
     let c = b.var("c", Type::BOOL);
     let again = b.block(main, "again");
     let done = b.block(main, "done");
-    b.prim(e, &[c], &[x], KernelId(0), "n > 0");
+    b.prim(e, &[c], &[x], KernelId::new(0), "n > 0");
     b.branch(e, c, again, done);
-    b.prim(again, &[x], &[x], KernelId(1), "n - 1");
+    b.prim(again, &[x], &[x], KernelId::new(1), "n - 1");
     b.call(again, main, &[x], &[x]);
     b.ret(again);
     b.ret(done);
@@ -1089,6 +1089,6 @@ fn lowering_reports_errors() {
 
     // An invalid program is an error, not a panic.
     let mut broken = conformance::gcd(&mut numbering());
-    broken.blocks[0].term = Terminator::Goto(Block(999));
+    broken.blocks[0].term = Terminator::Goto(Block::new(999));
     assert!(matches!(lower(&broken), Err(LowerError::Invalid(_))));
 }

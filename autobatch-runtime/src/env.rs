@@ -736,7 +736,7 @@ impl<'p> Env<'p> {
         sources: &[(usize, usize)],
     ) -> Result<()> {
         let mut next = 0;
-        for (i, &v) in op.outs.iter().enumerate() {
+        for &v in &op.outs {
             let d = v.index();
             let n = self.vars[d].types.len();
             let mine = &sources[next..next + n];
@@ -744,7 +744,7 @@ impl<'p> Env<'p> {
             if self.vars[d].alloc == Allocation::Null {
                 continue;
             }
-            if !op.in_place.get(i).copied().unwrap_or(false) {
+            if !op.is_in_place(v) {
                 self.push(v, lanes, block)?;
             }
             for (leaf, &(s, s_leaf)) in mine.iter().enumerate() {
@@ -895,10 +895,10 @@ impl<'p> Env<'p> {
         let mut dense = columns.iter();
         let mut rows = fresh.chunks_exact(n.max(1));
         let mut flags = in_place.iter();
-        for (i, &v) in op.outs.iter().enumerate() {
+        for &v in &op.outs {
             let leaves = self.vars[v.index()].types.len();
             let null = self.vars[v.index()].alloc == Allocation::Null;
-            if !null && !op.in_place.get(i).copied().unwrap_or(false) {
+            if !null && !op.is_in_place(v) {
                 self.push(v, lanes, block)?;
             }
             for leaf in 0..leaves {
@@ -1002,11 +1002,11 @@ impl<'p> Env<'p> {
         }
         self.check_columns(op, &outputs, types.iter(), lanes.len(), block)?;
         let mut rest = outputs.as_mut_slice();
-        for (i, &v) in op.outs.iter().enumerate() {
+        for &v in &op.outs {
             let n = self.vars[v.index()].types.len();
             let (mine, tail) = std::mem::take(&mut rest).split_at_mut(n);
             rest = tail;
-            let in_place = op.in_place.get(i).copied().unwrap_or(false);
+            let in_place = op.is_in_place(v);
             self.write_owned(v, lanes, mine, !in_place, block)?;
         }
         self.recycle(outputs);

@@ -11,7 +11,7 @@ use crate::config::{Config, Stats};
 use crate::env::{dead_vectors, partition_lanes, Env, Stacks};
 use crate::error::{Result, RuntimeError};
 use autobatch_ir::passes::liveness;
-use autobatch_ir::{Allocation, Block, Op, Program, Terminator, Var, PC_NAME};
+use autobatch_ir::{Allocation, Block, LoweredProgram, Op, Terminator, Var, PC_NAME};
 
 /// What the full VM knows about a lowered program before it runs.
 #[derive(Clone, Debug)]
@@ -27,7 +27,7 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
-    pub(crate) fn new(program: &Program) -> Plan {
+    pub(crate) fn new(program: &LoweredProgram) -> Plan {
         let pops = program
             .blocks
             .iter()
@@ -69,7 +69,7 @@ pub(crate) fn run(
     let all: Vec<usize> = (0..env.batch).collect();
     waiting[program.main_function().entry().index()].extend(&all);
     let mut lanes = Vec::with_capacity(env.batch);
-    let mut returns: Vec<Vec<u32>> = vec![Vec::new(); env.batch];
+    let mut returns: Vec<Vec<Block>> = vec![Vec::new(); env.batch];
     let budget = config.step_budget.unwrap_or(u64::MAX);
     let mut cond_true = Vec::new();
     let mut cond_false = Vec::new();
@@ -91,12 +91,7 @@ pub(crate) fn run(
                         env.pop(v, &lanes, block)?;
                     }
                 }
-                Op::Call(_) => {
-                    return Err(RuntimeError::ModeUnsupported(format!(
-                        "block `{}` still has a call; the full VM runs lowered programs",
-                        data.name
-                    )))
-                }
+                Op::Call(_) => unreachable!("a verified lowered program has no calls"),
             }
         }
         for &v in &plan.dead_vectors[index] {
@@ -121,7 +116,7 @@ pub(crate) fn run(
                             max_depth: config.max_stack_depth,
                         });
                     }
-                    returns[lane].push(ret.0);
+                    returns[lane].push(*ret);
                 }
                 waiting[target.index()].extend(&lanes);
             }
@@ -129,7 +124,7 @@ pub(crate) fn run(
                 for &lane in &lanes {
                     // An empty return stack is the "halt" address beneath main.
                     if let Some(ret) = returns[lane].pop() {
-                        waiting[ret as usize].insert(lane);
+                        waiting[ret.index()].insert(lane);
                     }
                 }
             }

@@ -1,9 +1,9 @@
-//! The reference's conformance programs (notes sections 9.1 and 9.2) run in both modes, checked
-//! against the expected outputs and the single-lane reference interpreter.
+//! The reference's conformance programs (docs/reference-semantics.md, "Conformance programs")
+//! run in both modes, checked against the expected outputs and the single-lane reference interpreter.
 
 mod common;
 
-use autobatch_runtime::ir::conformance as programs;
+use autobatch_testkit::conformance as programs;
 use autobatch_runtime::ir::DType;
 use autobatch_runtime::{Column, Config, Executable, Mode, Passes, Run};
 use common::{as_bools, as_i64s, build_counting, executable, i64s};

@@ -47,23 +47,20 @@
 
 use crate::passes::allocation::transitive_writes;
 use crate::passes::liveness::liveness;
-use crate::program::{Form, KernelRef, Op, PrimOp, Program, Terminator, VarData};
-use crate::verify::verify;
+use crate::program::{KernelRef, Op, PrimOp, Program, Terminator, VarData};
+use crate::entity::EntityVec;
+use crate::verified::{HighProgram, Verified};
 use crate::{Block, Var};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Propagates copies, drops dead ones, forwards copied results and merges adjacent
 /// assignments; returns a new program (the input is untouched).
 ///
-/// See the module docs for the rules. A lowered program, and a program that does not verify,
-/// are returned unchanged (the passes that follow report the errors of an invalid one). The
-/// result verifies and computes what the input computes; re-allocate it before running it.
-pub fn propagate_copies(program: &Program) -> Program {
-    if program.form != Form::High || verify(program).is_err() {
-        return program.clone();
-    }
+/// See the module docs for the rules. The result computes what the input computes;
+/// re-allocate it before running it.
+pub fn propagate_copies(program: &HighProgram) -> HighProgram {
     let info = Info::new(program);
-    let mut p = program.clone();
+    let mut p: Program = (**program).clone();
     loop {
         let propagated = propagate(&mut p, &info);
         let dropped = drop_dead(&mut p, &info);
@@ -73,7 +70,7 @@ pub fn propagate_copies(program: &Program) -> Program {
         }
     }
     merge_assignments(&mut p);
-    p
+    Verified::trusted(p)
 }
 
 /// Facts the rewrites never change.
@@ -140,7 +137,7 @@ impl Info {
 /// built-in `assign` kernel, no output in place.
 fn plain_assign(op: &Op) -> Option<&PrimOp> {
     match op {
-        Op::Prim(prim) if prim.kernel == KernelRef::Assign && !prim.in_place.iter().any(|&b| b) => {
+        Op::Prim(prim) if prim.kernel == KernelRef::Assign && prim.in_place.is_empty() => {
             Some(prim)
         }
         _ => None,
@@ -149,13 +146,13 @@ fn plain_assign(op: &Op) -> Option<&PrimOp> {
 
 /// The `(output, input)` positions of an assignment where one variable is copied whole into
 /// another: the same type at the same offset of the two leaf lists.
-fn pairs(vars: &[VarData], prim: &PrimOp) -> Vec<(usize, usize)> {
+fn pairs(vars: &EntityVec<Var, VarData>, prim: &PrimOp) -> Vec<(usize, usize)> {
     let offsets = |list: &[Var]| -> Vec<usize> {
         let mut at = 0;
         list.iter()
             .map(|v| {
                 let start = at;
-                at += vars[v.index()].ty.leaves().len();
+                at += vars[*v].ty.leaves().len();
                 start
             })
             .collect()
@@ -165,7 +162,7 @@ fn pairs(vars: &[VarData], prim: &PrimOp) -> Vec<(usize, usize)> {
     let mut found = Vec::new();
     for (j, &out) in prim.outs.iter().enumerate() {
         let same = |i: usize| {
-            !taken[i] && ins[i] == outs[j] && vars[prim.ins[i].index()].ty == vars[out.index()].ty
+            !taken[i] && ins[i] == outs[j] && vars[prim.ins[i]].ty == vars[out].ty
         };
         if let Some(i) = (0..prim.ins.len()).find(|&i| same(i)) {
             taken[i] = true;
@@ -366,7 +363,7 @@ fn propagate(p: &mut Program, info: &Info) -> bool {
             changed = true;
         }
     };
-    for data in &mut p.blocks {
+    for data in p.blocks.iter_mut() {
         for op in &mut data.ops {
             match op {
                 Op::Prim(prim) => prim.ins.iter_mut().for_each(&mut rewrite),
@@ -391,7 +388,7 @@ fn drop_dead(p: &mut Program, info: &Info) -> bool {
         let live = liveness(p);
         let mut changed = false;
         for b in 0..p.blocks.len() {
-            let ops = std::mem::take(&mut p.blocks[b].ops);
+            let ops = std::mem::take(&mut p.blocks[Block::new(b)].ops);
             let mut kept = Vec::with_capacity(ops.len());
             for (i, op) in ops.into_iter().enumerate() {
                 let Some(prim) = plain_assign(&op) else {
@@ -430,13 +427,12 @@ fn drop_dead(p: &mut Program, info: &Info) -> bool {
                     continue;
                 }
                 kept.push(Op::Prim(PrimOp {
-                    in_place: vec![false; outs.len()],
                     outs,
                     ins,
                     ..prim.clone()
                 }));
             }
-            p.blocks[b].ops = kept;
+            p.blocks[Block::new(b)].ops = kept;
         }
         if !changed {
             return any;
@@ -482,7 +478,7 @@ fn find_forward(
             for d in (0..c).rev() {
                 let candidate = &ops[d];
                 let slot = match candidate {
-                    Op::Prim(prim) if !prim.in_place.iter().any(|&b| b) => {
+                    Op::Prim(prim) if prim.in_place.is_empty() => {
                         prim.outs.iter().position(|&v| v == r)
                     }
                     Op::Call(call) => call.outs.iter().position(|&v| v == r),
@@ -519,6 +515,7 @@ fn forward_results(p: &mut Program, info: &Info) -> bool {
     for b in 0..p.blocks.len() {
         // After a forwarding, `r` is neither written nor read anywhere, so the counts of every
         // variable a later search looks at are still exact.
+        let b = Block::new(b);
         while let Some(f) = find_forward(p, &p.blocks[b].ops, info, &writes, &reads) {
             let ops = &mut p.blocks[b].ops;
             match &mut ops[f.def] {
@@ -528,7 +525,6 @@ fn forward_results(p: &mut Program, info: &Info) -> bool {
             }
             if let Op::Prim(copy) = &mut ops[f.copy] {
                 copy.outs.remove(f.out);
-                copy.in_place.remove(f.out);
                 copy.ins.remove(f.input);
                 if copy.outs.is_empty() && copy.ins.is_empty() {
                     ops.remove(f.copy);
@@ -542,7 +538,7 @@ fn forward_results(p: &mut Program, info: &Info) -> bool {
 
 /// Merges runs of consecutive assignments that do not interfere into one op.
 fn merge_assignments(p: &mut Program) {
-    for data in &mut p.blocks {
+    for data in p.blocks.iter_mut() {
         let ops = std::mem::take(&mut data.ops);
         let mut merged: Vec<Op> = Vec::with_capacity(ops.len());
         for op in ops {
@@ -782,7 +778,7 @@ mod tests {
         (b, f, vars)
     }
 
-    const K: KernelId = KernelId(0);
+    const K: KernelId = KernelId::new(0);
 
     #[test]
     fn a_copy_is_propagated_within_a_block() {
@@ -1200,7 +1196,7 @@ mod tests {
         let low = conformance::fibonacci_program(&mut numbering());
         assert_eq!(propagate_copies(&low), low);
         let mut broken = conformance::gcd(&mut numbering());
-        broken.blocks[0].term = Terminator::Goto(Block(999));
+        broken.blocks[0].term = Terminator::Goto(Block::new(999));
         assert_eq!(propagate_copies(&broken), broken);
     }
 

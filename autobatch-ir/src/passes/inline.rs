@@ -36,11 +36,10 @@
 
 use crate::entity::{Block, FuncId, Var};
 use crate::program::{
-    BlockData, CallOp, Form, FunctionData, KernelRef, Op, PrimOp, Program, Terminator, VarData,
+    BlockData, CallOp, FunctionData, KernelRef, Op, PrimOp, Program, Terminator, VarData,
 };
-use crate::verify::{verify, VerifyErrors};
+use crate::verified::{HighProgram, Verified};
 use std::collections::{HashMap, HashSet};
-use thiserror::Error;
 
 /// Knobs for [`inline_calls`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -62,34 +61,19 @@ impl Default for InlineOptions {
     }
 }
 
-/// Why a program could not be inlined.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
-pub enum InlineError {
-    /// The input is lowered: it has no calls left.
-    #[error("inlining needs a high-level program; this one is lowered")]
-    Lowered,
-    /// The input breaks an IR invariant.
-    #[error("cannot inline calls of an invalid program:\n{0}")]
-    Invalid(VerifyErrors),
-}
-
 /// Replaces every call to a small non-recursive function by a copy of its body; returns a new
 /// program (the input is untouched).
 ///
 /// See the module docs for the rules and names. A program with no call to inline is returned
-/// unchanged (equal to the input). The result verifies; its allocations must be recomputed
-/// with [`allocate`](crate::passes::allocate) before it is lowered or run.
-pub fn inline_calls(program: &Program, options: &InlineOptions) -> Result<Program, InlineError> {
-    if program.form != Form::High {
-        return Err(InlineError::Lowered);
-    }
-    verify(program).map_err(InlineError::Invalid)?;
+/// unchanged (equal to the input). Its allocations must be recomputed with
+/// [`allocate`](crate::passes::allocate) before it is lowered or run.
+pub fn inline_calls(program: &HighProgram, options: &InlineOptions) -> HighProgram {
     let calls = call_graph(program);
     let recursive = on_cycles(&calls);
     let mut work = Work {
-        vars: program.vars.clone(),
-        blocks: program.blocks.clone(),
-        functions: program.functions.clone(),
+        vars: program.vars.iter().cloned().collect(),
+        blocks: program.blocks.iter().cloned().collect(),
+        functions: program.functions.iter().cloned().collect(),
         var_names: program.vars.iter().map(|v| v.name.clone()).collect(),
         block_names: program.blocks.iter().map(|b| b.name.clone()).collect(),
         size: vec![0; program.functions.len()],
@@ -103,9 +87,9 @@ pub fn inline_calls(program: &Program, options: &InlineOptions) -> Result<Progra
         work.inline_into(f);
     }
     if !work.inlined {
-        return Ok(program.clone());
+        return program.clone();
     }
-    Ok(work.finish(program, &calls))
+    Verified::trusted(work.finish(program, &calls))
 }
 
 /// The functions each function calls, in order of first call, without repeats.
@@ -193,7 +177,7 @@ fn fresh(used: &mut HashSet<String>, base: String) -> String {
 
 fn assign(outs: Vec<Var>, ins: Vec<Var>) -> Op {
     Op::Prim(PrimOp {
-        in_place: vec![false; outs.len()],
+        in_place: Vec::new(),
         outs,
         ins,
         kernel: KernelRef::Assign,
@@ -421,7 +405,7 @@ impl Work {
         let vars_of = |vs: &[Var]| vs.iter().map(var).collect::<Vec<_>>();
         let block = |b: Block| block_index[b.index()].unwrap_or(b);
         let func = |f: FuncId| func_index[f.index()].unwrap_or(f);
-        let blocks = self
+        let blocks: Vec<BlockData> = self
             .blocks
             .into_iter()
             .enumerate()
@@ -468,12 +452,11 @@ impl Work {
             })
             .collect();
         Program {
-            vars,
-            blocks,
+            vars: vars.into(),
+            blocks: blocks.into(),
             functions,
             main: func(program.main),
             pc: var(&program.pc),
-            form: Form::High,
         }
     }
 }
@@ -558,7 +541,7 @@ mod tests {
         assert!(text.contains(expected), "{text}");
         // The copies keep the kernels.
         let copy = out.block(out.block_named("h.entry@f.2").unwrap());
-        assert!(matches!(&copy.ops[0], Op::Prim(p) if p.kernel == KernelRef::User(KernelId(0))));
+        assert!(matches!(&copy.ops[0], Op::Prim(p) if p.kernel == KernelRef::User(KernelId::new(0))));
     }
 
     /// `main -> g -> h`, both small: everything lands in `main`, `g` and `h` are dropped.
@@ -573,11 +556,11 @@ mod tests {
         let he = b.block(h, "h.entry");
         let ht = b.block(h, "h.then");
         let hf = b.block(h, "h.else");
-        b.prim(he, &[c], &[hx], KernelId(0), "n > 1");
+        b.prim(he, &[c], &[hx], KernelId::new(0), "n > 1");
         b.branch(he, c, ht, hf);
-        b.prim(ht, &[hy], &[hx], KernelId(1), "n - 1");
+        b.prim(ht, &[hy], &[hx], KernelId::new(1), "n - 1");
         b.ret(ht);
-        b.prim(hf, &[hy], &[hx], KernelId(2), "n - 2");
+        b.prim(hf, &[hy], &[hx], KernelId::new(2), "n - 2");
         b.ret(hf);
         let g = b.function("g");
         b.signature(g, &[gx], &[gy]);
@@ -658,9 +641,9 @@ mod tests {
         let me = b.block(main, "main.entry");
         let again = b.block(main, "main.again");
         let done = b.block(main, "main.done");
-        b.prim(me, &[c], &[x], KernelId(0), "n > 0");
+        b.prim(me, &[c], &[x], KernelId::new(0), "n > 0");
         b.branch(me, c, again, done);
-        b.prim(again, &[x], &[x], KernelId(1), "n - 1");
+        b.prim(again, &[x], &[x], KernelId::new(1), "n - 1");
         b.call(again, g, &[x], &[x]);
         b.ret(again);
         b.ret(done);
@@ -687,7 +670,7 @@ mod tests {
         let main = b.function("main");
         b.signature(main, &[x], &[y]);
         let me = b.block(main, "h.exit@main.1");
-        b.prim(me, &[taken], &[x], KernelId(0), "n - 1");
+        b.prim(me, &[taken], &[x], KernelId::new(0), "n - 1");
         b.call(me, h, &[taken], &[y]);
         b.ret(me);
         let p = b.finish(main).unwrap();
@@ -721,7 +704,7 @@ mod tests {
         let out = inlined(&p, &InlineOptions::default());
         let names: Vec<&str> = out.functions.iter().map(|f| f.name.as_str()).collect();
         assert_eq!(names, ["unused", "main"]);
-        assert_eq!(out.main, FuncId(1));
+        assert_eq!(out.main, FuncId::new(1));
         assert!(calls_in(&out, "unused").is_empty());
     }
 
@@ -733,7 +716,7 @@ mod tests {
             Err(InlineError::Lowered)
         );
         let mut broken = conformance::gcd(&mut numbering());
-        broken.blocks[0].term = Terminator::Goto(Block(999));
+        broken.blocks[0].term = Terminator::Goto(Block::new(999));
         assert!(matches!(
             inline_calls(&broken, &InlineOptions::default()),
             Err(InlineError::Invalid(_))

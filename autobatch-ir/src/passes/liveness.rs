@@ -156,10 +156,10 @@ mod tests {
         let body = b.block(f, "body");
         let exit = b.block(f, "exit");
         b.goto(entry, head);
-        b.prim(head, &[c], &[n], KernelId(0), "n > 0");
+        b.prim(head, &[c], &[n], KernelId::new(0), "n > 0");
         b.branch(head, c, body, exit);
-        b.prim(body, &[n], &[n], KernelId(1), "n - 1");
-        b.prim(body, &[acc], &[acc], KernelId(2), "acc + 2");
+        b.prim(body, &[n], &[n], KernelId::new(1), "n - 1");
+        b.prim(body, &[acc], &[acc], KernelId::new(2), "acc + 2");
         b.goto(body, head);
         b.ret(exit);
         let p = b.finish(f).unwrap();
@@ -192,7 +192,7 @@ mod tests {
         b.push_goto(call, back, g);
         b.assign(back, &[y], &[r]);
         b.ret(back);
-        b.prim(g, &[r], &[a], KernelId(0), "a + 1");
+        b.prim(g, &[r], &[a], KernelId::new(0), "a + 1");
         b.indirect_goto(g);
         let p = b.finish_lowered(main).unwrap();
         let l = liveness(&p);
@@ -209,7 +209,7 @@ mod tests {
         let f = b.function("f");
         b.signature(f, &[x], &[y]);
         let e = b.block(f, "e");
-        b.prim(e, &[y], &[x], KernelId(0), "x");
+        b.prim(e, &[y], &[x], KernelId::new(0), "x");
         b.pop(e, &[x]);
         b.ret(e);
         let p = b.finish(f).unwrap();

@@ -1,4 +1,5 @@
-//! Analyses and transformations on programs; each is a pure function of its input program.
+//! Analyses and transformations on programs, each a pure function of its input program, and
+//! the pipeline that runs them in order.
 
 pub mod allocation;
 pub mod copies;
@@ -6,15 +7,17 @@ pub mod fusion;
 pub mod inline;
 pub mod liveness;
 pub mod lowering;
+pub mod pipeline;
 pub mod priority;
 pub mod simplify;
 
 pub use allocation::{allocate, allocations, allocations_with, is_tail_call, AllocationOptions};
 pub use copies::propagate_copies;
-pub use fusion::{fuse_pop_push, FusionError};
-pub use inline::{inline_calls, InlineError, InlineOptions};
+pub use fusion::fuse_pop_push;
+pub use inline::{inline_calls, InlineOptions};
 pub use liveness::{liveness, BlockLiveness, Liveness, VarSet};
-pub use lowering::{lower, LowerError};
+pub use lowering::lower;
+pub use pipeline::{prepare, Allocations, Passes, Prepared, Source, VerifiedSource};
 pub use priority::{prioritize_blocks, prioritize_blocks_deferring};
 pub use simplify::simplify_blocks;
 

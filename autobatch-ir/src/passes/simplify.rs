@@ -31,7 +31,7 @@
 //! fuses a pop at the end of a merged block with a write at the start of its successor.
 
 use crate::program::{BlockData, Program, Terminator};
-use crate::verify::verify;
+use crate::verified::{Form, Verified};
 use crate::Block;
 
 /// Every block a terminator may hand a lane to, a `push_goto`'s return address included (in the
@@ -76,15 +76,11 @@ fn threaded(blocks: &[BlockData], from: Block, first: Block) -> Option<Terminato
 /// blocks that only jump, to a fixpoint; drops unreachable blocks. Returns a new program.
 ///
 /// See the module docs for the rules. Works on high-level and lowered programs; variables,
-/// allocations, functions and the program's form are unchanged. A program that does not
-/// verify is returned unchanged (the passes that follow report its errors).
-pub fn simplify_blocks(program: &Program) -> Program {
-    if verify(program).is_err() {
-        return program.clone();
-    }
+/// allocations, functions and the program's form are unchanged.
+pub fn simplify_blocks<F: Form>(program: &Verified<F>) -> Verified<F> {
     let n = program.blocks.len();
     let owners = program.block_owners();
-    let mut blocks = program.blocks.clone();
+    let mut blocks: Vec<BlockData> = program.blocks.iter().cloned().collect();
     let mut pinned = vec![false; n];
     for f in &program.functions {
         pinned[f.entry().index()] = true;
@@ -139,7 +135,7 @@ pub fn simplify_blocks(program: &Program) -> Program {
                     }
                 }
                 let b = target.index();
-                if b == a || pinned[b] || preds[b] != 1 || gone[b] || owners[b] != owners[a] {
+                if b == a || pinned[b] || preds[b] != 1 || gone[b] || owners[target] != owners[from] {
                     break;
                 }
                 // `a` is `b`'s only predecessor: `b`'s successors keep one predecessor each
@@ -156,7 +152,7 @@ pub fn simplify_blocks(program: &Program) -> Program {
             break;
         }
     }
-    compact(program, blocks)
+    Verified::trusted(compact(program, blocks))
 }
 
 /// Which blocks lanes can reach: from each function's entry along every edge.
@@ -195,7 +191,7 @@ fn compact(program: &Program, blocks: Vec<BlockData>) -> Program {
             data
         })
         .collect();
-    for f in &mut out.functions {
+    for f in out.functions.iter_mut() {
         f.blocks = f
             .blocks
             .iter()
@@ -271,7 +267,7 @@ mod tests {
         let names = ["a", "b", "c", "d"];
         let bl: Vec<Block> = names.iter().map(|n| b.block(f, n)).collect();
         for (i, &blk) in bl.iter().enumerate() {
-            b.prim(blk, &[x], &[x], KernelId(0), &format!("x + {i}"));
+            b.prim(blk, &[x], &[x], KernelId::new(0), &format!("x + {i}"));
             if i + 1 < bl.len() {
                 b.goto(blk, bl[i + 1]);
             } else {
@@ -290,11 +286,11 @@ mod tests {
         let a = b.block(f, "a");
         let c = b.block(f, "c");
         let bb = b.block(f, "b");
-        b.prim(a, &[x], &[x], KernelId(0), "1");
+        b.prim(a, &[x], &[x], KernelId::new(0), "1");
         b.goto(a, bb);
-        b.prim(bb, &[x], &[x], KernelId(0), "2");
+        b.prim(bb, &[x], &[x], KernelId::new(0), "2");
         b.goto(bb, c);
-        b.prim(c, &[x], &[x], KernelId(0), "3");
+        b.prim(c, &[x], &[x], KernelId::new(0), "3");
         b.ret(c);
         let out = simplified(&b.finish(f).unwrap());
         assert_eq!(shape(&out), ["a: 1 2 3 | return"]);
@@ -306,15 +302,15 @@ mod tests {
         let names = ["entry", "then", "else", "join", "tail"];
         let bl: Vec<Block> = names.iter().map(|n| b.block(f, n)).collect();
         let (entry, then_, else_, join, tail) = (bl[0], bl[1], bl[2], bl[3], bl[4]);
-        b.prim(entry, &[c], &[x], KernelId(0), "x > 0");
+        b.prim(entry, &[c], &[x], KernelId::new(0), "x > 0");
         b.branch(entry, c, then_, else_);
-        b.prim(then_, &[x], &[x], KernelId(1), "x - 1");
+        b.prim(then_, &[x], &[x], KernelId::new(1), "x - 1");
         b.goto(then_, join);
         b.pop(else_, &[c]);
         b.goto(else_, join);
-        b.prim(join, &[x], &[x], KernelId(2), "x * 2");
+        b.prim(join, &[x], &[x], KernelId::new(2), "x * 2");
         b.goto(join, tail);
-        b.prim(tail, &[x], &[x], KernelId(3), "x + 7");
+        b.prim(tail, &[x], &[x], KernelId::new(3), "x + 7");
         b.ret(tail);
         let out = simplified(&b.finish(f).unwrap());
         assert_eq!(
@@ -334,15 +330,15 @@ mod tests {
         let names = ["entry", "head", "body", "body2", "exit", "after"];
         let bl: Vec<Block> = names.iter().map(|n| b.block(f, n)).collect();
         let (entry, head, body, body2, exit, after) = (bl[0], bl[1], bl[2], bl[3], bl[4], bl[5]);
-        b.prim(entry, &[x], &[x], KernelId(0), "x + 1");
+        b.prim(entry, &[x], &[x], KernelId::new(0), "x + 1");
         b.goto(entry, head);
-        b.prim(head, &[c], &[x], KernelId(1), "x > 0");
+        b.prim(head, &[c], &[x], KernelId::new(1), "x > 0");
         b.branch(head, c, body, exit);
-        b.prim(body, &[x], &[x], KernelId(2), "x - 1");
+        b.prim(body, &[x], &[x], KernelId::new(2), "x - 1");
         b.goto(body, body2);
-        b.prim(body2, &[x], &[x], KernelId(3), "x - 2");
+        b.prim(body2, &[x], &[x], KernelId::new(3), "x - 2");
         b.goto(body2, head);
-        b.prim(exit, &[x], &[x], KernelId(4), "x * 3");
+        b.prim(exit, &[x], &[x], KernelId::new(4), "x * 3");
         b.goto(exit, after);
         b.ret(after);
         let out = simplified(&b.finish(f).unwrap());
@@ -363,11 +359,11 @@ mod tests {
         let names = ["entry", "then", "else", "hop", "out", "spin"];
         let bl: Vec<Block> = names.iter().map(|n| b.block(f, n)).collect();
         let (entry, then_, else_, hop, out, spin) = (bl[0], bl[1], bl[2], bl[3], bl[4], bl[5]);
-        b.prim(entry, &[c], &[x], KernelId(0), "x > 0");
+        b.prim(entry, &[c], &[x], KernelId::new(0), "x > 0");
         b.branch(entry, c, then_, else_);
-        b.prim(then_, &[x], &[x], KernelId(1), "x - 1");
+        b.prim(then_, &[x], &[x], KernelId::new(1), "x - 1");
         b.goto(then_, hop);
-        b.prim(else_, &[x], &[x], KernelId(2), "x + 1");
+        b.prim(else_, &[x], &[x], KernelId::new(2), "x + 1");
         b.goto(else_, hop);
         b.goto(hop, out);
         b.ret(out);
@@ -387,7 +383,7 @@ mod tests {
         let (mut b, f, x, c) = start();
         let names = ["entry", "then", "else", "spin"];
         let bl: Vec<Block> = names.iter().map(|n| b.block(f, n)).collect();
-        b.prim(bl[0], &[c], &[x], KernelId(0), "x > 0");
+        b.prim(bl[0], &[c], &[x], KernelId::new(0), "x > 0");
         b.branch(bl[0], c, bl[1], bl[2]);
         b.goto(bl[1], bl[3]);
         b.ret(bl[2]);
@@ -412,12 +408,12 @@ mod tests {
         let names = ["entry", "then", "else", "join"];
         let bl: Vec<Block> = names.iter().map(|n| b.block(f, n)).collect();
         let (entry, then_, else_, join) = (bl[0], bl[1], bl[2], bl[3]);
-        b.prim(entry, &[c], &[x], KernelId(0), "x > 0");
+        b.prim(entry, &[c], &[x], KernelId::new(0), "x > 0");
         b.branch(entry, c, then_, else_);
-        b.prim(then_, &[x], &[x], KernelId(1), "x - 1");
+        b.prim(then_, &[x], &[x], KernelId::new(1), "x - 1");
         b.goto(then_, join);
         b.goto(else_, join);
-        b.prim(join, &[x], &[x], KernelId(2), "x * 2");
+        b.prim(join, &[x], &[x], KernelId::new(2), "x * 2");
         b.ret(join);
         let out = simplified(&b.finish(f).unwrap());
         assert_eq!(
@@ -437,7 +433,7 @@ mod tests {
         let (mut b, f, x, _) = start();
         let names = ["entry", "r", "s", "t"];
         let bl: Vec<Block> = names.iter().map(|n| b.block(f, n)).collect();
-        b.prim(bl[0], &[x], &[x], KernelId(0), "x + 1");
+        b.prim(bl[0], &[x], &[x], KernelId::new(0), "x + 1");
         b.goto(bl[0], bl[1]);
         b.goto(bl[1], bl[2]);
         b.goto(bl[2], bl[3]);
@@ -456,16 +452,16 @@ mod tests {
         let bl: Vec<Block> = names.iter().map(|n| b.block(f, n)).collect();
         let (entry, callee, more, leave, ret, ret_more) =
             (bl[0], bl[1], bl[2], bl[3], bl[4], bl[5]);
-        b.prim(entry, &[x], &[x], KernelId(0), "x + 1");
+        b.prim(entry, &[x], &[x], KernelId::new(0), "x + 1");
         b.push_goto(entry, ret, callee);
-        b.prim(callee, &[c], &[x], KernelId(1), "x > 0");
+        b.prim(callee, &[c], &[x], KernelId::new(1), "x > 0");
         b.branch(callee, c, more, leave);
-        b.prim(more, &[x], &[x], KernelId(2), "x - 1");
+        b.prim(more, &[x], &[x], KernelId::new(2), "x - 1");
         b.goto(more, leave);
         b.indirect_goto(leave);
-        b.prim(ret, &[x], &[x], KernelId(3), "x * 2");
+        b.prim(ret, &[x], &[x], KernelId::new(3), "x * 2");
         b.goto(ret, ret_more);
-        b.prim(ret_more, &[x], &[x], KernelId(4), "x * 3");
+        b.prim(ret_more, &[x], &[x], KernelId::new(4), "x * 3");
         b.ret(ret_more);
         let p = b.finish_lowered(f).unwrap();
         let out = simplified(&p);
@@ -485,13 +481,13 @@ mod tests {
         let names = ["entry", "body", "ret", "exit"];
         let bl: Vec<Block> = names.iter().map(|n| b.block(f, n)).collect();
         let (entry, body, ret, exit) = (bl[0], bl[1], bl[2], bl[3]);
-        b.prim(entry, &[c], &[x], KernelId(0), "x > 0");
+        b.prim(entry, &[c], &[x], KernelId::new(0), "x > 0");
         b.branch(entry, c, body, exit);
-        b.prim(body, &[x], &[x], KernelId(1), "x - 1");
+        b.prim(body, &[x], &[x], KernelId::new(1), "x - 1");
         b.push_goto(body, ret, entry);
-        b.prim(ret, &[x], &[x], KernelId(2), "x * 2");
+        b.prim(ret, &[x], &[x], KernelId::new(2), "x * 2");
         b.indirect_goto(ret);
-        b.prim(exit, &[x], &[x], KernelId(3), "x * 3");
+        b.prim(exit, &[x], &[x], KernelId::new(3), "x * 3");
         b.goto(exit, ret);
         let p = b.finish_lowered(f).unwrap();
         let out = simplified(&p);
@@ -512,9 +508,9 @@ mod tests {
         let (mut b, f, x, c) = start();
         let names = ["entry", "again", "done"];
         let bl: Vec<Block> = names.iter().map(|n| b.block(f, n)).collect();
-        b.prim(bl[0], &[c], &[x], KernelId(0), "x > 0");
+        b.prim(bl[0], &[c], &[x], KernelId::new(0), "x > 0");
         b.branch(bl[0], c, bl[1], bl[2]);
-        b.prim(bl[1], &[x], &[x], KernelId(1), "x - 1");
+        b.prim(bl[1], &[x], &[x], KernelId::new(1), "x - 1");
         b.goto(bl[1], bl[0]);
         b.ret(bl[2]);
         let p = b.finish_lowered(f).unwrap();
@@ -533,9 +529,9 @@ mod tests {
         let g0 = b.block(g, "g_entry");
         let g1 = b.block(g, "g_tail");
         let g2 = b.block(g, "g_return");
-        b.prim(g0, &[y], &[x], KernelId(0), "x + 1");
+        b.prim(g0, &[y], &[x], KernelId::new(0), "x + 1");
         b.goto(g0, g1);
-        b.prim(g1, &[y], &[y], KernelId(1), "y + 1");
+        b.prim(g1, &[y], &[y], KernelId::new(1), "y + 1");
         b.goto(g1, g2);
         b.ret(g2);
         let main = b.function("main");
@@ -548,11 +544,11 @@ mod tests {
         let p = b.finish(main).unwrap();
         let out = simplified(&p);
         assert_eq!(out.blocks.len(), 2);
-        assert_eq!(out.function(g).blocks, [Block(0)]);
-        assert_eq!(out.function(main).blocks, [Block(1)]);
-        assert_eq!(out.block(Block(0)).name, "g_entry");
+        assert_eq!(out.function(g).blocks, [Block::new(0)]);
+        assert_eq!(out.function(main).blocks, [Block::new(1)]);
+        assert_eq!(out.block(Block::new(0)).name, "g_entry");
         assert_eq!(shape(&out), ["main_entry: call | return"]);
-        assert_eq!(out.block(Block(0)).ops.len(), 2);
+        assert_eq!(out.block(Block::new(0)).ops.len(), 2);
     }
 
     #[test]
@@ -578,7 +574,7 @@ mod tests {
     #[test]
     fn an_invalid_program_is_returned_unchanged() {
         let mut p = conformance::gcd(&mut numbering());
-        p.blocks[0].term = Terminator::Goto(Block(999));
+        p.blocks[0].term = Terminator::Goto(Block::new(999));
         assert_eq!(simplify_blocks(&p), p);
     }
 
@@ -596,14 +592,14 @@ mod tests {
         let bl: Vec<Block> = (0..n).map(|i| b.block(f, &format!("b{i}"))).collect();
         let mut op = 0;
         // The condition is written first, so it is defined on every path.
-        b.prim(bl[0], &[c], &[x], KernelId(0), "cond");
+        b.prim(bl[0], &[c], &[x], KernelId::new(0), "cond");
         for &blk in &bl {
             for _ in 0..rng.below(3) {
                 op += 1;
                 if rng.below(4) == 0 {
                     b.pop(blk, &[c]);
                 }
-                b.prim(blk, &[x], &[x], KernelId(1), &format!("op{op}"));
+                b.prim(blk, &[x], &[x], KernelId::new(1), &format!("op{op}"));
             }
             // High-level jumps may not target the entry block.
             let target = |rng: &mut Rng| match form {
