@@ -1,12 +1,17 @@
-//! Allocation analysis against the reference's tables (docs/reference-semantics.md, "Allocation"), our tail-call rule,
-//! loops, and golden printed programs after allocation.
+//! Allocation analysis against the reference's tables (docs/reference-semantics.md,
+//! "Allocation"), our tail-call rule, loops, and golden printed programs after allocation.
 
 mod support;
 
-use autobatch_ir::conformance::{self, numbering};
-use autobatch_ir::passes::allocation::{allocate, allocations_with, AllocationOptions};
+use autobatch_ir::passes::allocation::{
+    allocate, allocations, allocations_with, AllocationOptions,
+};
 use autobatch_ir::passes::liveness;
-use autobatch_ir::{Allocation, DType, KernelId, Program, ProgramBuilder, Type, PC_NAME};
+use autobatch_ir::passes::{prepare, Allocations, Passes, Source};
+use autobatch_ir::{
+    Allocation, DType, HighProgram, KernelId, Program, ProgramBuilder, Type, PC_NAME,
+};
+use autobatch_testkit::conformance::{self, numbering};
 use support::assert_golden;
 use Allocation::{Full, Null, Register, Temporary};
 
@@ -38,7 +43,7 @@ fn assert_table(p: &Program, allocs: &[Allocation], expected: &[(&str, Allocatio
 /// entry for the pc is given separately for the reference).
 #[track_caller]
 fn assert_both(
-    p: &Program,
+    p: &HighProgram,
     ours_pc: Allocation,
     reference_pc: Allocation,
     rest: &[(&str, Allocation)],
@@ -324,14 +329,23 @@ fn variables_never_read_stay_null() {
     assert_eq!(out.var(p.pc).alloc, Register);
 }
 
-/// Hand-lowered programs keep the allocations they were built with.
+/// Hand-lowered programs keep the allocations they were built with (the analysis takes
+/// high-level programs only, and the pipeline does not allocate a lowered source).
 #[test]
 fn lowered_programs_are_unchanged() {
     for p in [
         conformance::fibonacci_program(&mut numbering()),
         conformance::pea_nuts_program(&mut numbering()),
     ] {
-        assert_eq!(allocate(&p), p);
+        let prepared = prepare(
+            Source::from(p.clone()),
+            &Passes::none(),
+            Allocations::Compute,
+            |_| false,
+        )
+        .unwrap();
+        assert_eq!(prepared.lowered.allocations(), p.allocations());
+        assert_eq!(prepared.source.program(), &*p);
     }
 }
 
@@ -355,10 +369,6 @@ fn allocated_programs_print_stably() {
             conformance::synthetic_pattern_variable_program(&mut numbering()),
         ),
         (
-            "alloc_fibonacci_program",
-            conformance::fibonacci_program(&mut numbering()),
-        ),
-        (
             "alloc_fibonacci_function_calls",
             conformance::fibonacci_function_calls(&mut numbering(), DType::I64),
         ),
@@ -369,10 +379,6 @@ fn allocated_programs_print_stably() {
         (
             "alloc_is_even_without_pops",
             conformance::is_even_function_calls(&mut numbering(), DType::I64, false),
-        ),
-        (
-            "alloc_pea_nuts",
-            conformance::pea_nuts_program(&mut numbering()),
         ),
         ("alloc_iota_sum", conformance::iota_sum(&mut numbering())),
         ("alloc_gcd", conformance::gcd(&mut numbering())),
@@ -385,4 +391,44 @@ fn allocated_programs_print_stably() {
     for (name, program) in cases {
         assert_golden(name, &allocate(&program).to_string());
     }
+    // Hand-lowered programs keep the allocations they were built with.
+    let lowered = [
+        (
+            "alloc_fibonacci_program",
+            conformance::fibonacci_program(&mut numbering()),
+        ),
+        (
+            "alloc_pea_nuts",
+            conformance::pea_nuts_program(&mut numbering()),
+        ),
+    ];
+    for (name, program) in lowered {
+        assert_golden(name, &program.to_string());
+    }
+}
+
+#[test]
+fn input_is_untouched() {
+    let p = conformance::fibonacci_function_calls(&mut numbering(), DType::I64);
+    let before = p.clone();
+    let out = allocate(&p);
+    assert_eq!(p, before, "allocate must not mutate its input");
+    assert_ne!(out.allocations(), p.allocations());
+    // Only the allocations differ.
+    assert_eq!(out.with_allocations(&p.allocations()), p);
+    assert_eq!(out.allocations(), allocations(&p));
+}
+
+#[test]
+fn lowered_programs_keep_their_allocations() {
+    let mut p = conformance::fibonacci_program(&mut numbering()).into_program();
+    p.vars[p.pc].alloc = Allocation::Temporary;
+    let prepared = prepare(
+        Source::Lowered(p.clone()),
+        &Passes::none(),
+        Allocations::Compute,
+        |_| false,
+    )
+    .unwrap();
+    assert_eq!(prepared.lowered.allocations(), p.allocations());
 }

@@ -71,8 +71,8 @@ pub use ndarray;
 pub use random::Key;
 pub use vector::Vector;
 
-use autobatch_ir::passes::pipeline::{prepare, Allocations, VerifiedSource};
 use autobatch_ir::passes::liveness;
+use autobatch_ir::passes::pipeline::{prepare, Allocations, VerifiedSource};
 use autobatch_ir::{HighProgram, KernelRef, LoweredProgram, PrimOp, Program, Shape, TensorType};
 use env::{Env, Stacks};
 
@@ -125,7 +125,12 @@ impl Executable {
     /// describes the program before them); a program neither changes keeps the allocation
     /// given. Prepared with the default [`Passes`].
     pub fn with_allocations(program: impl Into<Source>, kernels: Vec<Kernel>) -> Result<Self> {
-        Self::prepare(program.into(), kernels, &Passes::default(), Allocations::Trust)
+        Self::prepare(
+            program.into(),
+            kernels,
+            &Passes::default(),
+            Allocations::Trust,
+        )
     }
 
     /// Runs the IR pipeline (which verifies `source` once) and plans each interpreter's run.

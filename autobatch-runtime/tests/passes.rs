@@ -5,7 +5,6 @@
 
 mod common;
 
-use autobatch_testkit::conformance::{self as programs, KernelNamer};
 use autobatch_runtime::ir::{
     DType, HighProgram, KernelId, KernelRef, Op, Program, ProgramBuilder, Terminator, Type,
 };
@@ -13,6 +12,7 @@ use autobatch_runtime::ndarray::{Array1, Array2};
 use autobatch_runtime::{
     autobatch, Column, Config, Executable, InlineOptions, Kernel, Mode, Passes, Run, Source, Vector,
 };
+use autobatch_testkit::conformance::{self as programs, KernelNamer};
 use common::{build, i64s};
 
 /// Every combination worth telling apart.

@@ -228,7 +228,11 @@ pub fn fibonacci_function_calls(kernel: KernelNamer<'_>, dtype: DType) -> HighPr
 
 /// `test_programs.is_even_function_calls`: mutual recursion; `with_pops` keeps the reference's
 /// explicit pops (the allocation table differs with and without them).
-pub fn is_even_function_calls(kernel: KernelNamer<'_>, dtype: DType, with_pops: bool) -> HighProgram {
+pub fn is_even_function_calls(
+    kernel: KernelNamer<'_>,
+    dtype: DType,
+    with_pops: bool,
+) -> HighProgram {
     let mut f = Fixture::new(kernel);
     let t = Type::scalar(dtype);
     let n = f.b.var("n", t.clone());

@@ -120,7 +120,12 @@ impl Ctx<'_> {
         }])
     }
 
-    fn undefined_live(&self, b: Block, want: &VarSet, defined: &VarSet) -> Result<(), VerifyErrors> {
+    fn undefined_live(
+        &self,
+        b: Block,
+        want: &VarSet,
+        defined: &VarSet,
+    ) -> Result<(), VerifyErrors> {
         if let Some(&v) = want.difference(defined).next() {
             let message = format!(
                 "`{}` is live at a block boundary but not defined",

@@ -20,20 +20,3 @@ pub use lowering::lower;
 pub use pipeline::{prepare, Allocations, Passes, Prepared, Source, VerifiedSource};
 pub use priority::{prioritize_blocks, prioritize_blocks_deferring};
 pub use simplify::simplify_blocks;
-
-/// What the passes' tests share.
-#[cfg(test)]
-pub(crate) mod testing {
-    /// A tiny deterministic xorshift generator for the random-program tests.
-    pub(crate) struct Rng(pub(crate) u64);
-
-    impl Rng {
-        /// A number in `0..n`.
-        pub(crate) fn below(&mut self, n: usize) -> usize {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            (self.0 % n as u64) as usize
-        }
-    }
-}

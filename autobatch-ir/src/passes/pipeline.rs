@@ -190,10 +190,8 @@ pub fn prepare(
         }
         Source::Lowered(program) => {
             let source = verify_lowered(program)?;
-            let lowered = prioritize_blocks_deferring(
-                &simplified(source.clone(), passes.simplify),
-                defer,
-            );
+            let lowered =
+                prioritize_blocks_deferring(&simplified(source.clone(), passes.simplify), defer);
             Ok(Prepared {
                 source: VerifiedSource::Lowered(source),
                 high: None,

@@ -2,10 +2,10 @@
 
 #![allow(dead_code)]
 
-use autobatch_testkit::conformance::KernelNamer;
 use autobatch_runtime::ir::KernelId;
 use autobatch_runtime::Source;
 use autobatch_runtime::{Column, Executable, Kernel, KernelError, LaneInputs, LaneOutputs};
+use autobatch_testkit::conformance::KernelNamer;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
