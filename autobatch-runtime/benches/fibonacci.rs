@@ -22,7 +22,7 @@ fn kernel(src: &str) -> Kernel {
 }
 
 fn executable(
-    make: impl FnOnce(&mut dyn FnMut(&str) -> KernelId) -> autobatch_runtime::ir::Program,
+    make: impl FnOnce(&mut dyn FnMut(&str) -> KernelId) -> autobatch_runtime::ir::HighProgram,
 ) -> Executable {
     let mut sources: Vec<String> = Vec::new();
     let program = make(&mut |s: &str| {

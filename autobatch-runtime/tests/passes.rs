@@ -508,3 +508,24 @@ fn assignments_that_permute_their_own_variables_agree() {
     );
     assert_eq!(out.outputs[2].as_slice::<i64>().unwrap(), [1, -2, 3, -4, 5]);
 }
+
+/// Preparing an executable verifies the program once, whichever passes run and whether its
+/// allocations are computed or trusted (the IR pipeline verifies on entry; every pass takes
+/// and returns verified programs).
+#[test]
+fn an_executable_verifies_its_program_once() {
+    use autobatch_runtime::ir::verify::verifications;
+    let (program, kernels, _) = build(|k| programs::fibonacci_function_calls(k, DType::I64));
+    for (name, passes) in variants() {
+        let before = verifications();
+        Executable::with_passes(program.clone(), kernels.clone(), &passes).unwrap();
+        assert_eq!(verifications() - before, 1, "{name}");
+    }
+    let before = verifications();
+    Executable::with_allocations(program.clone(), kernels.clone()).unwrap();
+    assert_eq!(verifications() - before, 1, "with_allocations");
+    let (low, kernels, _) = build(programs::fibonacci_program);
+    let before = verifications();
+    Executable::new(low, kernels).unwrap();
+    assert_eq!(verifications() - before, 1, "a hand-lowered program");
+}
