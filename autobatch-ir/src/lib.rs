@@ -2,7 +2,10 @@
 //! text printer, and the analyses and transformations on programs.
 //!
 //! The IR is plain data with no runtime dependency: the `#[autobatch]` macro builds it at
-//! compile time and the runtime executes it. See `ARCHITECTURE.md` at the workspace root.
+//! compile time and the runtime executes it. [`Program`] is the editable data; the verifier
+//! turns it into a [`HighProgram`] or a [`LoweredProgram`], the only programs the passes and
+//! the interpreters take, and [`passes::pipeline::prepare`] turns a source program into what
+//! each interpreter runs. See `ARCHITECTURE.md` at the workspace root.
 
 #![warn(missing_docs)]
 

@@ -124,9 +124,3 @@ impl<F: Form> fmt::Display for Verified<F> {
         self.program.fmt(f)
     }
 }
-
-impl<F: Form> PartialEq<Program> for Verified<F> {
-    fn eq(&self, other: &Program) -> bool {
-        &self.program == other
-    }
-}

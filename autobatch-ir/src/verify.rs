@@ -10,7 +10,7 @@ use crate::entity::{Block, FuncId, Var};
 use crate::passes::liveness::liveness;
 use crate::program::{KernelRef, Op, Program, Terminator, PC_NAME};
 use crate::types::{DType, TensorType, Type};
-use crate::verified::{FormKind, HighProgram, LoweredProgram, Verified};
+use crate::verified::{Form, FormKind, HighProgram, LoweredProgram, Verified};
 use std::cell::Cell;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt;
@@ -117,7 +117,7 @@ pub fn verify_lowered(program: Program) -> Result<LoweredProgram, VerifyErrors> 
     counted(program)
 }
 
-fn counted<F: crate::verified::Form>(program: Program) -> Result<Verified<F>, VerifyErrors> {
+fn counted<F: Form>(program: Program) -> Result<Verified<F>, VerifyErrors> {
     VERIFICATIONS.with(|n| n.set(n.get() + 1));
     check(&program, F::KIND)?;
     Ok(Verified::checked(program))

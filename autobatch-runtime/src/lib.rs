@@ -107,7 +107,7 @@ impl Executable {
     }
 
     /// Verifies `program`, computes its allocation (high-level programs) and prepares it as
-    /// [`prepare`](autobatch_ir::passes::prepare) describes: the high-level program it makes
+    /// [`prepare`] describes: the high-level program it makes
     /// is what stackless runs ([`program`](Self::program)), the lowered one what the full VM
     /// runs ([`lowered`](Self::lowered)). Blocks holding a batched kernel are ordered last.
     pub fn with_passes(
