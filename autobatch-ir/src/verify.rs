@@ -617,7 +617,7 @@ impl<'a> Verifier<'a> {
             let Some(&entry) = func.blocks.first() else {
                 continue;
             };
-            let Some(entry_facts) = facts.blocks.get(entry.index()) else {
+            let Some(entry_facts) = facts.blocks.get(entry) else {
                 continue;
             };
             for &v in &entry_facts.live_in {

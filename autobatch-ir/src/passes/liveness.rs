@@ -8,7 +8,7 @@
 //! fine: the analysis iterates to a fixpoint instead of rejecting them.
 
 use crate::program::{Op, Program, Terminator};
-use crate::{Block, Var};
+use crate::{Block, EntityVec, Var};
 use std::collections::BTreeSet;
 
 /// A set of variables, ordered for deterministic output.
@@ -29,18 +29,18 @@ pub struct BlockLiveness {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Liveness {
     /// Per-block facts, indexed by block.
-    pub blocks: Vec<BlockLiveness>,
+    pub blocks: EntityVec<Block, BlockLiveness>,
 }
 
 impl Liveness {
     /// The facts of block `b`.
     pub fn block(&self, b: Block) -> &BlockLiveness {
-        &self.blocks[b.index()]
+        &self.blocks[b]
     }
 
     /// Variables live after op `i` of block `b`.
     pub fn after_op(&self, b: Block, i: usize) -> &VarSet {
-        &self.blocks[b.index()].after_op[i]
+        &self.blocks[b].after_op[i]
     }
 
     /// Variables live just before the terminator of `b` (a branch condition included).
@@ -56,7 +56,11 @@ impl Liveness {
 
 /// Computes liveness for every block of every function of `program`.
 pub fn liveness(program: &Program) -> Liveness {
-    let mut facts = vec![BlockLiveness::default(); program.blocks.len()];
+    let mut facts: EntityVec<Block, BlockLiveness> = program
+        .blocks
+        .iter()
+        .map(|_| BlockLiveness::default())
+        .collect();
     // Where an `indirect_jump` may continue: every return address.
     let mut returns_to: Vec<Block> = program
         .blocks
@@ -75,7 +79,7 @@ pub fn liveness(program: &Program) -> Liveness {
             for &b in func.blocks.iter().rev() {
                 let block = program.block(b);
                 let live_in_of =
-                    |t: Block, facts: &[BlockLiveness]| facts[t.index()].live_in.clone();
+                    |t: Block, facts: &EntityVec<Block, BlockLiveness>| facts[t].live_in.clone();
                 let live_out: VarSet = match &block.term {
                     Terminator::Goto(t) => live_in_of(*t, &facts),
                     Terminator::Branch { then_, else_, .. } => {
@@ -106,7 +110,7 @@ pub fn liveness(program: &Program) -> Liveness {
                     after_op[i] = live.clone();
                     transfer(op, &mut live);
                 }
-                let entry = &mut facts[b.index()];
+                let entry = &mut facts[b];
                 if entry.live_in != live || entry.live_out != live_out {
                     changed = true;
                 }
