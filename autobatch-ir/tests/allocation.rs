@@ -329,23 +329,28 @@ fn variables_never_read_stay_null() {
     assert_eq!(out.var(p.pc).alloc, Register);
 }
 
-/// Hand-lowered programs keep the allocations they were built with (the analysis takes
-/// high-level programs only, and the pipeline does not allocate a lowered source).
+/// Hand-lowered programs keep the allocations they were built with, or were given (the
+/// analysis takes high-level programs only, and the pipeline does not allocate a lowered
+/// source).
 #[test]
-fn lowered_programs_are_unchanged() {
+fn lowered_programs_keep_their_allocations() {
     for p in [
         conformance::fibonacci_program(&mut numbering()),
         conformance::pea_nuts_program(&mut numbering()),
     ] {
-        let prepared = prepare(
-            Source::from(p.clone()),
-            &Passes::none(),
-            Allocations::Compute,
-            |_| false,
-        )
-        .unwrap();
-        assert_eq!(prepared.lowered.allocations(), p.allocations());
-        assert_eq!(prepared.source.program(), &*p);
+        let mut given = p.clone().into_program();
+        given.vars[given.pc].alloc = Allocation::Temporary;
+        for program in [p.into_program(), given] {
+            let prepared = prepare(
+                Source::Lowered(program.clone()),
+                &Passes::none(),
+                Allocations::Compute,
+                |_| false,
+            )
+            .unwrap();
+            assert_eq!(prepared.lowered.allocations(), program.allocations());
+            assert_eq!(prepared.source.program(), &program);
+        }
     }
 }
 
@@ -417,18 +422,4 @@ fn input_is_untouched() {
     // Only the allocations differ.
     assert_eq!(out.with_allocations(&p.allocations()), p);
     assert_eq!(out.allocations(), allocations(&p));
-}
-
-#[test]
-fn lowered_programs_keep_their_allocations() {
-    let mut p = conformance::fibonacci_program(&mut numbering()).into_program();
-    p.vars[p.pc].alloc = Allocation::Temporary;
-    let prepared = prepare(
-        Source::Lowered(p.clone()),
-        &Passes::none(),
-        Allocations::Compute,
-        |_| false,
-    )
-    .unwrap();
-    assert_eq!(prepared.lowered.allocations(), p.allocations());
 }
