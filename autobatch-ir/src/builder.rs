@@ -2,11 +2,12 @@
 
 use crate::entity::{Block, FuncId, KernelId, Var};
 use crate::program::{
-    Allocation, BlockData, CallOp, Form, FunctionData, KernelRef, Op, PrimOp, Program, Terminator,
+    Allocation, BlockData, CallOp, FunctionData, KernelRef, Op, PrimOp, Program, Terminator,
     VarData, PC_NAME,
 };
 use crate::types::{DType, Type};
-use crate::verify::{verify, VerifyErrors};
+use crate::verified::{HighProgram, LoweredProgram};
+use crate::verify::{verify_high, verify_lowered, VerifyErrors};
 use std::collections::HashMap;
 use thiserror::Error;
 
@@ -65,7 +66,7 @@ struct PartialBlock {
 /// let f = b.function("inc");
 /// b.signature(f, &[x], &[y]);
 /// let entry = b.block(f, "entry");
-/// b.prim(entry, &[y], &[x], KernelId(0), "x + 1");
+/// b.prim(entry, &[y], &[x], KernelId::new(0), "x + 1");
 /// b.ret(entry);
 /// let program = b.finish(f).unwrap();
 /// assert!(program.to_string().contains("y = prim(x) by x + 1"));
@@ -100,7 +101,7 @@ impl ProgramBuilder {
             block_names: HashMap::new(),
             functions: Vec::new(),
             function_names: HashMap::new(),
-            pc: Var(0),
+            pc: Var::new(0),
         };
         b.pc = ok(b.try_var(PC_NAME, Type::scalar(DType::I32)));
         b
@@ -357,18 +358,19 @@ impl ProgramBuilder {
     }
 
     /// Finishes a high-level program whose entry is `main` and verifies it.
-    pub fn finish(self, main: FuncId) -> Result<Program, BuildError> {
-        self.finish_as(main, Form::High)
+    pub fn finish(self, main: FuncId) -> Result<HighProgram, BuildError> {
+        verify_high(self.finish_data(main)?).map_err(BuildError::Invalid)
     }
 
-    /// Finishes a hand-lowered program (one function, `main`, may use push-goto / indirect-goto).
-    pub fn finish_lowered(self, main: FuncId) -> Result<Program, BuildError> {
-        self.finish_as(main, Form::Lowered)
+    /// Finishes a hand-lowered program (one function, `main`, may use push-goto / indirect-goto)
+    /// and verifies it.
+    pub fn finish_lowered(self, main: FuncId) -> Result<LoweredProgram, BuildError> {
+        verify_lowered(self.finish_data(main)?).map_err(BuildError::Invalid)
     }
 
     /// Wraps `entry` in a `main` function that calls it with the same variables (the reference's
     /// `Module.program`), then finishes and verifies the program.
-    pub fn finish_with_entry(mut self, entry: FuncId) -> Result<Program, BuildError> {
+    pub fn finish_with_entry(mut self, entry: FuncId) -> Result<HighProgram, BuildError> {
         let data = self
             .functions
             .get(entry.index())
@@ -382,7 +384,7 @@ impl ProgramBuilder {
         self.finish(main)
     }
 
-    fn finish_as(self, main: FuncId, form: Form) -> Result<Program, BuildError> {
+    fn finish_data(self, main: FuncId) -> Result<Program, BuildError> {
         if main.index() >= self.functions.len() {
             return Err(BuildError::UnknownFunction(main));
         }
@@ -400,16 +402,13 @@ impl ProgramBuilder {
                 term,
             });
         }
-        let program = Program {
-            vars: self.vars,
-            blocks,
-            functions: self.functions,
+        Ok(Program {
+            vars: self.vars.into(),
+            blocks: blocks.into(),
+            functions: self.functions.into(),
             main,
             pc: self.pc,
-            form,
-        };
-        verify(&program).map_err(BuildError::Invalid)?;
-        Ok(program)
+        })
     }
 }
 
@@ -420,7 +419,7 @@ pub fn prim_op(outs: &[Var], ins: &[Var], kernel: KernelRef, source: &str) -> Op
         ins: ins.to_vec(),
         kernel,
         source: source.to_string(),
-        in_place: vec![false; outs.len()],
+        in_place: Vec::new(),
     })
 }
 
@@ -442,8 +441,8 @@ mod tests {
             Err(BuildError::DuplicateFunction("f".into()))
         );
         assert_eq!(
-            b.try_block(FuncId(9), "e"),
-            Err(BuildError::UnknownFunction(FuncId(9)))
+            b.try_block(FuncId::new(9), "e"),
+            Err(BuildError::UnknownFunction(FuncId::new(9)))
         );
         let e = b.block(f, "e");
         assert_eq!(
@@ -451,12 +450,12 @@ mod tests {
             Err(BuildError::DuplicateBlock("e".into()))
         );
         assert_eq!(
-            b.try_pop(e, &[Var(99)]),
-            Err(BuildError::UnknownVar(Var(99)))
+            b.try_pop(e, &[Var::new(99)]),
+            Err(BuildError::UnknownVar(Var::new(99)))
         );
         assert_eq!(
-            b.try_terminate(e, Terminator::Goto(Block(5))),
-            Err(BuildError::UnknownBlock(Block(5)))
+            b.try_terminate(e, Terminator::Goto(Block::new(5))),
+            Err(BuildError::UnknownBlock(Block::new(5)))
         );
         b.signature(f, &[x], &[x]);
         b.ret(e);
@@ -466,8 +465,8 @@ mod tests {
         );
         let g = b.function("g");
         assert_eq!(
-            b.try_call(e, FuncId(7), &[], &[]),
-            Err(BuildError::UnknownFunction(FuncId(7)))
+            b.try_call(e, FuncId::new(7), &[], &[]),
+            Err(BuildError::UnknownFunction(FuncId::new(7)))
         );
         let _ = g;
         assert_eq!(b.finish(f), Err(BuildError::EmptyFunction("g".into())));

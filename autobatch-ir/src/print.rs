@@ -13,7 +13,7 @@ impl Names<'_> {
     fn var(&self, v: Var) -> &str {
         self.0
             .vars
-            .get(v.index())
+            .get(v)
             .map_or("<unknown var>", |d| d.name.as_str())
     }
 
@@ -27,7 +27,7 @@ impl Names<'_> {
     fn block(&self, b: crate::Block) -> &str {
         self.0
             .blocks
-            .get(b.index())
+            .get(b)
             .map_or("<unknown block>", |d| d.name.as_str())
     }
 }
@@ -43,13 +43,8 @@ fn write_op(out: &mut String, names: &Names<'_>, p: &Program, op: &Op) -> fmt::R
             let outs: Vec<String> = prim
                 .outs
                 .iter()
-                .enumerate()
-                .map(|(i, v)| {
-                    let bang = if prim.in_place.get(i).copied().unwrap_or(false) {
-                        "!"
-                    } else {
-                        ""
-                    };
+                .map(|v| {
+                    let bang = if prim.is_in_place(*v) { "!" } else { "" };
                     format!("{}{bang}", names.var(*v))
                 })
                 .collect();
@@ -72,7 +67,7 @@ fn write_op(out: &mut String, names: &Names<'_>, p: &Program, op: &Op) -> fmt::R
             };
             let callee = p
                 .functions
-                .get(call.func.index())
+                .get(call.func)
                 .map_or("<unknown fn>", |f| &f.name);
             let args = if call.ins.is_empty() {
                 String::new()
@@ -118,7 +113,7 @@ fn write_function(out: &mut String, p: &Program, f: &FunctionData) -> fmt::Resul
     };
     writeln!(out, "  returns {returns}")?;
     for b in &f.blocks {
-        let Some(block) = p.blocks.get(b.index()) else {
+        let Some(block) = p.blocks.get(*b) else {
             writeln!(out, "  <unknown block {b}>")?;
             continue;
         };
@@ -143,12 +138,13 @@ impl fmt::Display for Program {
         for d in decls {
             writeln!(out, "{} :: {}, {}", d.name, d.alloc, d.ty)?;
         }
-        let main = self.main.index();
-        let order = (0..self.functions.len())
-            .filter(|&i| i != main)
-            .chain([main]);
-        for i in order {
-            if let Some(func) = self.functions.get(i) {
+        let order = self
+            .functions
+            .keys()
+            .filter(|&f| f != self.main)
+            .chain([self.main]);
+        for f in order {
+            if let Some(func) = self.functions.get(f) {
                 out.write_char('\n')?;
                 write_function(&mut out, self, func)?;
             }
@@ -172,9 +168,9 @@ mod tests {
         let e = b.block(f, "enter_f");
         let t = b.block(f, "then");
         let el = b.block(f, "else");
-        b.prim(e, &[c], &[n], KernelId(0), "n >\n    1");
+        b.prim(e, &[c], &[n], KernelId::new(0), "n >\n    1");
         b.branch(e, c, t, el);
-        b.prim(t, &[ans], &[n], KernelId(1), "n - 1");
+        b.prim(t, &[ans], &[n], KernelId::new(1), "n - 1");
         b.pop(t, &[n]);
         b.ret(t);
         b.assign(el, &[ans], &[n]);

@@ -1,6 +1,6 @@
 //! The Program data model: variables, ops, terminators, blocks and functions in side tables.
 
-use crate::entity::{Block, FuncId, KernelId, Var};
+use crate::entity::{Block, EntityVec, FuncId, KernelId, Var};
 use crate::types::Type;
 use std::fmt;
 
@@ -73,9 +73,16 @@ pub struct PrimOp {
     pub kernel: KernelRef,
     /// The source text the op came from (printed after `by`).
     pub source: String,
-    /// Parallel to `outs`: `true` writes that output in place (update) instead of pushing it.
-    /// Set by lowering and pop-push fusion; printed as a `!` suffix.
-    pub in_place: Vec<bool>,
+    /// The outputs written in place (an update of the top frame) instead of pushed; each is
+    /// one of `outs`. Set by lowering and pop-push fusion; printed as a `!` suffix.
+    pub in_place: Vec<Var>,
+}
+
+impl PrimOp {
+    /// True when output `v` is written in place (updates its top frame) rather than pushed.
+    pub fn is_in_place(&self, v: Var) -> bool {
+        self.in_place.contains(&v)
+    }
 }
 
 /// A call to a statically known function (only before lowering).
@@ -208,15 +215,6 @@ impl FunctionData {
     }
 }
 
-/// Whether a program still has calls (`High`) or is the flat CFG the full VM runs (`Lowered`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Form {
-    /// Functions and `call` ops; run by stackless and the reference interpreter.
-    High,
-    /// One flat function (`main`) with push-goto / indirect-goto; run by the full VM.
-    Lowered,
-}
-
 /// The name of the reserved program-counter variable.
 pub const PC_NAME: &str = "__program_counter__";
 
@@ -224,36 +222,37 @@ pub const PC_NAME: &str = "__program_counter__";
 ///
 /// The program's inputs are the entry function's parameters and its outputs are the entry
 /// function's return variables. Build one with [`ProgramBuilder`](crate::ProgramBuilder).
+/// This is the editable data: interpreters and passes take the verified forms
+/// ([`HighProgram`](crate::HighProgram), [`LoweredProgram`](crate::LoweredProgram)), which only
+/// the verifier makes.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Program {
     /// Variable table, indexed by [`Var`].
-    pub vars: Vec<VarData>,
+    pub vars: EntityVec<Var, VarData>,
     /// Block table, indexed by [`Block`].
-    pub blocks: Vec<BlockData>,
+    pub blocks: EntityVec<Block, BlockData>,
     /// Function table, indexed by [`FuncId`].
-    pub functions: Vec<FunctionData>,
+    pub functions: EntityVec<FuncId, FunctionData>,
     /// The entry function (its parameters are the inputs, its returns the outputs).
     pub main: FuncId,
     /// The program counter variable (`__program_counter__`, `i32`).
     pub pc: Var,
-    /// High-level or lowered.
-    pub form: Form,
 }
 
 impl Program {
     /// The variable's table entry.
     pub fn var(&self, v: Var) -> &VarData {
-        &self.vars[v.index()]
+        &self.vars[v]
     }
 
     /// The block's table entry.
     pub fn block(&self, b: Block) -> &BlockData {
-        &self.blocks[b.index()]
+        &self.blocks[b]
     }
 
     /// The function's table entry.
     pub fn function(&self, f: FuncId) -> &FunctionData {
-        &self.functions[f.index()]
+        &self.functions[f]
     }
 
     /// The entry function.
@@ -273,32 +272,27 @@ impl Program {
 
     /// Looks a variable up by name.
     pub fn var_named(&self, name: &str) -> Option<Var> {
-        self.vars.iter().position(|d| d.name == name).map(Var::new)
+        self.vars.position(|d| d.name == name)
     }
 
     /// Looks a block up by name.
     pub fn block_named(&self, name: &str) -> Option<Block> {
-        self.blocks
-            .iter()
-            .position(|d| d.name == name)
-            .map(Block::new)
+        self.blocks.position(|d| d.name == name)
     }
 
     /// Looks a function up by name.
     pub fn function_named(&self, name: &str) -> Option<FuncId> {
-        self.functions
-            .iter()
-            .position(|d| d.name == name)
-            .map(FuncId::new)
+        self.functions.position(|d| d.name == name)
     }
 
     /// The function that owns each block (`None` for a block no function lists).
-    pub fn block_owners(&self) -> Vec<Option<FuncId>> {
-        let mut owners = vec![None; self.blocks.len()];
-        for (i, f) in self.functions.iter().enumerate() {
-            for b in &f.blocks {
-                if let Some(slot) = owners.get_mut(b.index()) {
-                    *slot = Some(FuncId::new(i));
+    pub fn block_owners(&self) -> EntityVec<Block, Option<FuncId>> {
+        let mut owners: EntityVec<Block, Option<FuncId>> =
+            self.blocks.iter().map(|_| None).collect();
+        for (f, data) in self.functions.entries() {
+            for &b in &data.blocks {
+                if let Some(slot) = owners.get_mut(b) {
+                    *slot = Some(f);
                 }
             }
         }

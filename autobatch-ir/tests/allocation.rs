@@ -1,12 +1,17 @@
-//! Allocation analysis against the reference's tables (notes section 3.2), our tail-call rule,
-//! loops, and golden printed programs after allocation.
+//! Allocation analysis against the reference's tables (docs/reference-semantics.md,
+//! "Allocation"), our tail-call rule, loops, and golden printed programs after allocation.
 
 mod support;
 
-use autobatch_ir::conformance::{self, numbering};
-use autobatch_ir::passes::allocation::{allocate, allocations_with, AllocationOptions};
+use autobatch_ir::passes::allocation::{
+    allocate, allocations, allocations_with, AllocationOptions,
+};
 use autobatch_ir::passes::liveness;
-use autobatch_ir::{Allocation, DType, KernelId, Program, ProgramBuilder, Type, PC_NAME};
+use autobatch_ir::passes::{prepare, Allocations, Passes, Source};
+use autobatch_ir::{
+    Allocation, DType, HighProgram, KernelId, Program, ProgramBuilder, Type, PC_NAME,
+};
+use autobatch_testkit::conformance::{self, numbering};
 use support::assert_golden;
 use Allocation::{Full, Null, Register, Temporary};
 
@@ -38,7 +43,7 @@ fn assert_table(p: &Program, allocs: &[Allocation], expected: &[(&str, Allocatio
 /// entry for the pc is given separately for the reference).
 #[track_caller]
 fn assert_both(
-    p: &Program,
+    p: &HighProgram,
     ours_pc: Allocation,
     reference_pc: Allocation,
     rest: &[(&str, Allocation)],
@@ -283,13 +288,13 @@ fn loop_carried_variable_across_a_call_is_full_through_the_back_edge() {
     let head = b.block(tri, "loop_head");
     let body = b.block(tri, "loop_body");
     let exit = b.block(tri, "loop_exit");
-    b.prim(entry, &[acc], &[], KernelId(0), "0");
+    b.prim(entry, &[acc], &[], KernelId::new(0), "0");
     b.goto(entry, head);
-    b.prim(head, &[cond], &[n], KernelId(1), "n > 0");
+    b.prim(head, &[cond], &[n], KernelId::new(1), "n > 0");
     b.branch(head, cond, body, exit);
-    b.prim(body, &[n], &[n], KernelId(2), "n - 1");
+    b.prim(body, &[n], &[n], KernelId::new(2), "n - 1");
     b.call(body, tri, &[n], &[r]);
-    b.prim(body, &[acc], &[acc, r], KernelId(3), "acc + n");
+    b.prim(body, &[acc], &[acc, r], KernelId::new(3), "acc + n");
     b.goto(body, head);
     b.ret(exit);
     let p = b.finish_with_entry(tri).unwrap();
@@ -315,7 +320,7 @@ fn variables_never_read_stay_null() {
     let main = b.function("main");
     b.signature(main, &[x], &[x]);
     let e = b.block(main, "entry");
-    b.prim(e, &[junk], &[x], KernelId(0), "x + 1");
+    b.prim(e, &[junk], &[x], KernelId::new(0), "x + 1");
     b.ret(e);
     let p = b.finish(main).unwrap();
     let out = allocate(&p);
@@ -324,14 +329,28 @@ fn variables_never_read_stay_null() {
     assert_eq!(out.var(p.pc).alloc, Register);
 }
 
-/// Hand-lowered programs keep the allocations they were built with.
+/// Hand-lowered programs keep the allocations they were built with, or were given (the
+/// analysis takes high-level programs only, and the pipeline does not allocate a lowered
+/// source).
 #[test]
-fn lowered_programs_are_unchanged() {
+fn lowered_programs_keep_their_allocations() {
     for p in [
         conformance::fibonacci_program(&mut numbering()),
         conformance::pea_nuts_program(&mut numbering()),
     ] {
-        assert_eq!(allocate(&p), p);
+        let mut given = p.clone().into_program();
+        given.vars[given.pc].alloc = Allocation::Temporary;
+        for program in [p.into_program(), given] {
+            let prepared = prepare(
+                Source::Lowered(program.clone()),
+                &Passes::none(),
+                Allocations::Compute,
+                |_| false,
+            )
+            .unwrap();
+            assert_eq!(prepared.lowered.allocations(), program.allocations());
+            assert_eq!(prepared.source.program(), &program);
+        }
     }
 }
 
@@ -355,10 +374,6 @@ fn allocated_programs_print_stably() {
             conformance::synthetic_pattern_variable_program(&mut numbering()),
         ),
         (
-            "alloc_fibonacci_program",
-            conformance::fibonacci_program(&mut numbering()),
-        ),
-        (
             "alloc_fibonacci_function_calls",
             conformance::fibonacci_function_calls(&mut numbering(), DType::I64),
         ),
@@ -369,10 +384,6 @@ fn allocated_programs_print_stably() {
         (
             "alloc_is_even_without_pops",
             conformance::is_even_function_calls(&mut numbering(), DType::I64, false),
-        ),
-        (
-            "alloc_pea_nuts",
-            conformance::pea_nuts_program(&mut numbering()),
         ),
         ("alloc_iota_sum", conformance::iota_sum(&mut numbering())),
         ("alloc_gcd", conformance::gcd(&mut numbering())),
@@ -385,4 +396,30 @@ fn allocated_programs_print_stably() {
     for (name, program) in cases {
         assert_golden(name, &allocate(&program).to_string());
     }
+    // Hand-lowered programs keep the allocations they were built with.
+    let lowered = [
+        (
+            "alloc_fibonacci_program",
+            conformance::fibonacci_program(&mut numbering()),
+        ),
+        (
+            "alloc_pea_nuts",
+            conformance::pea_nuts_program(&mut numbering()),
+        ),
+    ];
+    for (name, program) in lowered {
+        assert_golden(name, &program.to_string());
+    }
+}
+
+#[test]
+fn input_is_untouched() {
+    let p = conformance::fibonacci_function_calls(&mut numbering(), DType::I64);
+    let before = p.clone();
+    let out = allocate(&p);
+    assert_eq!(p, before, "allocate must not mutate its input");
+    assert_ne!(out.allocations(), p.allocations());
+    // Only the allocations differ.
+    assert_eq!(out.with_allocations(&p.allocations()), p);
+    assert_eq!(out.allocations(), allocations(&p));
 }

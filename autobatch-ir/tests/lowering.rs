@@ -3,16 +3,15 @@
 
 mod support;
 
-use autobatch_ir::conformance::{self, numbering};
-use autobatch_ir::passes::LowerError;
 use autobatch_ir::passes::{
     allocate, fuse_pop_push, inline_calls, lower, prioritize_blocks, prioritize_blocks_deferring,
-    propagate_copies, simplify_blocks, FusionError, InlineOptions,
+    propagate_copies, simplify_blocks, InlineOptions,
 };
 use autobatch_ir::{
-    verify, Block, DType, Form, FuncId, KernelId, KernelRef, Op, Program, ProgramBuilder,
-    Terminator, Type, Var,
+    verify_high, verify_lowered, Block, DType, FuncId, HighProgram, KernelId, KernelRef, Location,
+    LoweredProgram, Op, Program, ProgramBuilder, Terminator, Type, Var, VerifyErrors,
 };
+use autobatch_testkit::conformance::{self, numbering};
 use std::collections::HashSet;
 use support::assert_golden;
 
@@ -20,8 +19,19 @@ use support::assert_golden;
 // Helpers
 // ---------------------------------------------------------------------------------------------
 
+/// Verifies a copy of `p` as a lowered program (the passes' outputs are verified by
+/// construction; these checks make sure of it).
+fn verify(p: &LoweredProgram) -> Result<(), VerifyErrors> {
+    verify_lowered((**p).clone()).map(drop)
+}
+
+/// Verifies a copy of `p` as a high-level program.
+fn verify_high_copy(p: &HighProgram) -> Result<(), VerifyErrors> {
+    verify_high((**p).clone()).map(drop)
+}
+
 /// Allocation first (as the pipeline does), then lowering.
-fn lowered(p: &Program) -> Program {
+fn lowered(p: &HighProgram) -> LoweredProgram {
     let allocated = allocate(p);
     let low = lower(&allocated).unwrap_or_else(|e| panic!("lowering failed: {e}"));
     assert_eq!(
@@ -32,21 +42,22 @@ fn lowered(p: &Program) -> Program {
     low
 }
 
-fn full_pipeline(p: &Program) -> Program {
-    prioritize_blocks(&fuse_pop_push(&lowered(p)).expect("fusion"))
+fn full_pipeline(p: &HighProgram) -> LoweredProgram {
+    prioritize_blocks(&fuse_pop_push(&lowered(p)))
 }
 
 /// What the runtime prepares for the full VM, with every non-recursive call inlined: inline,
 /// simplify, propagate copies, simplify, allocate, lower, simplify, fuse, prioritize.
-fn prepared(p: &Program) -> Program {
+fn prepared(p: &HighProgram) -> LoweredProgram {
     let every = InlineOptions {
         max_ops: usize::MAX,
     };
-    let high = simplify_blocks(&inline_calls(p, &every).expect("inlining"));
+    let high = simplify_blocks(&inline_calls(p, &every));
     let high = allocate(&simplify_blocks(&propagate_copies(&high)));
-    verify(&high).unwrap_or_else(|e| panic!("simplified program does not verify:\n{e}\n{high}"));
+    verify_high_copy(&high)
+        .unwrap_or_else(|e| panic!("simplified program does not verify:\n{e}\n{high}"));
     let low = simplify_blocks(&lower(&high).unwrap_or_else(|e| panic!("lowering failed: {e}")));
-    let out = prioritize_blocks(&fuse_pop_push(&low).expect("fusion"));
+    let out = prioritize_blocks(&fuse_pop_push(&low));
     verify(&out).unwrap_or_else(|e| panic!("prepared program does not verify:\n{e}\n{out}"));
     out
 }
@@ -93,11 +104,10 @@ fn count_push_gotos(p: &Program) -> usize {
 }
 
 /// Structural invariants of every lowered program.
-fn check_structure(high: &Program, low: &Program) {
-    assert_eq!(low.form, Form::Lowered);
+fn check_structure(high: &HighProgram, low: &LoweredProgram) {
     assert_eq!(low.functions.len(), 1);
-    assert_eq!(low.main, FuncId(0));
-    let main = &low.functions[0];
+    assert_eq!(low.main, FuncId::new(0));
+    let main = &low.functions[FuncId::new(0)];
     let hmain = high.main_function();
     assert_eq!(main.name, hmain.name);
     assert_eq!(main.params, hmain.params);
@@ -225,8 +235,8 @@ const STEP_LIMIT: usize = 1_000_000;
 /// unless in place (which needs a frame), a pop needs a frame, a read needs a frame. The
 /// return-address stack starts with a halt marker; `push_goto` pushes, `indirect_jump` pops.
 /// At the end every output must hold exactly one frame and every other variable none.
-fn simulate(p: &Program, inputs: &[Val]) -> Result<Outcome, String> {
-    if p.form != Form::Lowered || p.functions.len() != 1 {
+fn simulate(p: &LoweredProgram, inputs: &[Val]) -> Result<Outcome, String> {
+    if p.functions.len() != 1 {
         return Err("not a lowered program".into());
     }
     let main = p.main_function();
@@ -268,12 +278,12 @@ fn simulate(p: &Program, inputs: &[Val]) -> Result<Outcome, String> {
                     if outs.len() != prim.outs.len() {
                         return Err(at(format!("op `{}` arity", prim.source)));
                     }
-                    if prim.in_place.len() != prim.outs.len() {
-                        return Err(at("in_place length".into()));
+                    if prim.in_place.iter().any(|v| !prim.outs.contains(v)) {
+                        return Err(at("in-place write of a variable it does not output".into()));
                     }
-                    for ((&v, x), &ip) in prim.outs.iter().zip(outs).zip(&prim.in_place) {
+                    for (&v, x) in prim.outs.iter().zip(outs) {
                         let s = &mut stacks[v.index()];
-                        if ip {
+                        if prim.is_in_place(v) {
                             let top = s.last_mut().ok_or_else(|| {
                                 at(format!("in-place write of unset `{}`", name(v)))
                             })?;
@@ -357,10 +367,10 @@ fn simulate(p: &Program, inputs: &[Val]) -> Result<Outcome, String> {
 /// Lowers `high` and runs the lowered, fused and fused+prioritized forms on every case, and
 /// the lowered form with its blocks simplified, and the whole pipeline with every non-recursive
 /// call inlined ([`prepared`]).
-fn check_runs(high: &Program, cases: &[(Vec<Val>, Vec<Val>)]) -> Vec<Outcome> {
+fn check_runs(high: &HighProgram, cases: &[(Vec<Val>, Vec<Val>)]) -> Vec<Outcome> {
     let low = lowered(high);
     check_structure(high, &low);
-    let fused = fuse_pop_push(&low).expect("fusion");
+    let fused = fuse_pop_push(&low);
     let prio = prioritize_blocks(&fused);
     let simple = simplify_blocks(&low);
     verify(&simple).unwrap_or_else(|e| panic!("simplified program does not verify:\n{e}"));
@@ -444,7 +454,7 @@ fn fibonacci_lowered_fused_prioritized_prints_as_blessed() {
     );
 }
 
-/// The reference's lowered fib (notes section 2.4), block by block.
+/// The reference's lowered fib (docs/reference-semantics.md, "Lowering calls"), block by block.
 #[test]
 fn fibonacci_lowers_like_the_reference() {
     let high = conformance::fibonacci_function_calls(&mut numbering(), DType::I64);
@@ -461,7 +471,7 @@ fn fibonacci_lowers_like_the_reference() {
         ]
     );
     // Fusion turns the pop(n) + push of n into an in-place update, as in the reference.
-    let fused = fuse_pop_push(&low).unwrap();
+    let fused = fuse_pop_push(&low);
     assert_eq!(
         compact(&fused)[3],
         "recur_ret1:  fibm1 = prim(ans); nm2 = prim(n); n! = prim(nm2); pop(ans, nm2); push_goto(recur_ret2, enter_fib)"
@@ -526,13 +536,13 @@ fn gcd_swapped_arguments_are_one_simultaneous_assign_with_an_in_place_write() {
     // and dead after the call, so the callee's copy overwrites it in place.
     assert_eq!(assign.outs, [a, b]);
     assert_eq!(assign.ins, [b, r]);
-    assert_eq!(assign.in_place, [false, true]);
+    assert_eq!(assign.in_place, [b]);
     assert_eq!(
         recur.term,
         Terminator::Goto(low.block_named("enter_gcd").unwrap())
     );
     // Fusion makes `a` in place as well: no stack traffic at all in the loop.
-    let fused = fuse_pop_push(&low).unwrap();
+    let fused = fuse_pop_push(&low);
     let line = compact(&fused)
         .into_iter()
         .find(|l| l.starts_with("recur:"))
@@ -657,7 +667,7 @@ fn countdown_single_if_and_constant_run() {
 
 /// `pair(p, q) = (q, p)`; `main(a, b) { (a, b) = pair(a, b); c = a % b }`: results written
 /// back over the arguments, in swapped order.
-fn swap_through_call() -> Program {
+fn swap_through_call() -> HighProgram {
     let mut b = ProgramBuilder::new();
     let [a, bb, c, p, q] = ["a", "b", "c", "p", "q"].map(|n| b.var(n, Type::I64));
     let pair = b.function("pair");
@@ -668,7 +678,7 @@ fn swap_through_call() -> Program {
     b.signature(main, &[a, bb], &[c]);
     let e = b.block(main, "entry");
     b.call(e, pair, &[a, bb], &[a, bb]);
-    b.prim(e, &[c], &[a, bb], KernelId(0), "a % b");
+    b.prim(e, &[c], &[a, bb], KernelId::new(0), "a % b");
     b.ret(e);
     b.finish(main).unwrap()
 }
@@ -676,22 +686,22 @@ fn swap_through_call() -> Program {
 /// `g(n) = (n - 1, n - 2)`; `main(n) { x = n - 1; (y, w) = g(n); t = x + y; z = t + w }`:
 /// the callee's return variables `x`, `y` are the caller's `x` (live across the call) and the
 /// caller's first result in another position.
-fn results_overlap_returns() -> Program {
+fn results_overlap_returns() -> HighProgram {
     let mut b = ProgramBuilder::new();
     let [n, x, y, w, t, z] = ["n", "x", "y", "w", "t", "z"].map(|s| b.var(s, Type::I64));
     let g = b.function("g");
     b.signature(g, &[n], &[x, y]);
     let ge = b.block(g, "enter_g");
-    b.prim(ge, &[x], &[n], KernelId(0), "n - 1");
-    b.prim(ge, &[y], &[n], KernelId(1), "n - 2");
+    b.prim(ge, &[x], &[n], KernelId::new(0), "n - 1");
+    b.prim(ge, &[y], &[n], KernelId::new(1), "n - 2");
     b.ret(ge);
     let main = b.function("main");
     b.signature(main, &[n], &[z]);
     let e = b.block(main, "entry");
-    b.prim(e, &[x], &[n], KernelId(0), "n - 1");
+    b.prim(e, &[x], &[n], KernelId::new(0), "n - 1");
     b.call(e, g, &[n], &[y, w]);
-    b.prim(e, &[t], &[x, y], KernelId(2), "x + y");
-    b.prim(e, &[z], &[t, w], KernelId(2), "x + y");
+    b.prim(e, &[t], &[x, y], KernelId::new(2), "x + y");
+    b.prim(e, &[z], &[t, w], KernelId::new(2), "x + y");
     b.ret(e);
     b.finish(main).unwrap()
 }
@@ -699,7 +709,7 @@ fn results_overlap_returns() -> Program {
 /// `f(n) = { if n > 0 { n = n - 1 } ; n - 2 }` (a join block with two predecessors, so the
 /// branch edge needs a pad), called in a loop whose results are summed, with one call whose
 /// result is thrown away.
-fn pads_loops_and_unused_results() -> Program {
+fn pads_loops_and_unused_results() -> HighProgram {
     let mut b = ProgramBuilder::new();
     let [n, r, acc, t, u] = ["n", "r", "acc", "t", "u"].map(|s| b.var(s, Type::I64));
     let [c, c2] = ["c", "c2"].map(|s| b.var(s, Type::BOOL));
@@ -708,11 +718,11 @@ fn pads_loops_and_unused_results() -> Program {
     let fe = b.block(f, "enter_f");
     let pos = b.block(f, "pos");
     let join = b.block(f, "join");
-    b.prim(fe, &[c], &[n], KernelId(0), "n > 0");
+    b.prim(fe, &[c], &[n], KernelId::new(0), "n > 0");
     b.branch(fe, c, pos, join);
-    b.prim(pos, &[n], &[n], KernelId(1), "n - 1");
+    b.prim(pos, &[n], &[n], KernelId::new(1), "n - 1");
     b.goto(pos, join);
-    b.prim(join, &[r], &[n], KernelId(2), "n - 2");
+    b.prim(join, &[r], &[n], KernelId::new(2), "n - 2");
     b.ret(join);
     let main = b.function("main");
     b.signature(main, &[n], &[acc]);
@@ -720,14 +730,14 @@ fn pads_loops_and_unused_results() -> Program {
     let head = b.block(main, "head");
     let body = b.block(main, "body");
     let exit = b.block(main, "exit");
-    b.prim(e, &[acc], &[], KernelId(3), "0");
+    b.prim(e, &[acc], &[], KernelId::new(3), "0");
     b.call(e, f, &[n], &[u]);
     b.goto(e, head);
-    b.prim(head, &[c2], &[n], KernelId(0), "n > 0");
+    b.prim(head, &[c2], &[n], KernelId::new(0), "n > 0");
     b.branch(head, c2, body, exit);
     b.call(body, f, &[n], &[t]);
-    b.prim(body, &[acc], &[acc, t], KernelId(4), "x + y");
-    b.prim(body, &[n], &[n], KernelId(1), "n - 1");
+    b.prim(body, &[acc], &[acc, t], KernelId::new(4), "x + y");
+    b.prim(body, &[n], &[n], KernelId::new(1), "n - 1");
     b.goto(body, head);
     b.ret(exit);
     b.finish(main).unwrap()
@@ -735,7 +745,7 @@ fn pads_loops_and_unused_results() -> Program {
 
 /// `g(n) = if n < 1 { 0 } else { n - 1 }` with the reference's explicit pops (of its
 /// parameter and condition), called twice: `main(n) { a = g(n); b = g(a); z = a + b }`.
-fn helper_with_pops() -> Program {
+fn helper_with_pops() -> HighProgram {
     let mut b = ProgramBuilder::new();
     let [n, nm1, r, m, x, y, z] =
         ["n", "nm1", "r", "m", "x", "y", "z"].map(|s| b.var(s, Type::I64));
@@ -745,13 +755,13 @@ fn helper_with_pops() -> Program {
     let enter = b.block(g, "enter_g");
     let base = b.block(g, "base");
     let recur = b.block(g, "recur");
-    b.prim(enter, &[c], &[n], KernelId(0), "n < 1");
+    b.prim(enter, &[c], &[n], KernelId::new(0), "n < 1");
     b.branch(enter, c, base, recur);
     b.pop(base, &[n, c]);
-    b.prim(base, &[r], &[], KernelId(1), "0");
+    b.prim(base, &[r], &[], KernelId::new(1), "0");
     b.ret(base);
     b.pop(recur, &[c]);
-    b.prim(recur, &[nm1], &[n], KernelId(2), "n - 1");
+    b.prim(recur, &[nm1], &[n], KernelId::new(2), "n - 1");
     b.pop(recur, &[n]);
     b.assign(recur, &[r], &[nm1]);
     b.pop(recur, &[nm1]);
@@ -761,7 +771,7 @@ fn helper_with_pops() -> Program {
     let e = b.block(main, "entry");
     b.call(e, g, &[m], &[x]);
     b.call(e, g, &[x], &[y]);
-    b.prim(e, &[z], &[x, y], KernelId(3), "x + y");
+    b.prim(e, &[z], &[x, y], KernelId::new(3), "x + y");
     b.ret(e);
     b.finish(main).unwrap()
 }
@@ -778,7 +788,7 @@ fn inlined_pops_stay_in_place() {
     let whole = prepared(&high);
     assert_eq!(count_push_gotos(&whole), 0, "{whole}");
     // Each copy pops its own parameter and condition where the callee did.
-    let inlined = inline_calls(&high, &InlineOptions::default()).unwrap();
+    let inlined = inline_calls(&high, &InlineOptions::default());
     let text = compact(&simplify_blocks(&inlined));
     for expected in [
         "base@main.2:  pop(n@main.2, c@main.2); r@main.2 = prim(); goto(g.exit@main.2)",
@@ -831,11 +841,11 @@ fn tricky_call_shapes_run() {
 // Fusion and priority
 // ---------------------------------------------------------------------------------------------
 
-/// `stack_optimization_test.fib_fused_pretty` (notes section 4).
+/// `stack_optimization_test.fib_fused_pretty` (docs/reference-semantics.md, "Pop-push fusion").
 #[test]
 fn fusion_of_the_hand_lowered_fibonacci_matches_the_reference() {
     let p = conformance::fibonacci_program(&mut numbering());
-    let fused = fuse_pop_push(&p).unwrap();
+    let fused = fuse_pop_push(&p);
     assert_golden("lower_fused_fibonacci_program", &body_text(&fused));
     let text = compact(&fused);
     for expected in [
@@ -863,25 +873,25 @@ fn fusion_handles_double_pops_and_existing_in_place_writes() {
     b.signature(main, &[x], &[x]);
     let e = b.block(main, "entry");
     // x: [in] -> push 1 -> push 2 -> pop, pop -> push 0 -> update -> ...
-    b.prim(e, &[x], &[], KernelId(0), "1");
-    b.prim(e, &[x], &[], KernelId(1), "2");
+    b.prim(e, &[x], &[], KernelId::new(0), "1");
+    b.prim(e, &[x], &[], KernelId::new(1), "2");
     b.pop(e, &[x]);
     b.pop(e, &[x]);
-    b.prim(e, &[x], &[], KernelId(2), "0");
+    b.prim(e, &[x], &[], KernelId::new(2), "0");
     b.pop(e, &[x]);
     b.op(
         e,
         Op::Prim(autobatch_ir::PrimOp {
             outs: vec![x],
             ins: vec![],
-            kernel: KernelRef::User(KernelId(3)),
+            kernel: KernelRef::User(KernelId::new(3)),
             source: "2".into(),
-            in_place: vec![true],
+            in_place: vec![x],
         }),
     );
     b.ret(e);
     let p = b.finish_lowered(main).unwrap();
-    let fused = fuse_pop_push(&p).unwrap();
+    let fused = fuse_pop_push(&p);
     assert_eq!(
         compact(&fused),
         ["entry:  x = prim(); x = prim(); pop(x); x! = prim(); pop(x); x! = prim(); return"]
@@ -892,16 +902,25 @@ fn fusion_handles_double_pops_and_existing_in_place_writes() {
     }
 }
 
+/// Fusion takes lowered programs only: a program with calls is not one (the verifier says
+/// where its calls are), so it never reaches fusion.
 #[test]
 fn fusion_rejects_programs_with_calls() {
     let high = conformance::fibonacci_function_calls(&mut numbering(), DType::I64);
-    assert_eq!(fuse_pop_push(&high), Err(FusionError::NotLowered));
-    let mut fake = high.clone();
-    fake.form = Form::Lowered;
-    assert!(matches!(
-        fuse_pop_push(&fake),
-        Err(FusionError::Call { block }) if block == "recur" || block == "main_entry"
-    ));
+    let errors = verify_lowered(high.into_program()).unwrap_err().0;
+    let calls: Vec<String> = errors
+        .iter()
+        .filter(|e| e.message.starts_with("a lowered program has no calls"))
+        .map(|e| e.to_string())
+        .collect();
+    assert!(
+        calls.iter().any(|e| e.starts_with("block `recur` ")),
+        "{calls:#?}"
+    );
+    assert!(
+        calls.iter().any(|e| e.starts_with("block `main_entry` ")),
+        "{calls:#?}"
+    );
 }
 
 fn weight(p: &Program, b: Block) -> u8 {
@@ -933,7 +952,7 @@ fn priority_defers_blocks_with_expensive_ops_to_the_end() {
         ]
     );
     assert_eq!(
-        prio.blocks[0].term,
+        prio.blocks[Block::new(0)].term,
         Terminator::PushGoto {
             ret: Block::new(1),
             target: Block::new(6)
@@ -963,15 +982,15 @@ fn priority_keeps_the_entry_first_then_cheap_blocks_stably() {
         ]
     );
     assert_eq!(
-        prio.functions[0].blocks,
+        prio.functions[FuncId::new(0)].blocks,
         (0..7).map(Block::new).collect::<Vec<_>>()
     );
     // Every reference follows its block.
     assert_eq!(
-        prio.blocks[0].term,
+        prio.blocks[Block::new(0)].term,
         Terminator::PushGoto {
-            ret: Block(1),
-            target: Block(2)
+            ret: Block::new(1),
+            target: Block::new(2)
         }
     );
     verify(&prio).unwrap();
@@ -979,9 +998,12 @@ fn priority_keeps_the_entry_first_then_cheap_blocks_stably() {
     // On the full pipeline: weights are sorted after block 0 and the order among equal
     // weights is the lowered order.
     let high = conformance::fibonacci_function_calls(&mut numbering(), DType::I64);
-    let fused = fuse_pop_push(&lowered(&high)).unwrap();
+    let fused = fuse_pop_push(&lowered(&high));
     let prio = prioritize_blocks(&fused);
-    assert_eq!(prio.blocks[0].name, fused.blocks[0].name);
+    assert_eq!(
+        prio.blocks[Block::new(0)].name,
+        fused.blocks[Block::new(0)].name
+    );
     let weights: Vec<u8> = (1..prio.blocks.len())
         .map(|i| weight(&prio, Block::new(i)))
         .collect();
@@ -989,11 +1011,11 @@ fn priority_keeps_the_entry_first_then_cheap_blocks_stably() {
     for w in [0, 1] {
         let before: Vec<&str> = (1..fused.blocks.len())
             .filter(|&i| weight(&fused, Block::new(i)) == w)
-            .map(|i| fused.blocks[i].name.as_str())
+            .map(|i| fused.blocks[Block::new(i)].name.as_str())
             .collect();
         let after: Vec<&str> = (1..prio.blocks.len())
             .filter(|&i| weight(&prio, Block::new(i)) == w)
-            .map(|i| prio.blocks[i].name.as_str())
+            .map(|i| prio.blocks[Block::new(i)].name.as_str())
             .collect();
         assert_eq!(before, after);
     }
@@ -1012,17 +1034,31 @@ fn passes_do_not_modify_their_input() {
     let low = lower(&high).unwrap();
     assert_eq!(high, before);
     let low_before = low.clone();
-    let fused = fuse_pop_push(&low).unwrap();
+    let fused = fuse_pop_push(&low);
     assert_eq!(low, low_before);
     let fused_before = fused.clone();
     let _ = prioritize_blocks(&fused);
     assert_eq!(fused, fused_before);
 }
 
+/// The one error `lower` reports for `p`, as (location, text).
+fn lowering_error(p: &HighProgram) -> (Location, String) {
+    let errors = lower(p).unwrap_err().0;
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    (errors[0].location, errors[0].to_string())
+}
+
 #[test]
 fn lowering_reports_errors() {
-    let low = lowered(&conformance::gcd(&mut numbering()));
-    assert_eq!(lower(&low), Err(LowerError::AlreadyLowered));
+    // A lowered program is not a high-level one: it cannot be lowered again.
+    let low = lowered(&conformance::fibonacci_function_calls(
+        &mut numbering(),
+        DType::I64,
+    ));
+    let errors = verify_high(low.into_program()).unwrap_err().0;
+    assert!(errors
+        .iter()
+        .any(|e| e.message == "`push_goto` is only allowed in a lowered program"));
 
     // A pop of a variable read afterwards.
     let mut b = ProgramBuilder::new();
@@ -1032,19 +1068,16 @@ fn lowering_reports_errors() {
     b.signature(main, &[x], &[y]);
     let e = b.block(main, "entry");
     b.pop(e, &[x]);
-    b.prim(e, &[y], &[x], KernelId(0), "n - 1");
+    b.prim(e, &[y], &[x], KernelId::new(0), "n - 1");
     b.ret(e);
     let p = b.finish(main).unwrap();
-    let err = lower(&p).unwrap_err();
     assert_eq!(
-        err,
-        LowerError::PopLive {
-            func: "main".into(),
-            block: "entry".into(),
-            var: "x".into()
-        }
+        lowering_error(&p),
+        (
+            Location::Block(e),
+            "block `entry` in function `main`: `x` is popped but live after the pop".into()
+        )
     );
-    assert!(err.to_string().contains("`x`"));
 
     // Popping one frame too many.
     let mut b = ProgramBuilder::new();
@@ -1053,17 +1086,16 @@ fn lowering_reports_errors() {
     let main = b.function("main");
     b.signature(main, &[x], &[y]);
     let e = b.block(main, "entry");
-    b.prim(e, &[y], &[x], KernelId(0), "n - 1");
+    b.prim(e, &[y], &[x], KernelId::new(0), "n - 1");
     b.pop(e, &[x, x]);
     b.ret(e);
     let p = b.finish(main).unwrap();
     assert_eq!(
-        lower(&p),
-        Err(LowerError::PopUndefined {
-            func: "main".into(),
-            block: "entry".into(),
-            var: "x".into()
-        })
+        lowering_error(&p),
+        (
+            Location::Block(e),
+            "block `entry` in function `main`: pop of `x`, which is not defined there".into()
+        )
     );
 
     // Calling the entry function (whose return halts).
@@ -1075,20 +1107,25 @@ fn lowering_reports_errors() {
     let c = b.var("c", Type::BOOL);
     let again = b.block(main, "again");
     let done = b.block(main, "done");
-    b.prim(e, &[c], &[x], KernelId(0), "n > 0");
+    b.prim(e, &[c], &[x], KernelId::new(0), "n > 0");
     b.branch(e, c, again, done);
-    b.prim(again, &[x], &[x], KernelId(1), "n - 1");
+    b.prim(again, &[x], &[x], KernelId::new(1), "n - 1");
     b.call(again, main, &[x], &[x]);
     b.ret(again);
     b.ret(done);
     let p = b.finish(main).unwrap();
-    assert!(matches!(
-        lower(&p),
-        Err(LowerError::CallToEntry { callee, .. }) if callee == "main"
-    ));
+    assert_eq!(
+        lowering_error(&p),
+        (
+            Location::Block(again),
+            "block `again` in function `main`: call to the entry function `main` (its return \
+             halts, it cannot be called)"
+                .into()
+        )
+    );
 
-    // An invalid program is an error, not a panic.
-    let mut broken = conformance::gcd(&mut numbering());
-    broken.blocks[0].term = Terminator::Goto(Block(999));
-    assert!(matches!(lower(&broken), Err(LowerError::Invalid(_))));
+    // An invalid program is an error, not a panic: it never becomes a `HighProgram`.
+    let mut broken = conformance::gcd(&mut numbering()).into_program();
+    broken.blocks[Block::new(0)].term = Terminator::Goto(Block::new(999));
+    assert!(verify_high(broken).is_err());
 }

@@ -1,9 +1,9 @@
 //! Benchmark (not a test): fibonacci over `n = i % 21` in both modes vs. plain Rust, and one
 //! busy lane among 99,999 finished ones. Run: `cargo bench -p autobatch-runtime --bench fibonacci`.
 
-use autobatch_runtime::ir::conformance;
 use autobatch_runtime::ir::{DType, KernelId};
 use autobatch_runtime::{Column, Config, Executable, Kernel, Mode, Run};
+use autobatch_testkit::conformance;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -22,7 +22,7 @@ fn kernel(src: &str) -> Kernel {
 }
 
 fn executable(
-    make: impl FnOnce(&mut dyn FnMut(&str) -> KernelId) -> autobatch_runtime::ir::Program,
+    make: impl FnOnce(&mut dyn FnMut(&str) -> KernelId) -> autobatch_runtime::ir::HighProgram,
 ) -> Executable {
     let mut sources: Vec<String> = Vec::new();
     let program = make(&mut |s: &str| {

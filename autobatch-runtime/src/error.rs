@@ -1,6 +1,5 @@
 //! `RuntimeError`: every way running a program can fail, naming function, block, variable and lane.
 
-use autobatch_ir::passes::{FusionError, LowerError};
 use autobatch_ir::{FuncId, TensorType, VerifyErrors};
 use thiserror::Error;
 
@@ -10,15 +9,10 @@ use thiserror::Error;
 /// panics in plain Rust, as ndarray does; inside a batched run that is such a kernel panic.)
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum RuntimeError {
-    /// The program breaks an IR invariant.
+    /// The program breaks an IR invariant (the verifier's, or one lowering for the full VM
+    /// needs).
     #[error("invalid program:\n{0}")]
     Invalid(#[from] VerifyErrors),
-    /// The program could not be lowered for the full VM.
-    #[error("cannot lower the program for the full VM: {0}")]
-    Lower(#[from] LowerError),
-    /// Pop-push fusion rejected the lowered program.
-    #[error("cannot fuse pops for the full VM: {0}")]
-    Fusion(#[from] FusionError),
     /// The program's form does not suit the requested mode.
     #[error("{0}")]
     ModeUnsupported(String),
@@ -202,6 +196,6 @@ pub type Result<T, E = RuntimeError> = std::result::Result<T, E>;
 pub(crate) fn function_name(program: &autobatch_ir::Program, f: FuncId) -> String {
     program
         .functions
-        .get(f.index())
+        .get(f)
         .map_or_else(|| f.to_string(), |d| d.name.clone())
 }

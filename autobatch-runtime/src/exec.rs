@@ -165,14 +165,14 @@ impl<'p> Exec<'p> {
         sources: &[(Var, usize)],
     ) -> Result<()> {
         let mut next = 0;
-        for (i, &v) in op.outs.iter().enumerate() {
+        for &v in &op.outs {
             let n = self.storage.types(v).len();
             let mine = &sources[next..next + n];
             next += n;
             if self.storage.is_null(v) {
                 continue;
             }
-            if !op.in_place.get(i).copied().unwrap_or(false) {
+            if !op.is_in_place(v) {
                 self.storage.push(v, lanes, block)?;
             }
             for (leaf, &from) in mine.iter().enumerate() {
@@ -262,8 +262,8 @@ impl<'p> Exec<'p> {
         let mut dense = columns.iter();
         let mut rows = fresh.chunks_exact(n.max(1));
         let mut flags = in_place.iter();
-        for (i, &v) in op.outs.iter().enumerate() {
-            if !self.storage.is_null(v) && !op.in_place.get(i).copied().unwrap_or(false) {
+        for &v in &op.outs {
+            if !self.storage.is_null(v) && !op.is_in_place(v) {
                 self.storage.push(v, lanes, block)?;
             }
             for leaf in 0..self.storage.types(v).len() {
@@ -348,11 +348,11 @@ impl<'p> Exec<'p> {
         }
         self.check_columns(op, &outputs, types.iter(), lanes.len(), block)?;
         let mut rest = outputs.as_mut_slice();
-        for (i, &v) in op.outs.iter().enumerate() {
+        for &v in &op.outs {
             let n = self.storage.types(v).len();
             let (mine, tail) = std::mem::take(&mut rest).split_at_mut(n);
             rest = tail;
-            let in_place = op.in_place.get(i).copied().unwrap_or(false);
+            let in_place = op.is_in_place(v);
             self.storage.write_owned(v, lanes, mine, !in_place, block)?;
         }
         self.pool.recycle(outputs);

@@ -15,7 +15,7 @@
 //! let f = b.function("double");
 //! b.signature(f, &[x], &[y]);
 //! let e = b.block(f, "entry");
-//! b.prim(e, &[y], &[x, x], KernelId(0), "x + x");
+//! b.prim(e, &[y], &[x, x], KernelId::new(0), "x + x");
 //! b.ret(e);
 //! let program = b.finish(f).unwrap();
 //!
@@ -71,7 +71,7 @@ pub mod __private {
 pub mod link {
     pub use crate::codegen::input;
 }
-pub use autobatch_ir::passes::InlineOptions;
+pub use autobatch_ir::passes::{InlineOptions, Passes, Source};
 pub use autobatch_macros::{autobatch, primitive};
 pub use column::{Column, Element};
 pub use config::{Config, Mode};
@@ -84,11 +84,9 @@ pub use random::Key;
 pub use stats::{BlockStats, KernelStats, Stats};
 pub use vector::Vector;
 
-use autobatch_ir::passes::{
-    allocate, fuse_pop_push, inline_calls, liveness, lower, prioritize_blocks_deferring,
-    propagate_copies, simplify_blocks, InlineError,
-};
-use autobatch_ir::{verify, Form, KernelRef, PrimOp, Program, Shape, TensorType};
+use autobatch_ir::passes::liveness;
+use autobatch_ir::passes::pipeline::{prepare, Allocations, VerifiedSource};
+use autobatch_ir::{HighProgram, KernelRef, LoweredProgram, PrimOp, Program, Shape, TensorType};
 use exec::Exec;
 use storage::Storage;
 
@@ -101,53 +99,12 @@ pub struct Run {
     pub stats: Stats,
 }
 
-/// The optional IR passes an [`Executable`] runs while it prepares a program.
-///
-/// Each only changes how many blocks and ops the lanes run, never a lane's results; the default
-/// runs them all. [`Passes::none`] keeps the program's blocks, calls and ops as given (for
-/// comparisons, and for checks of block or kernel run counts against the reference system's).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Passes {
-    /// Inline calls to small non-recursive functions
-    /// ([`inline_calls`]); `None` keeps every call.
-    pub inline: Option<InlineOptions>,
-    /// Merge straight-line chains of blocks and thread jumps through blocks that only jump
-    /// ([`simplify_blocks`]), in the high-level program
-    /// and in the lowered one.
-    pub simplify: bool,
-    /// Propagate copies, drop dead ones, forward copied results and merge adjacent
-    /// assignments ([`propagate_copies`]) in the high-level program, after inlining and
-    /// simplification (which runs again afterwards).
-    pub copies: bool,
-}
-
-impl Default for Passes {
-    fn default() -> Self {
-        Passes {
-            inline: Some(InlineOptions::default()),
-            simplify: true,
-            copies: true,
-        }
-    }
-}
-
-impl Passes {
-    /// No optional pass: the programs run keep the blocks and calls they were given.
-    pub fn none() -> Self {
-        Passes {
-            inline: None,
-            simplify: false,
-            copies: false,
-        }
-    }
-}
-
 /// A program ready to run: verified, allocated, lowered for the full VM, with its kernels.
 #[derive(Clone, Debug)]
 pub struct Executable {
-    source: Program,
-    high: Option<(Program, stackless::Plan)>,
-    lowered: Program,
+    source: VerifiedSource,
+    high: Option<(HighProgram, stackless::Plan)>,
+    lowered: LoweredProgram,
     /// Facts about `lowered` the full VM uses.
     vm_plan: vm::Plan,
     kernels: Vec<Kernel>,
@@ -156,28 +113,23 @@ pub struct Executable {
 impl Executable {
     /// Verifies `program`, computes its allocation (high-level programs) and prepares it with
     /// the default [`Passes`] (see [`with_passes`](Self::with_passes)).
-    pub fn new(program: Program, kernels: Vec<Kernel>) -> Result<Self> {
+    ///
+    /// `program` is a high-level program ([`Program`] or [`HighProgram`]) or a hand-lowered
+    /// one ([`LoweredProgram`], or [`Source::Lowered`]).
+    pub fn new(program: impl Into<Source>, kernels: Vec<Kernel>) -> Result<Self> {
         Self::with_passes(program, kernels, &Passes::default())
     }
 
-    /// Verifies `program`, computes its allocation (high-level programs) and prepares it:
-    ///
-    /// * a high-level program is inlined (if `passes.inline`), simplified (if
-    ///   `passes.simplify`), rid of needless copies (if `passes.copies`; then simplified again)
-    ///   and allocated again (the exact allocation of what runs): that is the program stackless
-    ///   runs ([`program`](Self::program)). It is then lowered,
-    ///   simplified again, its pops fused into in-place writes, and its blocks ordered, blocks
-    ///   holding a batched kernel last: that is the program the full VM runs
-    ///   ([`lowered`](Self::lowered));
-    /// * a lowered program is simplified (if `passes.simplify`) and its blocks ordered.
-    pub fn with_passes(program: Program, kernels: Vec<Kernel>, passes: &Passes) -> Result<Self> {
-        verify(&program)?;
-        let program = if program.form == Form::High {
-            allocate(&program)
-        } else {
-            program
-        };
-        Self::prepare(program, kernels, passes, false)
+    /// Verifies `program`, computes its allocation (high-level programs) and prepares it as
+    /// [`prepare`] describes: the high-level program it makes
+    /// is what stackless runs ([`program`](Self::program)), the lowered one what the full VM
+    /// runs ([`lowered`](Self::lowered)). Blocks holding a batched kernel are ordered last.
+    pub fn with_passes(
+        program: impl Into<Source>,
+        kernels: Vec<Kernel>,
+        passes: &Passes,
+    ) -> Result<Self> {
+        Self::prepare(program.into(), kernels, passes, Allocations::Compute)
     }
 
     /// Like [`new`](Self::new) but trusts the allocations the program carries (for example
@@ -186,18 +138,21 @@ impl Executable {
     /// changes the program, the prepared program's allocation is computed (the one given
     /// describes the program before them); a program neither changes keeps the allocation
     /// given. Prepared with the default [`Passes`].
-    pub fn with_allocations(program: Program, kernels: Vec<Kernel>) -> Result<Self> {
-        verify(&program)?;
-        Self::prepare(program, kernels, &Passes::default(), true)
+    pub fn with_allocations(program: impl Into<Source>, kernels: Vec<Kernel>) -> Result<Self> {
+        Self::prepare(
+            program.into(),
+            kernels,
+            &Passes::default(),
+            Allocations::Trust,
+        )
     }
 
-    /// Runs the passes on a verified program; `trusted`: the allocation it carries is to be
-    /// kept as long as it describes the program that runs.
+    /// Runs the IR pipeline (which verifies `source` once) and plans each interpreter's run.
     fn prepare(
-        program: Program,
+        source: Source,
         kernels: Vec<Kernel>,
         passes: &Passes,
-        trusted: bool,
+        allocations: Allocations,
     ) -> Result<Self> {
         // Blocks with a batched kernel run last, so lanes gather there (see
         // `prioritize_blocks_deferring`).
@@ -205,64 +160,16 @@ impl Executable {
             matches!(op.kernel, KernelRef::User(id)
                 if matches!(kernels.get(id.index()), Some(Kernel::Batched(_))))
         };
-        let simplify = |p: Program| {
-            if passes.simplify {
-                simplify_blocks(&p)
-            } else {
-                p
-            }
-        };
-        let (high, lowered) = match program.form {
-            Form::High => {
-                let inlined = match &passes.inline {
-                    // Cannot fail on a verified high-level program; if it did, its
-                    // verifier errors are reported as such.
-                    Some(options) => inline_calls(&program, options).map_err(|e| match e {
-                        InlineError::Invalid(errors) => RuntimeError::Invalid(errors),
-                        InlineError::Lowered => {
-                            RuntimeError::ModeUnsupported("inlining a lowered program".into())
-                        }
-                    })?,
-                    None => program.clone(),
-                };
-                let inlined_changed = inlined != program;
-                let high = simplify(inlined);
-                // Copies run on simplified blocks, so a kernel and the copy of its result that
-                // inlining left in consecutive blocks are in one block; blocks they empty are
-                // threaded by the second simplification.
-                let (high, copied) = if passes.copies {
-                    let copied = propagate_copies(&high);
-                    let changed = copied != high;
-                    (simplify(copied), changed)
-                } else {
-                    (high, false)
-                };
-                // Allocation follows liveness across blocks and calls: it is computed for the
-                // program that runs (simplification only shortens live ranges, so an
-                // allocation given for the program before it stays sound, but inlined copies
-                // need their own, and propagated copies change live ranges).
-                let high = if inlined_changed || copied || !trusted {
-                    allocate(&high)
-                } else {
-                    high
-                };
-                let low = simplify(lower(&high)?);
-                let lowered = prioritize_blocks_deferring(&fuse_pop_push(&low)?, batched);
-                verify(&high)?;
-                let plan = stackless::Plan::new(&high, &liveness(&high));
-                (Some((high, plan)), lowered)
-            }
-            Form::Lowered => (
-                None,
-                prioritize_blocks_deferring(&simplify(program.clone()), batched),
-            ),
-        };
-        verify(&lowered)?;
-        let vm_plan = vm::Plan::new(&lowered);
+        let prepared = prepare(source, passes, allocations, batched)?;
+        let high = prepared.high.map(|high| {
+            let plan = stackless::Plan::new(&high, &liveness(&high));
+            (high, plan)
+        });
+        let vm_plan = vm::Plan::new(&prepared.lowered);
         Ok(Executable {
-            source: program,
+            source: prepared.source,
             high,
-            lowered,
+            lowered: prepared.lowered,
             vm_plan,
             kernels,
         })
@@ -272,18 +179,18 @@ impl Executable {
     /// [`with_allocations`](Self::with_allocations)), before any pass changed its blocks or
     /// calls: what [`run_reference`](Self::run_reference) runs.
     pub fn source(&self) -> &Program {
-        &self.source
+        self.source.program()
     }
 
     /// The high-level program stackless runs: the source with small calls inlined, blocks
     /// simplified and needless copies removed, as [`Passes`] asked (`None` for a hand-lowered
     /// program).
-    pub fn program(&self) -> Option<&Program> {
+    pub fn program(&self) -> Option<&HighProgram> {
         self.high.as_ref().map(|(p, _)| p)
     }
 
     /// The lowered, simplified, fused, priority-ordered program the full VM runs.
-    pub fn lowered(&self) -> &Program {
+    pub fn lowered(&self) -> &LoweredProgram {
         &self.lowered
     }
 
@@ -294,7 +201,7 @@ impl Executable {
 
     /// Runs the program on a batch: `inputs` holds one column per input leaf.
     pub fn run(&self, inputs: &[Column], config: &Config) -> Result<Run> {
-        let (program, stackless_plan) = match config.mode {
+        let (program, stackless_plan): (&Program, _) = match config.mode {
             Mode::FullVm => (&self.lowered, None),
             Mode::Stackless => {
                 let (program, plan) = self.high_program()?;
@@ -331,7 +238,7 @@ impl Executable {
     /// on the [`source`](Self::source) program: no pass that prepared the programs the two
     /// modes run is trusted by it.
     pub fn run_reference(&self, inputs: &[Column], config: &Config) -> Result<Run> {
-        let program = &self.source;
+        let program = self.source();
         let (batch, vector_len) = check_inputs(program, inputs, config)?;
         let (outputs, stats) =
             reference::run(program, &self.kernels, inputs, batch, vector_len, config)?;
@@ -339,7 +246,7 @@ impl Executable {
     }
 
     fn high_program(&self) -> Result<(&Program, &stackless::Plan)> {
-        let high = self.high.as_ref().map(|(program, plan)| (program, plan));
+        let high = self.high.as_ref().map(|(program, plan)| (&**program, plan));
         high.ok_or_else(|| {
             RuntimeError::ModeUnsupported(
                 "stackless needs a high-level program; this one was built lowered".to_string(),

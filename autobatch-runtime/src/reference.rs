@@ -110,7 +110,7 @@ impl Interp<'_> {
                     Op::Prim(prim) => {
                         let outs = self.prim(&frame, prim, block)?;
                         let mut rest = outs.as_slice();
-                        for (i, &v) in prim.outs.iter().enumerate() {
+                        for &v in &prim.outs {
                             let n = program.var(v).ty.leaves().len();
                             if rest.len() < n {
                                 return Err(RuntimeError::ValueType {
@@ -121,7 +121,7 @@ impl Interp<'_> {
                                 });
                             }
                             let (value, tail) = rest.split_at(n);
-                            let in_place = prim.in_place.get(i).copied().unwrap_or(false);
+                            let in_place = prim.is_in_place(v);
                             self.write(&mut frame, v, value.to_vec(), !in_place);
                             rest = tail;
                         }

@@ -14,7 +14,7 @@ use crate::policy::{dead_vectors, partition_lanes};
 use crate::stats::Stats;
 use crate::storage::Stacks;
 use autobatch_ir::passes::Liveness;
-use autobatch_ir::{Allocation, Block, CallOp, FuncId, Op, Program, Terminator, Var};
+use autobatch_ir::{Allocation, Block, CallOp, FuncId, HighProgram, Op, Terminator, Var};
 use std::collections::BTreeSet;
 
 /// Stackless keeps no saved frames in storage: every variable behaves as a register, and the
@@ -33,8 +33,8 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
-    /// Precomputes block positions and save sets for `program` (high form, allocated).
-    pub(crate) fn new(program: &Program, liveness: &Liveness) -> Plan {
+    /// Precomputes block positions and save sets for `program` (allocated).
+    pub(crate) fn new(program: &HighProgram, liveness: &Liveness) -> Plan {
         let mut position = vec![0; program.blocks.len()];
         for f in &program.functions {
             for (i, b) in f.blocks.iter().enumerate() {
@@ -148,10 +148,7 @@ impl Activation<'_> {
                 }
                 Terminator::Return => {}
                 Terminator::PushGoto { .. } | Terminator::IndirectGoto => {
-                    return Err(RuntimeError::ModeUnsupported(format!(
-                        "block `{}` is lowered; stackless runs high-level programs",
-                        data.name
-                    )))
+                    unreachable!("a verified high-level program has no lowered terminators")
                 }
             }
         }

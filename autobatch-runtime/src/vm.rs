@@ -14,7 +14,7 @@ use crate::policy::{dead_vectors, partition_lanes};
 use crate::stats::Stats;
 use crate::storage::Stacks;
 use autobatch_ir::passes::liveness;
-use autobatch_ir::{Allocation, Block, Op, Program, Terminator, Var, PC_NAME};
+use autobatch_ir::{Allocation, Block, LoweredProgram, Op, Terminator, Var, PC_NAME};
 
 /// The full VM keeps FULL variables' saved frames in storage: pushes and pops act on them.
 pub(crate) const STACKS: Stacks = Stacks::Honour;
@@ -34,7 +34,7 @@ pub(crate) struct Plan {
 
 impl Plan {
     /// The plan of lowered `program`.
-    pub(crate) fn new(program: &Program) -> Plan {
+    pub(crate) fn new(program: &LoweredProgram) -> Plan {
         let pops = program
             .blocks
             .iter()
@@ -77,7 +77,7 @@ pub(crate) fn run(
     let all: Vec<usize> = (0..batch).collect();
     waiting[program.main_function().entry().index()].extend(&all);
     let mut lanes = Vec::with_capacity(batch);
-    let mut returns: Vec<Vec<u32>> = vec![Vec::new(); batch];
+    let mut returns: Vec<Vec<Block>> = vec![Vec::new(); batch];
     let budget = config.step_budget.unwrap_or(u64::MAX);
     let mut cond_true = Vec::new();
     let mut cond_false = Vec::new();
@@ -99,12 +99,7 @@ pub(crate) fn run(
                         exec.storage.pop(v, &lanes, block)?;
                     }
                 }
-                Op::Call(_) => {
-                    return Err(RuntimeError::ModeUnsupported(format!(
-                        "block `{}` still has a call; the full VM runs lowered programs",
-                        data.name
-                    )))
-                }
+                Op::Call(_) => unreachable!("a verified lowered program has no calls"),
             }
         }
         for &v in &plan.dead_vectors[index] {
@@ -129,7 +124,7 @@ pub(crate) fn run(
                             max_depth: config.max_stack_depth,
                         });
                     }
-                    returns[lane].push(ret.0);
+                    returns[lane].push(*ret);
                 }
                 waiting[target.index()].extend(&lanes);
             }
@@ -137,7 +132,7 @@ pub(crate) fn run(
                 for &lane in &lanes {
                     // An empty return stack is the "halt" address beneath main.
                     if let Some(ret) = returns[lane].pop() {
-                        waiting[ret as usize].insert(lane);
+                        waiting[ret.index()].insert(lane);
                     }
                 }
             }

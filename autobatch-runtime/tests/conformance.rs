@@ -4,9 +4,9 @@
 
 mod common;
 
-use autobatch_runtime::ir::conformance as programs;
 use autobatch_runtime::ir::DType;
 use autobatch_runtime::{Column, Config, Executable, Mode, Passes, Run};
+use autobatch_testkit::conformance as programs;
 use common::{as_bools, as_i64s, build_counting, executable, i64s};
 
 /// Runs `exe` in `mode`, checks the outputs equal the reference interpreter's, returns the run.

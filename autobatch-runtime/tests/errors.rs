@@ -2,9 +2,9 @@
 
 mod common;
 
-use autobatch_runtime::ir::conformance as programs;
 use autobatch_runtime::ir::{Allocation, DType, FuncId, KernelId, ProgramBuilder, Type};
 use autobatch_runtime::{Column, Config, Executable, Kernel, KernelError, Mode, RuntimeError};
+use autobatch_testkit::conformance as programs;
 use common::{build, executable, i64s};
 
 fn vm() -> Config {
@@ -29,11 +29,11 @@ fn guarded(kernel: Kernel) -> Executable {
     let e = b.block(f, "entry");
     let t = b.block(f, "then");
     let el = b.block(f, "else");
-    b.prim(e, &[c], &[x], KernelId(0), "x > 1");
+    b.prim(e, &[c], &[x], KernelId::new(0), "x > 1");
     b.branch(e, c, t, el);
-    b.prim(t, &[y], &[x], KernelId(1), "kernel(x)");
+    b.prim(t, &[y], &[x], KernelId::new(1), "kernel(x)");
     b.ret(t);
-    b.prim(el, &[y], &[], KernelId(2), "0");
+    b.prim(el, &[y], &[], KernelId::new(2), "0");
     b.ret(el);
     let program = b.finish_with_entry(f).unwrap();
     let kernels = vec![Kernel::map1(|x: i64| x > 1), kernel, Kernel::constant(0i64)];
@@ -217,8 +217,8 @@ fn stack_depth_exceeded_names_variable_and_lane() {
     let main = b.function("main");
     b.signature(main, &[answer], &[answer]);
     let e = b.block(main, "entry");
-    b.prim(e, &[answer], &[], KernelId(0), "1");
-    b.prim(e, &[answer], &[], KernelId(1), "2");
+    b.prim(e, &[answer], &[], KernelId::new(0), "1");
+    b.prim(e, &[answer], &[], KernelId::new(1), "2");
     b.ret(e);
     let program = b.finish_lowered(main).unwrap();
     let kernels = vec![Kernel::constant(1i64), Kernel::constant(2i64)];
@@ -286,7 +286,7 @@ fn lowered_main(pops: usize, read_unset: bool) -> Executable {
         e,
         &[y],
         &[if read_unset { z } else { x }],
-        KernelId(0),
+        KernelId::new(0),
         "x - 1",
     );
     for _ in 0..pops {
@@ -359,8 +359,9 @@ fn stackless_needs_a_high_level_program() {
 
 #[test]
 fn an_invalid_program_is_rejected() {
-    let (mut program, kernels, _) = build(programs::single_if_program);
-    program.main = FuncId(42);
+    let (program, kernels, _) = build(programs::single_if_program);
+    let mut program = program.into_program();
+    program.main = FuncId::new(42);
     assert!(matches!(
         Executable::new(program, kernels),
         Err(RuntimeError::Invalid(_))
@@ -377,11 +378,19 @@ fn a_program_lowering_rejects() {
     b.signature(f, &[x], &[y]);
     let e = b.block(f, "entry");
     b.pop(e, &[x]);
-    b.prim(e, &[y], &[x], KernelId(0), "x - 1");
+    b.prim(e, &[y], &[x], KernelId::new(0), "x - 1");
     b.ret(e);
     let program = b.finish_with_entry(f).unwrap();
     let err = Executable::new(program, vec![Kernel::map1(|x: i64| x - 1)]).unwrap_err();
-    assert!(matches!(err, RuntimeError::Lower(_)), "{err}");
+    // Lowering for the full VM reports it, located at the block, as an invalid program (`f`
+    // is inlined into `main` first).
+    let RuntimeError::Invalid(errors) = &err else {
+        panic!("expected an invalid program, got {err}");
+    };
+    assert_eq!(
+        errors.0[0].to_string(),
+        "block `main_entry` in function `main`: `x@main.1` is popped but live after the pop"
+    );
 }
 
 #[test]
@@ -414,7 +423,7 @@ fn scaled(kernel: Kernel) -> Executable {
     let f = b.function("scaled");
     b.signature(f, &[v], &[w]);
     let e = b.block(f, "entry");
-    b.prim(e, &[w], &[v], KernelId(0), "kernel(v)");
+    b.prim(e, &[w], &[v], KernelId::new(0), "kernel(v)");
     b.ret(e);
     Executable::new(b.finish_with_entry(f).unwrap(), vec![kernel]).unwrap()
 }

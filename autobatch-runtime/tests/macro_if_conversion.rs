@@ -4,9 +4,9 @@
 //! the full VM agree lane by lane on proptest batches, floats bit for bit. The types the macro
 //! infers for such `if`s are spelled out in the kernels, so a wrong one fails to compile here.
 
-use autobatch_runtime::ir::golden::assert_golden;
 use autobatch_runtime::ndarray::{Array1, Array2};
 use autobatch_runtime::{autobatch, Config, Mode, Vector};
+use autobatch_testkit::golden::assert_golden;
 use proptest::prelude::*;
 
 /// The leaf of the NUTS tree: the log weight and acceptance of a state of energy `h`.

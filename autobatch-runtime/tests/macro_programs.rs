@@ -2,9 +2,9 @@
 //! conservative for callees the macro cannot see and exact for self-recursion; the linked
 //! program's allocation is exact.
 
-use autobatch_runtime::ir::golden::assert_golden;
 use autobatch_runtime::ir::Allocation;
 use autobatch_runtime::{autobatch, ir, Config, Mode, Vector};
+use autobatch_testkit::golden::assert_golden;
 
 fn golden(name: &str, text: &str) {
     assert_golden(

@@ -4,9 +4,9 @@
 //! nested tuples, vectors and keys in tuples, recursion, mutual recursion, early returns,
 //! tuples bound to one name, `_` in patterns and primitives returning tuples.
 
-use autobatch_runtime::ir::golden::assert_golden;
 use autobatch_runtime::ndarray::{Array1, Array2, ArrayView2, Axis};
 use autobatch_runtime::{autobatch, primitive, Config, Key, Mode, Vector};
+use autobatch_testkit::golden::assert_golden;
 use proptest::prelude::*;
 
 fn golden(name: &str, text: &str) {

@@ -5,14 +5,14 @@
 
 mod common;
 
-use autobatch_runtime::ir::conformance::{self as programs, KernelNamer};
 use autobatch_runtime::ir::{
-    DType, KernelId, KernelRef, Op, Program, ProgramBuilder, Terminator, Type,
+    DType, HighProgram, KernelId, KernelRef, Op, Program, ProgramBuilder, Terminator, Type,
 };
 use autobatch_runtime::ndarray::{Array1, Array2};
 use autobatch_runtime::{
-    autobatch, Column, Config, Executable, InlineOptions, Kernel, Mode, Passes, Run, Vector,
+    autobatch, Column, Config, Executable, InlineOptions, Kernel, Mode, Passes, Run, Source, Vector,
 };
+use autobatch_testkit::conformance::{self as programs, KernelNamer};
 use common::{build, i64s};
 
 /// Every combination worth telling apart.
@@ -90,7 +90,11 @@ fn run(exe: &Executable, inputs: &[Column], mode: Mode) -> Run {
 /// Prepares `program` every way and checks that every mode it supports gives the outputs of
 /// the reference interpreter, bit for bit. Returns the full VM's steps without and with the
 /// default passes.
-fn check_agree(program: &Program, kernels: &[Kernel], inputs: &[Column]) -> (u64, u64) {
+fn check_agree<P: Clone + Into<Source>>(
+    program: &P,
+    kernels: &[Kernel],
+    inputs: &[Column],
+) -> (u64, u64) {
     let oracle = Executable::with_passes(program.clone(), kernels.to_vec(), &Passes::none())
         .unwrap()
         .run_reference(inputs, &Config::default())
@@ -126,7 +130,7 @@ fn check_agree(program: &Program, kernels: &[Kernel], inputs: &[Column]) -> (u64
 
 #[test]
 fn conformance_programs_agree_however_prepared() {
-    fn int(make: impl FnOnce(KernelNamer<'_>) -> Program, inputs: Vec<Column>) {
+    fn int<P: Clone + Into<Source>>(make: impl FnOnce(KernelNamer<'_>) -> P, inputs: Vec<Column>) {
         let (program, kernels, _) = build(make);
         check_agree(&program, &kernels, &inputs);
     }
@@ -161,7 +165,7 @@ fn conformance_programs_agree_however_prepared() {
 }
 
 /// The IR's `helper_in_recursion` fixture with its kernels.
-fn helper_in_recursion() -> (Program, Vec<Kernel>) {
+fn helper_in_recursion() -> (HighProgram, Vec<Kernel>) {
     let (program, kernels, _) = build(programs::helper_in_recursion);
     (program, kernels)
 }
@@ -389,13 +393,13 @@ fn propagated_copies_are_reallocated_even_when_the_allocation_is_trusted() {
     let f = b.function("f");
     b.signature(f, &[x], &[r]);
     let [entry, down, up] = ["entry", "down", "up"].map(|name| b.block(f, name));
-    b.prim(entry, &[s], &[x], KernelId(0), "n - 1");
+    b.prim(entry, &[s], &[x], KernelId::new(0), "n - 1");
     b.assign(entry, &[t], &[s]);
-    b.prim(entry, &[c], &[x], KernelId(1), "n > 0");
+    b.prim(entry, &[c], &[x], KernelId::new(1), "n > 0");
     b.branch(entry, c, down, up);
-    b.prim(down, &[r], &[t], KernelId(2), "n - 2");
+    b.prim(down, &[r], &[t], KernelId::new(2), "n - 2");
     b.ret(down);
-    b.prim(up, &[r], &[t], KernelId(0), "n - 1");
+    b.prim(up, &[r], &[t], KernelId::new(0), "n - 1");
     b.ret(up);
     let program = autobatch_runtime::ir::passes::allocate(&b.finish(f).unwrap());
     assert_eq!(
@@ -480,10 +484,10 @@ fn assignments_that_permute_their_own_variables_agree() {
     b.signature(f, &[n, v, w, x, y], &[v, w, x, y]);
     let [entry, head, body, exit] = ["entry", "head", "body", "exit"].map(|name| b.block(f, name));
     b.goto(entry, head);
-    b.prim(head, &[c], &[n], KernelId(0), "n > 0");
+    b.prim(head, &[c], &[n], KernelId::new(0), "n > 0");
     b.branch(head, c, body, exit);
     b.assign(body, &[v, w, x, y], &[w, v, y, x]);
-    b.prim(body, &[n], &[n], KernelId(1), "n - 1");
+    b.prim(body, &[n], &[n], KernelId::new(1), "n - 1");
     b.goto(body, head);
     b.ret(exit);
     let program = b.finish(f).unwrap();
@@ -503,4 +507,25 @@ fn assignments_that_permute_their_own_variables_agree() {
         Mode::FullVm,
     );
     assert_eq!(out.outputs[2].as_slice::<i64>().unwrap(), [1, -2, 3, -4, 5]);
+}
+
+/// Preparing an executable verifies the program once, whichever passes run and whether its
+/// allocations are computed or trusted (the IR pipeline verifies on entry; every pass takes
+/// and returns verified programs).
+#[test]
+fn an_executable_verifies_its_program_once() {
+    use autobatch_runtime::ir::verify::verifications;
+    let (program, kernels, _) = build(|k| programs::fibonacci_function_calls(k, DType::I64));
+    for (name, passes) in variants() {
+        let before = verifications();
+        Executable::with_passes(program.clone(), kernels.clone(), &passes).unwrap();
+        assert_eq!(verifications() - before, 1, "{name}");
+    }
+    let before = verifications();
+    Executable::with_allocations(program.clone(), kernels.clone()).unwrap();
+    assert_eq!(verifications() - before, 1, "with_allocations");
+    let (low, kernels, _) = build(programs::fibonacci_program);
+    let before = verifications();
+    Executable::new(low, kernels).unwrap();
+    assert_eq!(verifications() - before, 1, "a hand-lowered program");
 }

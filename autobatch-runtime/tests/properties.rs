@@ -3,9 +3,9 @@
 
 mod common;
 
-use autobatch_runtime::ir::conformance as programs;
 use autobatch_runtime::ir::DType;
 use autobatch_runtime::{Column, Config, Executable, Mode};
+use autobatch_testkit::conformance as programs;
 use common::{executable, i64s};
 use proptest::prelude::*;
 use std::sync::OnceLock;

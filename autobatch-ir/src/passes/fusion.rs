@@ -1,23 +1,9 @@
-//! Pop-push fusion (notes section 4): a pop followed by a write of the same variable becomes an
-//! in-place update.
+//! Pop-push fusion (docs/reference-semantics.md, "Pop-push fusion"): a pop followed by a write
+//! of the same variable becomes an in-place update.
 
-use crate::program::{Form, Op, PrimOp, Program};
+use crate::program::{Op, PrimOp};
+use crate::verified::{LoweredProgram, Verified};
 use crate::Var;
-use thiserror::Error;
-
-/// Why pop-push fusion refused a program.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
-pub enum FusionError {
-    /// The program still has functions and calls; fusion runs on lowered programs.
-    #[error("pop-push fusion needs a lowered program")]
-    NotLowered,
-    /// A call op in a block (pop-push fusion is not defined before lowering).
-    #[error("block `{block}`: pop-push fusion is not implemented for call ops")]
-    Call {
-        /// The block holding the call.
-        block: String,
-    },
-}
 
 /// Fuses pops with following writes into in-place updates; returns a new program.
 ///
@@ -26,11 +12,8 @@ pub enum FusionError {
 /// of it the input already had) first emits `pop(v)`; a second pop of a pending `v` emits one
 /// pop at once and keeps the other pending. Pops still pending at the end of the block are
 /// emitted, in the order they were deferred, before the terminator. Blocks are independent.
-pub fn fuse_pop_push(program: &Program) -> Result<Program, FusionError> {
-    if program.form != Form::Lowered {
-        return Err(FusionError::NotLowered);
-    }
-    let mut out = program.clone();
+pub fn fuse_pop_push(program: &LoweredProgram) -> LoweredProgram {
+    let mut out = (**program).clone();
     for block in &mut out.blocks {
         let mut waiting: Vec<Var> = Vec::new();
         let mut ops = Vec::with_capacity(block.ops.len());
@@ -44,22 +27,23 @@ pub fn fuse_pop_push(program: &Program) -> Result<Program, FusionError> {
                         }
                     }
                     let mut in_place = Vec::with_capacity(prim.outs.len());
-                    for (j, v) in prim.outs.iter().enumerate() {
-                        let given = prim.in_place.get(j).copied().unwrap_or(false);
+                    for v in &prim.outs {
+                        let given = prim.is_in_place(*v);
                         let pending = waiting.iter().position(|w| w == v);
                         match (pending, given) {
                             (Some(k), false) => {
                                 // pop + push == update of the top frame.
                                 waiting.remove(k);
-                                in_place.push(true);
+                                in_place.push(*v);
                             }
                             (Some(k), true) => {
                                 // Already an update: it must see the frame under the pop.
                                 waiting.remove(k);
                                 ops.push(Op::Pop(vec![*v]));
-                                in_place.push(true);
+                                in_place.push(*v);
                             }
-                            (None, given) => in_place.push(given),
+                            (None, true) => in_place.push(*v),
+                            (None, false) => {}
                         }
                     }
                     ops.push(Op::Prim(PrimOp {
@@ -76,11 +60,8 @@ pub fn fuse_pop_push(program: &Program) -> Result<Program, FusionError> {
                         }
                     }
                 }
-                Op::Call(_) => {
-                    return Err(FusionError::Call {
-                        block: block.name.clone(),
-                    })
-                }
+                // A verified lowered program has no calls.
+                Op::Call(_) => ops.push(op.clone()),
             }
         }
         if !waiting.is_empty() {
@@ -88,5 +69,5 @@ pub fn fuse_pop_push(program: &Program) -> Result<Program, FusionError> {
         }
         block.ops = ops;
     }
-    Ok(out)
+    Verified::trusted(out)
 }

@@ -8,7 +8,7 @@
 //! fine: the analysis iterates to a fixpoint instead of rejecting them.
 
 use crate::program::{Op, Program, Terminator};
-use crate::{Block, Var};
+use crate::{Block, EntityVec, Var};
 use std::collections::BTreeSet;
 
 /// A set of variables, ordered for deterministic output.
@@ -29,18 +29,18 @@ pub struct BlockLiveness {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Liveness {
     /// Per-block facts, indexed by block.
-    pub blocks: Vec<BlockLiveness>,
+    pub blocks: EntityVec<Block, BlockLiveness>,
 }
 
 impl Liveness {
     /// The facts of block `b`.
     pub fn block(&self, b: Block) -> &BlockLiveness {
-        &self.blocks[b.index()]
+        &self.blocks[b]
     }
 
     /// Variables live after op `i` of block `b`.
     pub fn after_op(&self, b: Block, i: usize) -> &VarSet {
-        &self.blocks[b.index()].after_op[i]
+        &self.blocks[b].after_op[i]
     }
 
     /// Variables live just before the terminator of `b` (a branch condition included).
@@ -56,7 +56,11 @@ impl Liveness {
 
 /// Computes liveness for every block of every function of `program`.
 pub fn liveness(program: &Program) -> Liveness {
-    let mut facts = vec![BlockLiveness::default(); program.blocks.len()];
+    let mut facts: EntityVec<Block, BlockLiveness> = program
+        .blocks
+        .iter()
+        .map(|_| BlockLiveness::default())
+        .collect();
     // Where an `indirect_jump` may continue: every return address.
     let mut returns_to: Vec<Block> = program
         .blocks
@@ -75,7 +79,7 @@ pub fn liveness(program: &Program) -> Liveness {
             for &b in func.blocks.iter().rev() {
                 let block = program.block(b);
                 let live_in_of =
-                    |t: Block, facts: &[BlockLiveness]| facts[t.index()].live_in.clone();
+                    |t: Block, facts: &EntityVec<Block, BlockLiveness>| facts[t].live_in.clone();
                 let live_out: VarSet = match &block.term {
                     Terminator::Goto(t) => live_in_of(*t, &facts),
                     Terminator::Branch { then_, else_, .. } => {
@@ -106,7 +110,7 @@ pub fn liveness(program: &Program) -> Liveness {
                     after_op[i] = live.clone();
                     transfer(op, &mut live);
                 }
-                let entry = &mut facts[b.index()];
+                let entry = &mut facts[b];
                 if entry.live_in != live || entry.live_out != live_out {
                     changed = true;
                 }
@@ -156,10 +160,10 @@ mod tests {
         let body = b.block(f, "body");
         let exit = b.block(f, "exit");
         b.goto(entry, head);
-        b.prim(head, &[c], &[n], KernelId(0), "n > 0");
+        b.prim(head, &[c], &[n], KernelId::new(0), "n > 0");
         b.branch(head, c, body, exit);
-        b.prim(body, &[n], &[n], KernelId(1), "n - 1");
-        b.prim(body, &[acc], &[acc], KernelId(2), "acc + 2");
+        b.prim(body, &[n], &[n], KernelId::new(1), "n - 1");
+        b.prim(body, &[acc], &[acc], KernelId::new(2), "acc + 2");
         b.goto(body, head);
         b.ret(exit);
         let p = b.finish(f).unwrap();
@@ -192,7 +196,7 @@ mod tests {
         b.push_goto(call, back, g);
         b.assign(back, &[y], &[r]);
         b.ret(back);
-        b.prim(g, &[r], &[a], KernelId(0), "a + 1");
+        b.prim(g, &[r], &[a], KernelId::new(0), "a + 1");
         b.indirect_goto(g);
         let p = b.finish_lowered(main).unwrap();
         let l = liveness(&p);
@@ -209,7 +213,7 @@ mod tests {
         let f = b.function("f");
         b.signature(f, &[x], &[y]);
         let e = b.block(f, "e");
-        b.prim(e, &[y], &[x], KernelId(0), "x");
+        b.prim(e, &[y], &[x], KernelId::new(0), "x");
         b.pop(e, &[x]);
         b.ret(e);
         let p = b.finish(f).unwrap();

@@ -1,4 +1,5 @@
-//! Lowering of calls to the flat CFG the full VM runs (notes section 2.3, with our fixes).
+//! Lowering of calls to the flat CFG the full VM runs (docs/reference-semantics.md, "Lowering
+//! calls", with our fixes).
 //!
 //! Every variable is treated as a stack. The lowered program keeps one invariant: at every
 //! point of a function body, the set of variables holding a frame that belongs to the current
@@ -19,97 +20,11 @@
 
 use crate::passes::allocation::is_tail_call;
 use crate::passes::liveness::{liveness, Liveness, VarSet};
-use crate::program::{BlockData, Form, FunctionData, KernelRef, Op, PrimOp, Program, Terminator};
-use crate::verify::{verify, VerifyErrors};
+use crate::program::{BlockData, FunctionData, KernelRef, Op, PrimOp, Program, Terminator};
+use crate::verified::{HighProgram, LoweredProgram, Verified};
+use crate::verify::{Location, VerifyError, VerifyErrors};
 use crate::{Block, FuncId, Var};
 use std::collections::{HashMap, HashSet};
-use thiserror::Error;
-
-/// Why a program could not be lowered.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
-pub enum LowerError {
-    /// The input was already lowered.
-    #[error("program is already lowered")]
-    AlreadyLowered,
-    /// The input breaks an IR invariant (lowering only accepts verified programs).
-    #[error("cannot lower an invalid program:\n{0}")]
-    Invalid(VerifyErrors),
-    /// A function calls the entry function, whose `return` halts the lane.
-    #[error("function `{func}`, block `{block}`: call to the entry function `{callee}` (its return halts, it cannot be called)")]
-    CallToEntry {
-        /// The calling function.
-        func: String,
-        /// The calling block.
-        block: String,
-        /// The entry function.
-        callee: String,
-    },
-    /// A `goto` or `branch` targets a function's entry block.
-    #[error("function `{func}`, block `{block}`: jump to the entry block `{target}`")]
-    JumpToEntry {
-        /// The function.
-        func: String,
-        /// The jumping block.
-        block: String,
-        /// The entry block.
-        target: String,
-    },
-    /// A `pop` of a variable that holds no frame of the current activation at that point.
-    #[error("function `{func}`, block `{block}`: pop of `{var}`, which is not defined there")]
-    PopUndefined {
-        /// The function.
-        func: String,
-        /// The block.
-        block: String,
-        /// The variable.
-        var: String,
-    },
-    /// A `pop` of a variable that is still read afterwards.
-    #[error("function `{func}`, block `{block}`: `{var}` is popped but live after the pop")]
-    PopLive {
-        /// The function.
-        func: String,
-        /// The block.
-        block: String,
-        /// The variable.
-        var: String,
-    },
-    /// An op reads a variable that holds no frame of the current activation.
-    #[error("function `{func}`, block `{block}`: `{var}` is read but not defined there")]
-    UndefinedRead {
-        /// The function.
-        func: String,
-        /// The block.
-        block: String,
-        /// The variable.
-        var: String,
-    },
-    /// An input op writes in place a variable that holds no frame of the current activation.
-    #[error(
-        "function `{func}`, block `{block}`: in-place write of `{var}`, which is not defined there"
-    )]
-    InPlaceUndefined {
-        /// The function.
-        func: String,
-        /// The block.
-        block: String,
-        /// The variable.
-        var: String,
-    },
-    /// The defined set at a block boundary (entry or exit) misses a live variable, for
-    /// example a return variable some path never writes.
-    #[error(
-        "function `{func}`, block `{block}`: `{var}` is live at a block boundary but not defined"
-    )]
-    UndefinedLive {
-        /// The function.
-        func: String,
-        /// The block.
-        block: String,
-        /// The variable.
-        var: String,
-    },
-}
 
 /// A jump target during lowering: an original block (its first piece) or a piece of the
 /// current block's group.
@@ -159,7 +74,13 @@ fn pop_op(vars: &VarSet) -> Op {
     Op::Pop(vars.iter().copied().collect())
 }
 
+/// The assignment `outs = ins`, writing in place each output whose `in_place` flag is set.
 fn assign_op(outs: Vec<Var>, ins: Vec<Var>, in_place: Vec<bool>) -> Op {
+    let in_place = outs
+        .iter()
+        .zip(in_place)
+        .filter_map(|(&v, ip)| ip.then_some(v))
+        .collect();
     Op::Prim(PrimOp {
         outs,
         ins,
@@ -186,25 +107,38 @@ impl Ctx<'_> {
         self.p.var(v).name.clone()
     }
 
-    fn err_site(&self, b: Block) -> (String, String) {
-        (self.func.name.clone(), self.p.block(b).name.clone())
+    /// The error `message` located at block `b`.
+    fn error(&self, b: Block, message: String) -> VerifyErrors {
+        VerifyErrors(vec![VerifyError {
+            location: Location::Block(b),
+            context: Some(format!(
+                "block `{}` in function `{}`",
+                self.p.block(b).name,
+                self.func.name
+            )),
+            message,
+        }])
     }
 
-    fn undefined_live(&self, b: Block, want: &VarSet, defined: &VarSet) -> Result<(), LowerError> {
+    fn undefined_live(
+        &self,
+        b: Block,
+        want: &VarSet,
+        defined: &VarSet,
+    ) -> Result<(), VerifyErrors> {
         if let Some(&v) = want.difference(defined).next() {
-            let (func, block) = self.err_site(b);
-            return Err(LowerError::UndefinedLive {
-                func,
-                block,
-                var: self.var_name(v),
-            });
+            let message = format!(
+                "`{}` is live at a block boundary but not defined",
+                self.var_name(v)
+            );
+            return Err(self.error(b, message));
         }
         Ok(())
     }
 
     /// Lowers block `b` into its group of pieces: the block itself, one continuation per
     /// non-tail call, then the pad blocks of its branch edges.
-    fn lower_block(&self, b: Block, names: &mut Names) -> Result<Vec<Piece>, LowerError> {
+    fn lower_block(&self, b: Block, names: &mut Names) -> Result<Vec<Piece>, VerifyErrors> {
         let p = self.p;
         let data = p.block(b);
         let facts = self.live.block(b);
@@ -234,35 +168,31 @@ impl Ctx<'_> {
         for (i, op) in data.ops.iter().enumerate() {
             let live_after = self.live.after_op(b, i);
             if let Some(&v) = op.reads().iter().find(|v| !defined.contains(v)) {
-                let (func, block) = self.err_site(b);
-                return Err(match op {
-                    Op::Pop(_) => LowerError::PopUndefined {
-                        func,
-                        block,
-                        var: self.var_name(v),
+                let var = self.var_name(v);
+                return Err(self.error(
+                    b,
+                    match op {
+                        Op::Pop(_) => format!("pop of `{var}`, which is not defined there"),
+                        _ => format!("`{var}` is read but not defined there"),
                     },
-                    _ => LowerError::UndefinedRead {
-                        func,
-                        block,
-                        var: self.var_name(v),
-                    },
-                });
+                ));
             }
             match op {
                 Op::Prim(prim) => {
                     let mut in_place = Vec::with_capacity(prim.outs.len());
-                    for (j, &v) in prim.outs.iter().enumerate() {
-                        let given = prim.in_place.get(j).copied().unwrap_or(false);
+                    for &v in &prim.outs {
+                        let given = prim.is_in_place(v);
                         let is_defined = defined.contains(&v);
                         if given && !is_defined {
-                            let (func, block) = self.err_site(b);
-                            return Err(LowerError::InPlaceUndefined {
-                                func,
-                                block,
-                                var: self.var_name(v),
-                            });
+                            let message = format!(
+                                "in-place write of `{}`, which is not defined there",
+                                self.var_name(v)
+                            );
+                            return Err(self.error(b, message));
                         }
-                        in_place.push(given || is_defined);
+                        if given || is_defined {
+                            in_place.push(v);
+                        }
                     }
                     ops.push(Op::Prim(PrimOp {
                         in_place,
@@ -277,21 +207,14 @@ impl Ctx<'_> {
                 }
                 Op::Pop(vars) => {
                     for v in vars {
+                        let var = self.var_name(*v);
                         if !defined.remove(v) {
-                            let (func, block) = self.err_site(b);
-                            return Err(LowerError::PopUndefined {
-                                func,
-                                block,
-                                var: self.var_name(*v),
-                            });
+                            let message = format!("pop of `{var}`, which is not defined there");
+                            return Err(self.error(b, message));
                         }
                         if live_after.contains(v) {
-                            let (func, block) = self.err_site(b);
-                            return Err(LowerError::PopLive {
-                                func,
-                                block,
-                                var: self.var_name(*v),
-                            });
+                            let message = format!("`{var}` is popped but live after the pop");
+                            return Err(self.error(b, message));
                         }
                     }
                     ops.push(op.clone());
@@ -303,12 +226,11 @@ impl Ctx<'_> {
                 }
                 Op::Call(call) => {
                     if call.func == p.main {
-                        let (func, block) = self.err_site(b);
-                        return Err(LowerError::CallToEntry {
-                            func,
-                            block,
-                            callee: p.function(call.func).name.clone(),
-                        });
+                        let message = format!(
+                            "call to the entry function `{}` (its return halts, it cannot be called)",
+                            p.function(call.func).name
+                        );
+                        return Err(self.error(b, message));
                     }
                     let callee = p.function(call.func);
                     let outs: VarSet = call.outs.iter().copied().collect();
@@ -444,7 +366,7 @@ impl Ctx<'_> {
                     return Ok(pieces);
                 }
                 Terminator::PushGoto { .. } | Terminator::IndirectGoto => {
-                    return Err(LowerError::AlreadyLowered)
+                    unreachable!("the verifier rejects lowered terminators in high-level programs")
                 }
             }
         };
@@ -453,19 +375,19 @@ impl Ctx<'_> {
     }
 }
 
-/// Lowers every call; returns a new, single-function program (`Form::Lowered`).
+/// Lowers every call; returns a new, single-function program.
 ///
 /// The result has one function, the entry function (same name, parameters and returns), whose
 /// blocks are numbered in flat order: the entry function's blocks, then every other function's
 /// blocks in table order, with each continuation (and pad) block right after the block it came
-/// from. Variables, their types and allocations are unchanged. The input must be a verified
-/// high-level program; it is not modified.
-pub fn lower(program: &Program) -> Result<Program, LowerError> {
-    if program.form == Form::Lowered {
-        return Err(LowerError::AlreadyLowered);
-    }
-    verify(program).map_err(LowerError::Invalid)?;
-    let p = program;
+/// from. Variables, their types and allocations are unchanged; the input is not modified.
+///
+/// Fails, with the block at fault, on what the verifier does not check because only the
+/// lowering's stack discipline needs it: a call to the entry function (whose `return` halts
+/// the lane), and explicit pops or in-place writes that do not match the frames the function
+/// holds at that point.
+pub fn lower(program: &HighProgram) -> Result<LoweredProgram, VerifyErrors> {
+    let p: &Program = program;
     let live = liveness(p);
     let mut names = Names {
         used: p.blocks.iter().map(|b| b.name.clone()).collect(),
@@ -482,17 +404,11 @@ pub fn lower(program: &Program) -> Result<Program, LowerError> {
     let mut groups: Vec<(Block, Vec<Piece>)> = Vec::new();
     for &f in &order {
         let func = p.function(f);
-        let entries: HashSet<Block> = p.functions.iter().map(|g| g.entry()).collect();
         let mut preds: HashMap<Block, usize> = HashMap::new();
         for &b in &func.blocks {
+            // The verifier rejects jumps to entry blocks in high-level programs, so every
+            // entry block is entered by calls alone.
             for t in p.block(b).term.successors() {
-                if entries.contains(&t) {
-                    return Err(LowerError::JumpToEntry {
-                        func: func.name.clone(),
-                        block: p.block(b).name.clone(),
-                        target: p.block(t).name.clone(),
-                    });
-                }
                 *preds.entry(t).or_default() += 1;
             }
         }
@@ -569,12 +485,11 @@ pub fn lower(program: &Program) -> Result<Program, LowerError> {
         returns: main.returns.clone(),
         blocks: (0..blocks.len()).map(Block::new).collect(),
     };
-    Ok(Program {
+    Ok(Verified::trusted(Program {
         vars: p.vars.clone(),
-        blocks,
-        functions: vec![function],
+        blocks: blocks.into(),
+        functions: vec![function].into(),
         main: FuncId::new(0),
         pc: p.pc,
-        form: Form::Lowered,
-    })
+    }))
 }

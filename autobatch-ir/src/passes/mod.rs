@@ -1,4 +1,5 @@
-//! Analyses and transformations on programs; each is a pure function of its input program.
+//! Analyses and transformations on programs, each a pure function of its input program, and
+//! the pipeline that runs them in order.
 
 pub mod allocation;
 pub mod copies;
@@ -6,31 +7,16 @@ pub mod fusion;
 pub mod inline;
 pub mod liveness;
 pub mod lowering;
+pub mod pipeline;
 pub mod priority;
 pub mod simplify;
 
 pub use allocation::{allocate, allocations, allocations_with, is_tail_call, AllocationOptions};
 pub use copies::propagate_copies;
-pub use fusion::{fuse_pop_push, FusionError};
-pub use inline::{inline_calls, InlineError, InlineOptions};
+pub use fusion::fuse_pop_push;
+pub use inline::{inline_calls, InlineOptions};
 pub use liveness::{liveness, BlockLiveness, Liveness, VarSet};
-pub use lowering::{lower, LowerError};
+pub use lowering::lower;
+pub use pipeline::{prepare, Allocations, Passes, Prepared, Source, VerifiedSource};
 pub use priority::{prioritize_blocks, prioritize_blocks_deferring};
 pub use simplify::simplify_blocks;
-
-/// What the passes' tests share.
-#[cfg(test)]
-pub(crate) mod testing {
-    /// A tiny deterministic xorshift generator for the random-program tests.
-    pub(crate) struct Rng(pub(crate) u64);
-
-    impl Rng {
-        /// A number in `0..n`.
-        pub(crate) fn below(&mut self, n: usize) -> usize {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            (self.0 % n as u64) as usize
-        }
-    }
-}

@@ -9,7 +9,7 @@ use super::lower::{Lowered, Step};
 use crate::parse::ast::Ty;
 use autobatch_ir::passes::{allocations_with, AllocationOptions};
 use autobatch_ir::{
-    Allocation, Block, DType, FuncId, KernelId, Program, ProgramBuilder, Type, Var,
+    Allocation, Block, DType, FuncId, HighProgram, KernelId, ProgramBuilder, Type, Var,
 };
 use std::collections::BTreeMap;
 
@@ -87,7 +87,7 @@ pub fn compile_time(l: &Lowered, name: &str) -> Result<CompileTime, String> {
         let body = b
             .try_block(g, &format!("{stub_name}.body"))
             .map_err(|e| e.to_string())?;
-        b.try_prim(body, &rets, &params, KernelId(0), "unknown")
+        b.try_prim(body, &rets, &params, KernelId::new(0), "unknown")
             .map_err(|e| e.to_string())?;
         b.try_terminate(body, autobatch_ir::Terminator::Return)
             .map_err(|e| e.to_string())?;
@@ -134,7 +134,7 @@ pub fn compile_time(l: &Lowered, name: &str) -> Result<CompileTime, String> {
     }
     b.try_signature(f, &v(&l.params), &v(&l.returns))
         .map_err(|e| e.to_string())?;
-    let program: Program = b.finish(f).map_err(|e| e.to_string())?;
+    let program: HighProgram = b.finish(f).map_err(|e| e.to_string())?;
     let exact = extra.is_empty();
     let options = AllocationOptions {
         extra_writes: extra,

@@ -550,7 +550,7 @@ mod tests {
         let e = b.block(f, "entry");
         b.prim(e, &[y], &[x], KernelId::new(0), "x");
         b.ret(e);
-        (b.finish(f).unwrap(), x)
+        (b.finish(f).unwrap().into_program(), x)
     }
 
     #[test]

@@ -2,9 +2,10 @@
 
 #![allow(dead_code)]
 
-use autobatch_runtime::ir::conformance::KernelNamer;
-use autobatch_runtime::ir::{KernelId, Program};
+use autobatch_runtime::ir::KernelId;
+use autobatch_runtime::Source;
 use autobatch_runtime::{Column, Executable, Kernel, KernelError, LaneInputs, LaneOutputs};
+use autobatch_testkit::conformance::KernelNamer;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -125,7 +126,7 @@ pub fn kernel_for(src: &str) -> Kernel {
 }
 
 /// Builds a conformance program and its kernel table; kernel `i` implements `sources[i]`.
-pub fn build(make: impl FnOnce(KernelNamer<'_>) -> Program) -> (Program, Vec<Kernel>, Vec<String>) {
+pub fn build<P>(make: impl FnOnce(KernelNamer<'_>) -> P) -> (P, Vec<Kernel>, Vec<String>) {
     let mut sources: Vec<String> = Vec::new();
     let mut namer = |src: &str| {
         let i = sources.iter().position(|s| s == src).unwrap_or_else(|| {
@@ -140,10 +141,10 @@ pub fn build(make: impl FnOnce(KernelNamer<'_>) -> Program) -> (Program, Vec<Ker
 }
 
 /// Like [`build`], but the kernel for `counted` also counts its calls and the lanes it computes.
-pub fn build_counting(
-    make: impl FnOnce(KernelNamer<'_>) -> Program,
+pub fn build_counting<P>(
+    make: impl FnOnce(KernelNamer<'_>) -> P,
     counted: &str,
-) -> (Program, Vec<Kernel>, Arc<AtomicUsize>, Arc<AtomicUsize>) {
+) -> (P, Vec<Kernel>, Arc<AtomicUsize>, Arc<AtomicUsize>) {
     let (program, mut kernels, sources) = build(make);
     let calls = Arc::new(AtomicUsize::new(0));
     let lanes = Arc::new(AtomicUsize::new(0));
@@ -164,7 +165,7 @@ pub fn build_counting(
 }
 
 /// An executable for a conformance program.
-pub fn executable(make: impl FnOnce(KernelNamer<'_>) -> Program) -> Executable {
+pub fn executable<P: Into<Source>>(make: impl FnOnce(KernelNamer<'_>) -> P) -> Executable {
     let (program, kernels, _) = build(make);
     Executable::new(program, kernels).expect("conformance program builds")
 }

@@ -1,12 +1,14 @@
-//! The reference's conformance programs (notes section 9), built with the builder, and a few
-//! more programs that the IR's and the runtime's tests of the passes share.
+//! The reference's conformance programs (docs/reference-semantics.md, "Conformance programs"),
+//! built with the builder, and a few more programs that the IR's and the runtime's tests of the passes share.
 //!
 //! Each constructor takes a `kernel` callback that maps a kernel's source text (for example
 //! `"n > 1"`) to the [`KernelId`] the caller wants it to have: IR tests number them, runtime
 //! tests map each source text to an implementation. [`KERNEL_SOURCES`] lists every source text
 //! used here.
 
-use crate::{Block, DType, FuncId, KernelId, Program, ProgramBuilder, Type, Var};
+use autobatch_ir::{
+    Block, DType, FuncId, HighProgram, KernelId, LoweredProgram, ProgramBuilder, Type, Var,
+};
 
 /// Maps a kernel's source text to its id.
 pub type KernelNamer<'a> = &'a mut dyn FnMut(&str) -> KernelId;
@@ -78,7 +80,7 @@ impl<'a> Fixture<'a> {
 }
 
 /// `answer = 1; answer = 2; return answer` with `answer` as the input: `5 -> 2`.
-pub fn constant_program(kernel: KernelNamer<'_>) -> Program {
+pub fn constant_program(kernel: KernelNamer<'_>) -> HighProgram {
     let mut f = Fixture::new(kernel);
     let answer = f.b.var("answer", Type::I64);
     let main = f.b.function("main");
@@ -91,7 +93,7 @@ pub fn constant_program(kernel: KernelNamer<'_>) -> Program {
 }
 
 /// `if input > 1 { 2 } else { 0 }`: `[0, 5, -15] -> [0, 2, 0]`.
-pub fn single_if_program(kernel: KernelNamer<'_>) -> Program {
+pub fn single_if_program(kernel: KernelNamer<'_>) -> HighProgram {
     let mut f = Fixture::new(kernel);
     let input = f.b.var("input", Type::I64);
     let cond = f.b.var("cond", Type::BOOL);
@@ -112,7 +114,7 @@ pub fn single_if_program(kernel: KernelNamer<'_>) -> Program {
 
 /// Outputs `one, three, four, five, six` (flattened from `((one, three), four, (five, six))`):
 /// `() -> (1, 3, 4, 5, 6)`.
-pub fn synthetic_pattern_program(kernel: KernelNamer<'_>) -> Program {
+pub fn synthetic_pattern_program(kernel: KernelNamer<'_>) -> HighProgram {
     let mut f = Fixture::new(kernel);
     let v = f.vars(&["one", "three", "four", "five", "six"], Type::I64);
     let (one, three, four, five, six) = (v[0], v[1], v[2], v[3], v[4]);
@@ -126,7 +128,7 @@ pub fn synthetic_pattern_program(kernel: KernelNamer<'_>) -> Program {
 }
 
 /// `many = (x + 1, (x + 2, x + 3)); (one, two) = many; return two`: `5 -> (7, 8)`.
-pub fn synthetic_pattern_variable_program(kernel: KernelNamer<'_>) -> Program {
+pub fn synthetic_pattern_variable_program(kernel: KernelNamer<'_>) -> HighProgram {
     let mut f = Fixture::new(kernel);
     let pair = Type::Tuple(vec![Type::I64, Type::I64]);
     let inp = f.b.var("inp", Type::I64);
@@ -145,7 +147,7 @@ pub fn synthetic_pattern_variable_program(kernel: KernelNamer<'_>) -> Program {
 
 /// The reference's hand-lowered fibonacci (`fib(0) = fib(1) = 1`), exactly as in
 /// `test_programs.fibonacci_program`, with an explicit `exit` block as the outer return address.
-pub fn fibonacci_program(kernel: KernelNamer<'_>) -> Program {
+pub fn fibonacci_program(kernel: KernelNamer<'_>) -> LoweredProgram {
     let mut f = Fixture::new(kernel);
     let n = f.b.var("n", Type::I64);
     let cond = f.b.var("cond", Type::BOOL);
@@ -193,7 +195,7 @@ pub fn fibonacci_program(kernel: KernelNamer<'_>) -> Program {
 }
 
 /// `test_programs.fibonacci_function_calls`: fib through `call`s, entry wrapped in `main`.
-pub fn fibonacci_function_calls(kernel: KernelNamer<'_>, dtype: DType) -> Program {
+pub fn fibonacci_function_calls(kernel: KernelNamer<'_>, dtype: DType) -> HighProgram {
     let mut f = Fixture::new(kernel);
     let t = Type::scalar(dtype);
     let n = f.b.var("n", t.clone());
@@ -226,7 +228,11 @@ pub fn fibonacci_function_calls(kernel: KernelNamer<'_>, dtype: DType) -> Progra
 
 /// `test_programs.is_even_function_calls`: mutual recursion; `with_pops` keeps the reference's
 /// explicit pops (the allocation table differs with and without them).
-pub fn is_even_function_calls(kernel: KernelNamer<'_>, dtype: DType, with_pops: bool) -> Program {
+pub fn is_even_function_calls(
+    kernel: KernelNamer<'_>,
+    dtype: DType,
+    with_pops: bool,
+) -> HighProgram {
     let mut f = Fixture::new(kernel);
     let t = Type::scalar(dtype);
     let n = f.b.var("n", t.clone());
@@ -274,7 +280,7 @@ pub fn is_even_function_calls(kernel: KernelNamer<'_>, dtype: DType, with_pops: 
 
 /// `test_programs.pea_nuts_program`, hand-lowered, with an `f32` vector state; its outer loop is
 /// a backward `goto`. Inputs `count, state`; output `state`.
-pub fn pea_nuts_program(kernel: KernelNamer<'_>) -> Program {
+pub fn pea_nuts_program(kernel: KernelNamer<'_>) -> LoweredProgram {
     let mut f = Fixture::new(kernel);
     let state_t = Type::vector(DType::F32);
     let v = f.vars(&["count", "ctm1", "depth", "dm1"], Type::I64);
@@ -342,14 +348,14 @@ pub fn pea_nuts_program(kernel: KernelNamer<'_>) -> Program {
     f.b.finish_lowered(main).expect("pea_nuts_program")
 }
 
-fn entry_wrapped(f: Fixture<'_>, entry: FuncId, what: &str) -> Program {
+fn entry_wrapped(f: Fixture<'_>, entry: FuncId, what: &str) -> HighProgram {
     f.b.finish_with_entry(entry)
         .unwrap_or_else(|e| panic!("{what}: {e}"))
 }
 
 /// Self tail recursion: `iota_sum(n, acc) = if n > 0 { iota_sum(n - 1, acc + n) } else { acc }`:
 /// `([12, -13, 100], [0, 0, 0]) -> [78, 0, 5050]`.
-pub fn iota_sum(kernel: KernelNamer<'_>) -> Program {
+pub fn iota_sum(kernel: KernelNamer<'_>) -> HighProgram {
     let mut f = Fixture::new(kernel);
     let v = f.vars(&["n", "acc", "nm1", "acc1", "ans"], Type::I64);
     let (n, acc, nm1, acc1, ans) = (v[0], v[1], v[2], v[3], v[4]);
@@ -372,7 +378,7 @@ pub fn iota_sum(kernel: KernelNamer<'_>) -> Program {
 
 /// Self tail call with swapped arguments: `gcd(a, b) = if b == 0 { a } else { gcd(b, a % b) }`:
 /// `([7, 12, 49], [9, 9, 56]) -> [1, 3, 7]`.
-pub fn gcd(kernel: KernelNamer<'_>) -> Program {
+pub fn gcd(kernel: KernelNamer<'_>) -> HighProgram {
     let mut f = Fixture::new(kernel);
     let v = f.vars(&["a", "b", "r", "ans"], Type::I64);
     let (a, b, r, ans) = (v[0], v[1], v[2], v[3]);
@@ -394,7 +400,7 @@ pub fn gcd(kernel: KernelNamer<'_>) -> Program {
 
 /// A `while` loop whose header precedes its body:
 /// `countdown(n) { acc = 0; while n > 0 { n = n - 1; acc = acc + 2 } acc }`: `[3, 0, -1] -> [6, 0, 0]`.
-pub fn countdown(kernel: KernelNamer<'_>) -> Program {
+pub fn countdown(kernel: KernelNamer<'_>) -> HighProgram {
     let mut f = Fixture::new(kernel);
     let v = f.vars(&["n", "acc"], Type::I64);
     let (n, acc) = (v[0], v[1]);
@@ -419,7 +425,7 @@ pub fn countdown(kernel: KernelNamer<'_>) -> Program {
 /// The reference's sync test (`frontend_test.testSyncingAsExpected`): `n <= 1 -> 1`, else
 /// `left = fib(n - 2); right = fib(n - 1); left + right`. On `[3, 7, 4, 5]` the full VM runs the
 /// addition exactly 20 times (fib(7)'s own count): `[3, 7, 4, 5] -> [3, 21, 5, 8]`.
-pub fn fibonacci_sync(kernel: KernelNamer<'_>) -> Program {
+pub fn fibonacci_sync(kernel: KernelNamer<'_>) -> HighProgram {
     let mut f = Fixture::new(kernel);
     let v = f.vars(&["n", "nm2", "left", "nm1", "right", "ans"], Type::I64);
     let (n, nm2, left, nm1, right, ans) = (v[0], v[1], v[2], v[3], v[4], v[5]);
@@ -445,7 +451,7 @@ pub fn fibonacci_sync(kernel: KernelNamer<'_>) -> Program {
 /// A small helper called from a recursive function, where inlining has work to do: `h(a, b) =
 /// a + b`; `f(n) = if n > 1 { h(f(n - 1), f(n - 2)) } else { h(1, 1) }`; `main(m) = f(m)`
 /// (`f(n)` is `2 fib(n)`: `4 -> 10`).
-pub fn helper_in_recursion(kernel: KernelNamer<'_>) -> Program {
+pub fn helper_in_recursion(kernel: KernelNamer<'_>) -> HighProgram {
     let mut x = Fixture::new(kernel);
     let names = [
         "n", "nm1", "nm2", "r1", "r2", "ans", "one", "a", "b", "s", "m",
@@ -483,7 +489,7 @@ pub fn helper_in_recursion(kernel: KernelNamer<'_>) -> Program {
 
 /// The conformance programs with calls, loops and branches (kernels numbered in order of first
 /// use): the set the passes' tests put every rewrite through.
-pub fn control_flow_programs() -> Vec<Program> {
+pub fn control_flow_programs() -> Vec<HighProgram> {
     vec![
         fibonacci_function_calls(&mut numbering(), DType::I64),
         is_even_function_calls(&mut numbering(), DType::I64, true),
@@ -505,7 +511,7 @@ mod tests {
         let mut used = Vec::new();
         let mut k = |s: &str| {
             used.push(s.to_string());
-            KernelId(0)
+            KernelId::new(0)
         };
         constant_program(&mut k);
         single_if_program(&mut k);
@@ -531,8 +537,8 @@ mod tests {
     #[test]
     fn numbering_reuses_ids_for_equal_sources() {
         let mut k = numbering();
-        assert_eq!(k("a"), KernelId(0));
-        assert_eq!(k("b"), KernelId(1));
-        assert_eq!(k("a"), KernelId(0));
+        assert_eq!(k("a"), KernelId::new(0));
+        assert_eq!(k("b"), KernelId::new(1));
+        assert_eq!(k("a"), KernelId::new(0));
     }
 }
