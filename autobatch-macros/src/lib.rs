@@ -1,9 +1,9 @@
 //! `#[autobatch]`: compiles ordinary scalar Rust functions into autobatch Programs at compile time.
 //!
 //! The entry point is thin: `parse` turns the function into the macro's own AST (collecting
-//! every unsupported construct as a spanned error), `generate` lowers it to IR, analyses that
-//! IR at compile time and emits the code. On any error the original function is emitted too, so
-//! the IDE keeps working.
+//! every unsupported construct as a spanned error); `generate` infers its types, translates it
+//! to a recorded IR, merges its kernels, analyses that IR at compile time and emits the code.
+//! On any error the original function is emitted too, so the IDE keeps working.
 
 pub(crate) mod generate;
 mod parse;
@@ -92,19 +92,19 @@ pub fn autobatch(attr: TokenStream, item: TokenStream) -> TokenStream {
         }
     };
     let mut errors = parse::Errors::default();
-    if !attr.is_empty() {
-        errors.at(&attr, "#[autobatch] takes no arguments");
-    }
+    let args = parse::args::args(attr, parse::args::Macro::Autobatch, &mut errors);
     let func = parse::func(&item_fn, &mut errors);
-    let mut lowered = generate::lower::lower(&func, &mut errors);
+    let lets = generate::infer::function::let_types(&func);
+    let mut record = generate::translate::translate(&func, &lets, &mut errors);
     if let Err(e) = errors.finish() {
         let e = e.to_compile_error();
         return quote!(#e #original).into();
     }
-    generate::fuse::fuse_kernels(&mut lowered);
-    match generate::ir::compile_time(&lowered, &func.name.to_string()) {
+    let runtime = generate::runtime::Runtime::new(args.krate.as_ref());
+    generate::merge::merge_kernels(&runtime, &mut record);
+    match generate::ir::compile_time(&record, &func.name.to_string()) {
         Ok(ct) => {
-            let generated = generate::emit::function(&item_fn, &func, &lowered, &ct);
+            let generated = generate::emit::function(&runtime, &item_fn, &func, &record, &ct);
             quote!(#original #generated).into()
         }
         Err(message) => {

@@ -32,7 +32,7 @@
 //!
 //! [`Vector`]: ../../../autobatch_runtime/vector/struct.Vector.html
 
-use super::emit::{leaf_paths, runtime, rust_type};
+use super::runtime::{leaf_paths, Runtime};
 use crate::parse::ast::Ty;
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
@@ -45,13 +45,20 @@ const VIRTUAL_OPS: usize = 8;
 /// order), computing `body` of type `out_ty`; `None` if it touches no vector or leaves the
 /// compiled subset.
 pub fn vector_kernel(
+    rt: &Runtime,
     inputs: &[(Ident, Ty)],
     body: &TokenStream,
     out_ty: &Ty,
 ) -> Option<TokenStream> {
-    let rt = runtime();
     let expr: syn::Expr = syn::parse2(body.clone()).ok()?;
-    let mut c = Compiler::default();
+    let rtp = rt.path();
+    let mut c = Compiler {
+        rt: rt.clone(),
+        lists: Vec::new(),
+        scopes: Vec::new(),
+        scratch: 0,
+        fresh: 0,
+    };
     c.lists.push(List::default());
     c.scopes.push(Vec::new());
     let mut accessors = Vec::new();
@@ -64,7 +71,7 @@ pub fn vector_kernel(
             let acc = format_ident!("__i{}", next + i);
             let el = match leaf {
                 Ty::Vector => quote!(f64),
-                other => rust_type(other),
+                other => rt.rust_type(other),
             };
             let idx = next + i;
             accessors.push(quote!(let #acc = __ins.rows::<#el>(#idx)?;));
@@ -80,7 +87,7 @@ pub fn vector_kernel(
             }
             t if contains_vector(t) => return None,
             t => {
-                let rty = rust_type(t);
+                let rty = rt.rust_type(t);
                 let value = read_scalars(t, &mut next.clone());
                 let id = c.unique(name);
                 c.emit(quote!(let #id: #rty = #value;));
@@ -99,7 +106,7 @@ pub fn vector_kernel(
         wrappers.push(match leaf {
             Ty::Vector => quote!(let mut #o = #o.vectors()?;),
             other => {
-                let el = rust_type(other);
+                let el = rt.rust_type(other);
                 quote!(let #o = #o.slice::<#el>()?;)
             }
         });
@@ -119,18 +126,18 @@ pub fn vector_kernel(
         quote!(let (#s, __rest) = __rest.split_at_mut(__n);)
     });
     Some(quote! {
-        #rt::Kernel::lane_wise(|__ins: &#rt::LaneInputs<'_>, __outs: &mut #rt::LaneOutputs<'_>| -> ::std::result::Result<(), #rt::KernelError> {
+        #rtp::Kernel::lane_wise(|__ins: &#rtp::LaneInputs<'_>, __outs: &mut #rtp::LaneOutputs<'_>| -> ::std::result::Result<(), #rtp::KernelError> {
             #(#accessors)*
             let [#(#outs),*] = __outs.leaves::<#n_outs>()?;
             #(#wrappers)*
             let __n: usize = #width;
-            let mut __scratch = #rt::Scratch::new(#count * __n);
+            let mut __scratch = #rtp::Scratch::new(#count * __n);
             let __rest: &mut [f64] = &mut __scratch;
             #(#scratch)*
             let __lanes = __ins.lanes();
             for (__k, &__lane) in __lanes.iter().enumerate() {
                 __ins.at(__k);
-                if let ::std::option::Option::Some(&__ahead) = __lanes.get(__k + #rt::PREFETCH_AHEAD) {
+                if let ::std::option::Option::Some(&__ahead) = __lanes.get(__k + #rtp::PREFETCH_AHEAD) {
                     #(#prefetches)*
                 }
                 #(#body)*
@@ -241,8 +248,9 @@ struct List {
     pending: Vec<Reduction>,
 }
 
-#[derive(Default)]
 struct Compiler {
+    /// How the generated code names the runtime.
+    rt: Runtime,
     /// Nested statement lists; the last is where code goes now.
     lists: Vec<List>,
     scopes: Vec<Vec<(String, Sym)>>,
@@ -357,7 +365,7 @@ impl Compiler {
                 return None;
             };
             let r = self.fresh("r");
-            let rty = rust_type(ty);
+            let rty = self.rt.rust_type(ty);
             self.emit(quote!(let #r: #rty = #t;));
             for (_, path) in leaf_paths(ty, quote!(#r)) {
                 let o = format_ident!("__o{}", *next);

@@ -1,5 +1,6 @@
 //! syn -> the macro's AST, collecting every unsupported construct as a spanned error.
 
+pub mod args;
 pub mod ast;
 
 use ast::{BinOp, Block, Expr, ExprKind, Func, Pat, Stmt, Ty};
@@ -15,11 +16,6 @@ impl Errors {
     /// Records an error at `span`.
     pub fn at(&mut self, span: impl Spanned, message: impl std::fmt::Display) {
         self.0.push(syn::Error::new(span.span(), message));
-    }
-
-    /// Moves `other`'s errors into these.
-    pub fn extend(&mut self, other: Errors) {
-        self.0.extend(other.0);
     }
 
     /// How many errors so far.

@@ -1,13 +1,14 @@
-//! Kernel fusion: consecutive lane-wise kernels of one block become one kernel, so values that
-//! live only between them stay in the lane's registers instead of being stored to and
-//! reloaded from batch storage.
+//! Kernel merging: consecutive lane-wise kernels of one block become one kernel, so values
+//! that live only between them stay in the lane's registers instead of being stored to and
+//! reloaded from batch storage. (Not the IR's pop-push fusion, which is a pass on lowered
+//! programs.)
 //!
-//! Every fused step still runs, in order, on every active lane (a step whose value nobody
+//! Every merged step still runs, in order, on every active lane (a step whose value nobody
 //! reads is computed and dropped, as in the scalar function); only the variables read outside
-//! the group (or across executions of the block, or returned) are outputs of the fused kernel.
+//! the group (or across executions of the block, or returned) are outputs of the merged kernel.
 
-use super::emit::rust_type;
-use super::lower::{KernelSpec, Lowered, Step};
+use super::runtime::Runtime;
+use super::translate::{KernelSpec, Record, Step};
 use crate::parse::ast::Ty;
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
@@ -23,11 +24,11 @@ fn reads(s: &Step, returns: &[usize]) -> Vec<usize> {
     }
 }
 
-/// A kernel step that fusion can take: one output variable of the kernel's type, or one per
+/// A kernel step that merging can take: one output variable of the kernel's type, or one per
 /// element of its tuple (`let (u, key) = key.uniform()`) when none holds a `Vector` (such a
-/// kernel is a key method making a vector, which no vector kernel compiles: fused, it would
+/// kernel is a key method making a vector, which no vector kernel compiles: merged, it would
 /// take the vector arithmetic around it out of the compiled subset).
-fn fusible(s: &Step, l: &Lowered) -> Option<usize> {
+fn mergeable(s: &Step, l: &Record) -> Option<usize> {
     let Step::Prim {
         block,
         outs,
@@ -52,8 +53,8 @@ fn local(v: usize) -> Ident {
     format_ident!("__v{v}")
 }
 
-/// Fuses every run of two or more consecutive fusible kernel steps of the same block.
-pub fn fuse_kernels(l: &mut Lowered) {
+/// Merges every run of two or more consecutive mergeable kernel steps of the same block.
+pub fn merge_kernels(rt: &Runtime, l: &mut Record) {
     let steps = std::mem::take(&mut l.steps);
     let read_by: Vec<Vec<usize>> = steps.iter().map(|s| reads(s, &l.returns)).collect();
     // How many steps read each variable, to tell reads outside a group from reads inside.
@@ -66,28 +67,28 @@ pub fn fuse_kernels(l: &mut Lowered) {
     let mut out = Vec::with_capacity(steps.len());
     let mut i = 0;
     while i < steps.len() {
-        let Some(block) = fusible(&steps[i], l) else {
+        let Some(block) = mergeable(&steps[i], l) else {
             i += 1;
             continue;
         };
         let mut end = i + 1;
-        while end < steps.len() && fusible(&steps[end], l) == Some(block) {
+        while end < steps.len() && mergeable(&steps[end], l) == Some(block) {
             end += 1;
         }
         if end - i >= 2 {
-            let step = fuse_group(l, &steps[i..end], &read_by[i..end], &readers, block);
+            let step = merge_group(rt, l, &steps[i..end], &read_by[i..end], &readers, block);
             out.push((i, end, step));
         }
         i = end;
     }
-    // Splice the fused steps in place of their groups.
-    let mut fused = out.into_iter().peekable();
+    // Splice the merged steps in place of their groups.
+    let mut merged = out.into_iter().peekable();
     let mut kept = Vec::new();
     for (i, s) in steps.into_iter().enumerate() {
-        match fused.peek() {
+        match merged.peek() {
             Some((start, end, _)) if i >= *start && i < *end => {
                 if i + 1 == *end {
-                    kept.push(fused.next().expect("peeked").2);
+                    kept.push(merged.next().expect("peeked").2);
                 }
             }
             _ => kept.push(s),
@@ -100,8 +101,9 @@ pub fn fuse_kernels(l: &mut Lowered) {
 /// One kernel computing `group` in order; its outputs are the variables written in the group
 /// that are read outside it, read inside it before being written (across executions of the
 /// block), or returned.
-fn fuse_group(
-    l: &mut Lowered,
+fn merge_group(
+    rt: &Runtime,
+    l: &mut Record,
     group: &[Step],
     group_reads: &[Vec<usize>],
     readers: &HashMap<usize, usize>,
@@ -171,7 +173,7 @@ fn fuse_group(
         span.get_or_insert(spec.span);
         sources.push(source.clone());
         let bindings = spec.inputs.iter().map(|(name, v)| {
-            let ty = rust_type(&l.vars[*v].ty);
+            let ty = rt.rust_type(&l.vars[*v].ty);
             let src = local(*v);
             let rewritten_later = group[k + 1..]
                 .iter()
@@ -195,10 +197,10 @@ fn fuse_group(
             }
         };
         let (target, ty) = match outs.as_slice() {
-            [one] => (target(*one), rust_type(&l.vars[*one].ty)),
+            [one] => (target(*one), rt.rust_type(&l.vars[*one].ty)),
             many => {
                 let targets = many.iter().map(|&v| target(v));
-                (quote!((#(#targets,)*)), rust_type(&spec.out_ty))
+                (quote!((#(#targets,)*)), rt.rust_type(&spec.out_ty))
             }
         };
         let inner = quote_spanned!(spec.span=> #value);
@@ -239,7 +241,7 @@ fn spec_reads_twice(spec: &KernelSpec, v: usize) -> bool {
 }
 
 /// Renumbers the kernels so only those some step uses remain.
-fn drop_unused_kernels(l: &mut Lowered) {
+fn drop_unused_kernels(l: &mut Record) {
     let mut map: HashMap<usize, usize> = HashMap::new();
     let mut kernels = Vec::new();
     let old = std::mem::take(&mut l.kernels);

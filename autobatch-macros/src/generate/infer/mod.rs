@@ -3,7 +3,10 @@
 //! inference becomes a rustc type error, never a silent mistake.
 //!
 //! Pure `if`s and blocks (only `let`s and a value) are typed here too, with the names their
-//! `let`s bind in scope inside them: they compile into kernels whole.
+//! `let`s bind in scope inside them: they compile into kernels whole. The pass over a whole
+//! function that fixes its `let`s' types before translation is [`function`].
+
+pub mod function;
 
 use crate::parse::ast::{BinOp, Block, Expr, ExprKind, Pat, Stmt, Ty};
 use autobatch_ir::DType;
@@ -19,8 +22,8 @@ pub trait Scope {
     /// The return type of the `#[autobatch]` function `path`, if this macro knows it.
     fn callee_return(&self, path: &syn::Path) -> Option<Ty>;
     /// Records that variable `name` is used where a value of type `ty` is needed (lets whose
-    /// type came from a literal's default are re-typed from these demands).
-    fn demand(&self, name: &str, ty: &Ty);
+    /// type came from a literal's default are re-typed from these demands); by default, nothing.
+    fn demand(&self, _name: &str, _ty: &Ty) {}
     /// Called with the type of every `if` and block expression typed as a value (the lowering
     /// keeps vector-valued ones as control flow).
     fn typed_branch(&self, _ty: &Ty) {}
@@ -478,6 +481,40 @@ pub fn method_type(recv: &Ty, name: &str) -> Option<Ty> {
             Some(recv.clone())
         }
         _ => None,
+    }
+}
+
+/// The type of an operator, cast, method, tuple or field expression whose operands (in order)
+/// have `types`, with the type `expected` of it where nothing else tells; `None` if it has none
+/// ([`operator_type_error`] says why).
+pub fn operator_type(e: &Expr, types: &[Ty], expected: Option<&Ty>) -> Option<Ty> {
+    Some(match &e.kind {
+        ExprKind::Binary(BinOp::Compare | BinOp::And | BinOp::Or, ..) => Ty::Scalar(DType::Bool),
+        ExprKind::Binary(..) => match (types.first()?, types.get(1)?) {
+            (Ty::Scalar(_), Ty::Vector) => Ty::Vector,
+            (l, _) => l.clone(),
+        },
+        ExprKind::Unary(..) | ExprKind::Ref(_) => types.first()?.clone(),
+        ExprKind::Cast(_, t, _) => t.clone(),
+        ExprKind::Field(_, i) => match types.first()? {
+            Ty::Tuple(items) => items.get(*i as usize)?.clone(),
+            _ => return None,
+        },
+        ExprKind::Method(_, name, _) => method_type(types.first()?, &name.to_string())?,
+        ExprKind::Tuple(_) => Ty::Tuple(types.to_vec()),
+        _ => expected?.clone(),
+    })
+}
+
+/// Why [`operator_type`] found no type for `e`.
+pub fn operator_type_error(e: &Expr, types: &[Ty]) -> String {
+    let first = types.first().map_or_else(|| "()".into(), describe);
+    match &e.kind {
+        ExprKind::Field(_, i) => format!("no field `{i}` on {first}"),
+        ExprKind::Method(_, name, _) => {
+            format!("method `{name}` is not supported on {first} in #[autobatch] code")
+        }
+        _ => "cannot infer the type of this expression; annotate the binding".into(),
     }
 }
 
