@@ -79,6 +79,10 @@ use quote::quote;
 /// reaches its neighbours through `super`. Calls to a function that is neither `#[autobatch]`
 /// nor `#[primitive]` fail to resolve its generated module (`cannot find `f` in `super``) at
 /// the call.
+///
+/// Generated code reaches the runtime as `::autobatch_runtime`. A crate that depends on it
+/// under another name, or re-exports it, says where it is with `#[autobatch(crate = path)]`
+/// (and `#[primitive(crate = path)]`), as serde's `crate = ..` does.
 #[proc_macro_attribute]
 pub fn autobatch(attr: TokenStream, item: TokenStream) -> TokenStream {
     let original: proc_macro2::TokenStream = item.clone().into();

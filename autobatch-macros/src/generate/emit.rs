@@ -105,7 +105,10 @@ fn kernel(rt: &Runtime, k: &KernelSpec, l: &Record) -> (TokenStream, bool) {
         .collect();
     match vector_kernel(rt, &inputs, &k.body, &k.out_ty) {
         Some(compiled) => (compiled, true),
-        None => (lane_kernel(rt, &inputs, &k.body, &k.out_ty, k.span), false),
+        None => (
+            lane_kernel(rt, &inputs, &k.body.tokens, &k.out_ty, k.body.span),
+            false,
+        ),
     }
 }
 
@@ -315,6 +318,12 @@ pub fn function(
         quote_spanned!(c.span=> const _: fn(#(#ps),*) -> #r = #p;)
     });
     let param_names: Vec<_> = func.params.iter().map(|(n, _)| n.clone()).collect();
+    // The scalar function, named next to it by a signature check: the batched form uses it, so
+    // a function called only through `f::batch` is not dead code (the check sits beside the
+    // function, not in the module, so it also works for a function in a function body).
+    let param_types = func.params.iter().map(|(_, t)| rt.rust_type(t));
+    let ret_type = rt.rust_type(&func.ret);
+    let scalar = quote!(const _: fn(#(#param_types),*) -> #ret_type = #name;);
     let param_views: Vec<TokenStream> = func.params.iter().map(|(_, t)| view_type(rt, t)).collect();
     let mut inputs = Vec::new();
     for (n, t) in &func.params {
@@ -331,6 +340,7 @@ pub fn function(
     );
     let span = Span::call_site();
     quote_spanned! {span=>
+        #scalar
         #(#checks)*
 
         #[doc = #doc_mod]

@@ -9,7 +9,7 @@
 
 use super::runtime::Runtime;
 use super::translate::{KernelSpec, Record, Step};
-use crate::parse::ast::Ty;
+use crate::parse::ast::{Block, Expr, ExprKind, Pat, Stmt, Ty};
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use std::collections::{HashMap, HashSet};
@@ -157,6 +157,7 @@ fn merge_group(
         }
     }
     let mut body = Vec::new();
+    let mut stmts = Vec::new();
     let mut sources = Vec::new();
     let mut span = None;
     for (k, s) in group.iter().enumerate() {
@@ -170,61 +171,102 @@ fn merge_group(
             continue;
         };
         let spec: &KernelSpec = &l.kernels[*kernel];
-        span.get_or_insert(spec.span);
+        let spec_span = spec.body.span;
+        span.get_or_insert(spec_span);
         sources.push(source.clone());
-        let bindings = spec.inputs.iter().map(|(name, v)| {
-            let ty = rt.rust_type(&l.vars[*v].ty);
-            let src = local(*v);
-            let rewritten_later = group[k + 1..]
-                .iter()
-                .any(|s| matches!(s, Step::Prim { outs, .. } if outs.contains(v)));
-            let last = last_read.get(v) == Some(&k);
-            if last && (!needed.contains(v) || rewritten_later) && !spec_reads_twice(spec, *v) {
-                quote!(let #name: #ty = #src;)
-            } else {
-                quote!(let #name: #ty = ::core::clone::Clone::clone(&#src);)
-            }
-        });
-        let value = &spec.body;
-        let target = |out: usize| -> TokenStream {
+        let (bindings, binding_stmts): (Vec<TokenStream>, Vec<Stmt>) = spec
+            .inputs
+            .iter()
+            .map(|(name, v)| {
+                let var_ty = &l.vars[*v].ty;
+                let ty = rt.rust_type(var_ty);
+                let src = local(*v);
+                let rewritten_later = group[k + 1..]
+                    .iter()
+                    .any(|s| matches!(s, Step::Prim { outs, .. } if outs.contains(v)));
+                let last = last_read.get(v) == Some(&k);
+                let moved =
+                    last && (!needed.contains(v) || rewritten_later) && !spec_reads_twice(spec, *v);
+                let init = if moved {
+                    Expr::var(&src)
+                } else {
+                    let kind = ExprKind::Method(
+                        Box::new(Expr::var(&src)),
+                        format_ident!("clone"),
+                        Vec::new(),
+                    );
+                    Expr::made(kind, quote!(::core::clone::Clone::clone(&#src)), spec_span)
+                };
+                let init_tokens = init.tokens.clone();
+                let stmt = Stmt::Let {
+                    pat: Pat::Ident(name.clone()),
+                    ty: Some(var_ty.clone()),
+                    init,
+                };
+                (quote!(let #name: #ty = #init_tokens;), stmt)
+            })
+            .unzip();
+        let value = &spec.body.tokens;
+        let target = |out: usize| -> (TokenStream, Pat) {
             let used_later = needed.contains(&out)
                 || group_reads[k + 1..].iter().any(|vars| vars.contains(&out));
             if used_later {
                 let id = local(out);
-                quote!(#id)
+                (quote!(#id), Pat::Ident(id))
             } else {
-                quote!(_)
+                (quote!(_), Pat::Wild)
             }
         };
-        let (target, ty) = match outs.as_slice() {
-            [one] => (target(*one), rt.rust_type(&l.vars[*one].ty)),
+        let ((target, pat), lang_ty) = match outs.as_slice() {
+            [one] => (target(*one), l.vars[*one].ty.clone()),
             many => {
-                let targets = many.iter().map(|&v| target(v));
-                (quote!((#(#targets,)*)), rt.rust_type(&spec.out_ty))
+                let (targets, pats): (Vec<TokenStream>, Vec<Pat>) =
+                    many.iter().map(|&v| target(v)).unzip();
+                (
+                    (quote!((#(#targets,)*)), Pat::Tuple(pats)),
+                    spec.out_ty.clone(),
+                )
             }
         };
-        let inner = quote_spanned!(spec.span=> #value);
-        body.push(quote!(let #target: #ty = { #(#bindings)* #inner };));
+        let ty = rt.rust_type(&lang_ty);
+        let inner = quote_spanned!(spec_span=> #value);
+        let init_tokens = quote!({ #(#bindings)* #inner });
+        body.push(quote!(let #target: #ty = #init_tokens;));
+        let init = Block {
+            stmts: binding_stmts,
+            tail: Some(Box::new(spec.body.clone())),
+        };
+        stmts.push(Stmt::Let {
+            pat,
+            ty: Some(lang_ty),
+            init: Expr::made(ExprKind::Block(init), init_tokens, spec_span),
+        });
     }
+    let span = span.expect("a group has steps");
     let (value, out_ty) = match needed.as_slice() {
-        [one] => {
-            let id = local(*one);
-            (quote!(#id), l.vars[*one].ty.clone())
-        }
+        [one] => (Expr::var(&local(*one)), l.vars[*one].ty.clone()),
         many => {
-            let ids = many.iter().map(|&v| local(v));
-            (
+            let ids: Vec<Ident> = many.iter().map(|&v| local(v)).collect();
+            let tuple = Expr::made(
+                ExprKind::Tuple(ids.iter().map(Expr::var).collect()),
                 quote!((#(#ids,)*)),
-                Ty::Tuple(many.iter().map(|&v| l.vars[v].ty.clone()).collect()),
-            )
+                span,
+            );
+            let ty = Ty::Tuple(many.iter().map(|&v| l.vars[v].ty.clone()).collect());
+            (tuple, ty)
         }
     };
     let inputs: Vec<(Ident, usize)> = external.iter().map(|&v| (local(v), v)).collect();
+    let value_tokens = &value.tokens;
+    let tokens = quote!({ #(#body)* #value_tokens });
+    let merged = Block {
+        stmts,
+        tail: Some(Box::new(value)),
+    };
     l.kernels.push(KernelSpec {
         inputs,
-        body: quote!({ #(#body)* #value }),
+        body: Expr::made(ExprKind::Block(merged), tokens, span),
         out_ty,
-        span: span.expect("a group has steps"),
     });
     Step::Prim {
         block,

@@ -5,7 +5,8 @@
 use crate::parse::ast::Ty;
 use autobatch_ir::DType;
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote};
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
 
 /// The path generated code reaches the runtime's items by: `<crate>::__private`, the runtime's
 /// one `#[doc(hidden)]` module.
@@ -17,13 +18,12 @@ pub struct Runtime {
 impl Runtime {
     /// The runtime at `krate` (as given by `crate = path`), or at `::autobatch_runtime`.
     pub fn new(krate: Option<&syn::Path>) -> Self {
-        let krate = match krate {
-            Some(p) => quote!(#p),
-            None => quote!(::autobatch_runtime),
+        let private = match krate {
+            // Spanned at the path, so a path without the runtime's items is the error's place.
+            Some(p) => quote_spanned!(p.span()=> #p::__private),
+            None => quote!(::autobatch_runtime::__private),
         };
-        Runtime {
-            private: quote!(#krate::__private),
-        }
+        Runtime { private }
     }
 
     /// The path of the runtime's `__private` module.

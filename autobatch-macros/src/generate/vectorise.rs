@@ -33,8 +33,8 @@
 //! [`Vector`]: ../../../autobatch_runtime/vector/struct.Vector.html
 
 use super::runtime::{leaf_paths, Runtime};
-use crate::parse::ast::Ty;
-use proc_macro2::{Ident, TokenStream};
+use crate::parse::ast::{BinOp, Block, Expr, ExprKind, Pat, Stmt, Ty};
+use proc_macro2::{Delimiter, Ident, TokenStream, TokenTree};
 use quote::{format_ident, quote};
 
 /// Element-wise operations above which a vector `let` is stored in a scratch row instead of
@@ -47,10 +47,9 @@ const VIRTUAL_OPS: usize = 8;
 pub fn vector_kernel(
     rt: &Runtime,
     inputs: &[(Ident, Ty)],
-    body: &TokenStream,
+    body: &Expr,
     out_ty: &Ty,
 ) -> Option<TokenStream> {
-    let expr: syn::Expr = syn::parse2(body.clone()).ok()?;
     let rtp = rt.path();
     let mut c = Compiler {
         rt: rt.clone(),
@@ -112,7 +111,7 @@ pub fn vector_kernel(
         });
     }
     let mut fills: Vec<(TokenStream, Elems)> = Vec::new();
-    c.output(&expr, out_ty, &mut 0, &mut fills)?;
+    c.output(body, out_ty, &mut 0, &mut fills)?;
     c.flush(0);
     if !fills.is_empty() {
         let fill = fill_loop(&fills);
@@ -355,7 +354,7 @@ impl Compiler {
     /// vector leaves are added to `fills` for the final loop.
     fn output(
         &mut self,
-        e: &syn::Expr,
+        e: &Expr,
         ty: &Ty,
         next: &mut usize,
         fills: &mut Vec<(TokenStream, Elems)>,
@@ -374,25 +373,23 @@ impl Compiler {
             }
             return Some(());
         }
-        match (peel(e), ty) {
-            (syn::Expr::Block(b), _) if b.label.is_none() => {
+        match (&e.kind, ty) {
+            (ExprKind::Block(b), _) => {
                 self.scopes.push(Vec::new());
-                let done = self
-                    .stmts(&b.block.stmts)
-                    .and_then(|()| match b.block.stmts.last() {
-                        Some(syn::Stmt::Expr(tail, None)) => self.output(tail, ty, next, fills),
-                        _ => None,
-                    });
+                let done = self.stmts(&b.stmts).and_then(|()| match &b.tail {
+                    Some(tail) => self.output(tail, ty, next, fills),
+                    None => None,
+                });
                 self.scopes.pop();
                 done
             }
-            (syn::Expr::Tuple(t), Ty::Tuple(tys)) if t.elems.len() == tys.len() => {
-                for (item, ty) in t.elems.iter().zip(tys) {
+            (ExprKind::Tuple(items), Ty::Tuple(tys)) if items.len() == tys.len() => {
+                for (item, ty) in items.iter().zip(tys) {
                     self.output(item, ty, next, fills)?;
                 }
                 Some(())
             }
-            (e, Ty::Vector) => {
+            (_, Ty::Vector) => {
                 let Val::Vector(el) = self.compile(e)? else {
                     return None;
                 };
@@ -405,42 +402,34 @@ impl Compiler {
         }
     }
 
-    /// The statements of a block but its tail, emitted into the current list.
-    fn stmts(&mut self, stmts: &[syn::Stmt]) -> Option<()> {
-        let n = stmts.len();
-        for (i, s) in stmts.iter().enumerate() {
+    /// The statements of a block but its value, emitted into the current list.
+    fn stmts(&mut self, stmts: &[Stmt]) -> Option<()> {
+        for s in stmts {
             match s {
-                syn::Stmt::Local(local) => self.local(local)?,
-                syn::Stmt::Expr(e, Some(_)) => match self.compile(e)? {
+                Stmt::Let { pat, ty, init } => self.local(pat, ty.as_ref(), init)?,
+                Stmt::Expr(e) => match self.compile(e)? {
                     Val::Scalar(t, _) => self.emit(quote!(#t;)),
                     // A vector computed and dropped: nothing to do.
                     Val::Vector(_) => {}
                 },
-                syn::Stmt::Expr(_, None) if i + 1 == n => {}
-                _ => return None,
             }
         }
         Some(())
     }
 
-    fn local(&mut self, local: &syn::Local) -> Option<()> {
-        let init = local.init.as_ref()?;
-        if init.diverge.is_some() {
-            return None;
-        }
-        let (pat, annotated) = match &local.pat {
-            syn::Pat::Type(pt) => (&*pt.pat, Some(&*pt.ty)),
-            p => (p, None),
-        };
+    fn local(&mut self, pat: &Pat, annotated: Option<&Ty>, init: &Expr) -> Option<()> {
         let declared = annotated.map(kind_of_type);
-        match self.compile(&init.expr)? {
+        match self.compile(init)? {
             Val::Scalar(t, _) => {
                 if matches!(declared, Some(Kind::Vector | Kind::Opaque)) {
                     return None;
                 }
                 let mut names = Vec::new();
-                let pat = self.rename(pat, &mut names)?;
-                let ty = annotated.map(|t| quote!(: #t));
+                let pat = self.rename(pat, &mut names);
+                let ty = annotated.map(|t| {
+                    let t = self.rt.rust_type(t);
+                    quote!(: #t)
+                });
                 self.emit(quote!(let #pat #ty = #t;));
                 let d = self.depth();
                 for (name, id) in names {
@@ -453,21 +442,17 @@ impl Compiler {
                     return None;
                 }
                 match pat {
-                    syn::Pat::Wild(_) => Some(()),
-                    syn::Pat::Ident(id)
-                        if id.by_ref.is_none()
-                            && id.subpat.is_none()
-                            && id.mutability.is_none() =>
-                    {
+                    Pat::Wild => Some(()),
+                    Pat::Ident(id) => {
                         let el = if el.calls || el.ops > VIRTUAL_OPS {
                             self.materialize(el)
                         } else {
                             el
                         };
-                        self.bind(&id.ident, Sym::Vector(el));
+                        self.bind(id, Sym::Vector(el));
                         Some(())
                     }
-                    _ => None,
+                    Pat::Tuple(_) => None,
                 }
             }
         }
@@ -484,94 +469,75 @@ impl Compiler {
 
     /// `pat` with every bound name replaced by a unique one; `(name, unique)` pairs go to
     /// `names`.
-    fn rename(&mut self, pat: &syn::Pat, names: &mut Vec<(Ident, Ident)>) -> Option<TokenStream> {
+    fn rename(&mut self, pat: &Pat, names: &mut Vec<(Ident, Ident)>) -> TokenStream {
         match pat {
-            syn::Pat::Ident(id) if id.subpat.is_none() && id.by_ref.is_none() => {
-                let unique = self.unique(&id.ident);
-                names.push((id.ident.clone(), unique.clone()));
-                let m = &id.mutability;
-                Some(quote!(#m #unique))
+            Pat::Ident(id) => {
+                let unique = self.unique(id);
+                names.push((id.clone(), unique.clone()));
+                quote!(#unique)
             }
-            syn::Pat::Wild(_) => Some(quote!(_)),
-            syn::Pat::Tuple(t) => {
-                let parts = t
-                    .elems
-                    .iter()
-                    .map(|p| self.rename(p, names))
-                    .collect::<Option<Vec<_>>>()?;
-                Some(quote!((#(#parts,)*)))
+            Pat::Wild => quote!(_),
+            Pat::Tuple(ps) => {
+                let parts: Vec<TokenStream> = ps.iter().map(|p| self.rename(p, names)).collect();
+                quote!((#(#parts,)*))
             }
-            syn::Pat::Paren(p) => self.rename(&p.pat, names),
-            _ => None,
         }
     }
 
     /// A scalar operand: its tokens and level, or `None` for a vector.
-    fn scalar(&mut self, e: &syn::Expr) -> Option<(TokenStream, usize)> {
+    fn scalar(&mut self, e: &Expr) -> Option<(TokenStream, usize)> {
         match self.compile(e)? {
             Val::Scalar(t, level) => Some((t, level)),
             Val::Vector(_) => None,
         }
     }
 
-    fn compile(&mut self, e: &syn::Expr) -> Option<Val> {
-        use syn::Expr as E;
-        match e {
-            E::Paren(p) => self.compile(&p.expr).map(|v| wrap(v, |t| quote!((#t)))),
-            E::Group(g) => self.compile(&g.expr),
-            E::Lit(_) => Some(Val::Scalar(quote!(#e), 0)),
-            E::Path(p) if p.qself.is_none() => match p.path.get_ident() {
-                Some(id) => match self.lookup(&id.to_string()) {
-                    Some(Sym::Vector(el)) => Some(Val::Vector(el.clone())),
-                    Some(Sym::Value(unique, level)) => Some(Val::Scalar(quote!(#unique), *level)),
-                    None => Some(Val::Scalar(quote!(#e), 0)),
-                },
-                None => Some(Val::Scalar(quote!(#e), 0)),
+    fn compile(&mut self, e: &Expr) -> Option<Val> {
+        match &e.kind {
+            ExprKind::Lit { .. } | ExprKind::Const(_) => Some(Val::Scalar(e.tokens.clone(), 0)),
+            ExprKind::Var(id) => match self.lookup(&id.to_string()) {
+                Some(Sym::Vector(el)) => Some(Val::Vector(el.clone())),
+                Some(Sym::Value(unique, level)) => Some(Val::Scalar(quote!(#unique), *level)),
+                None => Some(Val::Scalar(quote!(#id), 0)),
             },
-            E::Reference(r) if r.mutability.is_none() => {
-                self.compile(&r.expr).map(|v| wrap(v, |t| quote!((&#t))))
-            }
-            E::Unary(u) => {
-                let op = &u.op;
-                match (self.compile(&u.expr)?, op) {
-                    (Val::Scalar(t, level), _) => Some(Val::Scalar(quote!((#op #t)), level)),
-                    (Val::Vector(mut el), syn::UnOp::Neg(_)) => {
-                        let x = &el.elem;
-                        el.elem = quote!((-#x));
-                        el.ops += 1;
-                        Some(Val::Vector(el))
-                    }
-                    _ => None,
+            ExprKind::Ref(x) => self.compile(x).map(|v| wrap(v, |t| quote!((&#t)))),
+            ExprKind::Unary(op, x) => match self.compile(x)? {
+                Val::Scalar(t, level) => Some(Val::Scalar(quote!((#op #t)), level)),
+                Val::Vector(mut el) if op.to_string() == "-" => {
+                    let x = &el.elem;
+                    el.elem = quote!((-#x));
+                    el.ops += 1;
+                    Some(Val::Vector(el))
                 }
-            }
-            E::Binary(b) => self.binary(b),
-            E::Cast(c) => {
-                let (t, level) = self.scalar(&c.expr)?;
-                let ty = &c.ty;
+                Val::Vector(_) => None,
+            },
+            ExprKind::Binary(op, op_tokens, l, r) => self.binary(*op, op_tokens, l, r),
+            ExprKind::Cast(x, _, ty) => {
+                let (t, level) = self.scalar(x)?;
                 Some(Val::Scalar(quote!((#t as #ty)), level))
             }
-            E::Field(f) => {
-                let (t, level) = self.scalar(&f.base)?;
-                let m = &f.member;
-                Some(Val::Scalar(quote!(#t.#m), level))
+            ExprKind::Field(x, i) => {
+                let (t, level) = self.scalar(x)?;
+                let idx = syn::Index::from(*i as usize);
+                Some(Val::Scalar(quote!(#t.#idx), level))
             }
-            E::Tuple(t) => {
+            ExprKind::Tuple(xs) => {
                 let mut items = Vec::new();
                 let mut level = 0;
-                for x in &t.elems {
+                for x in xs {
                     let (t, l) = self.scalar(x)?;
                     items.push(t);
                     level = level.max(l);
                 }
                 Some(Val::Scalar(quote!((#(#items,)*)), level))
             }
-            E::MethodCall(m) => self.method(m),
-            E::Call(c) => self.call(c),
-            E::If(i) => {
-                let (cond, cl) = self.scalar(&i.cond)?;
-                let (then_, tl) = self.conditional(|c| c.block(&i.then_branch))?;
-                let (else_, el) = match &i.else_branch {
-                    Some((_, e)) => {
+            ExprKind::Method(recv, name, args) => self.method(recv, name, args),
+            ExprKind::Assoc(ty, f, args) => self.assoc(ty, f, args),
+            ExprKind::If(cond, then, els) => {
+                let (cond, cl) = self.scalar(cond)?;
+                let (then_, tl) = self.conditional(|c| c.block(then))?;
+                let (else_, el) = match els {
+                    Some(e) => {
                         let (t, l) = self.conditional(|c| c.compile(e))?;
                         (quote!(else { #t }), l)
                     }
@@ -582,41 +548,39 @@ impl Compiler {
                     cl.max(tl).max(el),
                 ))
             }
-            E::Block(b) if b.label.is_none() => self.block(&b.block),
+            ExprKind::Block(b) => self.block(b),
             _ => None,
         }
     }
 
     /// A block's value, its statements flattened into the current list (names are unique).
-    fn block(&mut self, b: &syn::Block) -> Option<Val> {
+    fn block(&mut self, b: &Block) -> Option<Val> {
         self.scopes.push(Vec::new());
-        let value = self.stmts(&b.stmts).and_then(|()| match b.stmts.last() {
-            Some(syn::Stmt::Expr(tail, None)) => self.compile(tail),
-            _ => Some(Val::Scalar(quote!(()), 0)),
+        let value = self.stmts(&b.stmts).and_then(|()| match &b.tail {
+            Some(tail) => self.compile(tail),
+            None => Some(Val::Scalar(quote!(()), 0)),
         });
         self.scopes.pop();
         value
     }
 
-    fn binary(&mut self, b: &syn::ExprBinary) -> Option<Val> {
-        use syn::BinOp as B;
-        let op = &b.op;
-        if matches!(op, B::And(_) | B::Or(_)) {
-            let (l, ll) = self.scalar(&b.left)?;
-            let (r, rl) = self.conditional(|c| c.compile(&b.right))?;
-            return Some(Val::Scalar(quote!((#l #op #r)), ll.max(rl)));
+    fn binary(&mut self, op: BinOp, op_tokens: &TokenStream, l: &Expr, r: &Expr) -> Option<Val> {
+        if matches!(op, BinOp::And | BinOp::Or) {
+            let (l, ll) = self.scalar(l)?;
+            let (r, rl) = self.conditional(|c| c.compile(r))?;
+            return Some(Val::Scalar(quote!((#l #op_tokens #r)), ll.max(rl)));
         }
-        let l = self.compile(&b.left)?;
-        let r = self.compile(&b.right)?;
-        let arith = matches!(op, B::Add(_) | B::Sub(_) | B::Mul(_) | B::Div(_));
+        let l = self.compile(l)?;
+        let r = self.compile(r)?;
+        let arith = matches!(op_tokens.to_string().as_str(), "+" | "-" | "*" | "/");
         Some(match (l, r) {
             (Val::Scalar(l, ll), Val::Scalar(r, rl)) => {
-                Val::Scalar(quote!((#l #op #r)), ll.max(rl))
+                Val::Scalar(quote!((#l #op_tokens #r)), ll.max(rl))
             }
             (Val::Vector(l), Val::Vector(r)) if arith => {
                 let elem = {
                     let (le, re) = (&l.elem, &r.elem);
-                    quote!((#le #op #re))
+                    quote!((#le #op_tokens #re))
                 };
                 Val::Vector(l.join(r, elem))
             }
@@ -624,7 +588,7 @@ impl Compiler {
                 let c = self.constant(r, rl);
                 let elem = {
                     let le = &l.elem;
-                    quote!((#le #op #c))
+                    quote!((#le #op_tokens #c))
                 };
                 Val::Vector(l.join(c.into_elems(), elem))
             }
@@ -632,7 +596,7 @@ impl Compiler {
                 let c = self.constant(l, ll);
                 let elem = {
                     let re = &r.elem;
-                    quote!((#c #op #re))
+                    quote!((#c #op_tokens #re))
                 };
                 Val::Vector(c.into_elems().join(r, elem))
             }
@@ -650,10 +614,7 @@ impl Compiler {
             .iter()
             .flat_map(|l| &l.pending)
             .any(|r| r.result == t.to_string());
-        let simple = !pending
-            && syn::parse2::<syn::Expr>(t.clone())
-                .is_ok_and(|e| matches!(peel(&e), syn::Expr::Lit(_) | syn::Expr::Path(_)));
-        if simple {
+        if !pending && is_name_or_literal(&t) {
             return Constant { tokens: t, level };
         }
         let c = self.fresh("c");
@@ -664,10 +625,9 @@ impl Compiler {
         }
     }
 
-    fn method(&mut self, m: &syn::ExprMethodCall) -> Option<Val> {
-        let recv = self.compile(&m.receiver)?;
-        let name = m.method.to_string();
-        let args: Vec<&syn::Expr> = m.args.iter().collect();
+    fn method(&mut self, recv: &Expr, method: &Ident, args: &[Expr]) -> Option<Val> {
+        let recv = self.compile(recv)?;
+        let name = method.to_string();
         let el = match recv {
             Val::Scalar(r, mut level) => {
                 let mut ts = Vec::new();
@@ -676,15 +636,11 @@ impl Compiler {
                     ts.push(t);
                     level = level.max(l);
                 }
-                let (method, turbofish) = (&m.method, &m.turbofish);
-                return Some(Val::Scalar(quote!(#r.#method #turbofish (#(#ts),*)), level));
+                return Some(Val::Scalar(quote!(#r.#method(#(#ts),*)), level));
             }
             Val::Vector(el) => el,
         };
-        if m.turbofish.is_some() {
-            return None;
-        }
-        match (name.as_str(), args.as_slice()) {
+        match (name.as_str(), args) {
             ("clone", []) => Some(Val::Vector(el)),
             ("map", [f]) => {
                 let (f, fl) = self.scalar(f)?;
@@ -735,24 +691,14 @@ impl Compiler {
         }
     }
 
-    fn call(&mut self, c: &syn::ExprCall) -> Option<Val> {
-        let syn::Expr::Path(p) = &*c.func else {
-            return None;
-        };
-        let segments: Vec<String> = p
-            .path
-            .segments
-            .iter()
-            .map(|s| s.ident.to_string())
-            .collect();
-        let last = segments.last()?.as_str();
-        let args: Vec<&syn::Expr> = c.args.iter().collect();
-        let on_vector = segments.len() >= 2 && segments[segments.len() - 2] == "Vector";
-        match (last, args.as_slice()) {
-            // `Clone::clone(&x)` (as kernel fusion writes it) and `Vector::clone(&x)`.
+    /// `Type::function(args)`: `Vector::filled_like` and `Vector::clone` on vectors, any
+    /// other as scalar code.
+    fn assoc(&mut self, ty: &Ident, f: &Ident, args: &[Expr]) -> Option<Val> {
+        let on_vector = ty == "Vector";
+        match (f.to_string().as_str(), args) {
             ("clone", [x]) => match self.compile(x)? {
                 Val::Vector(el) => Some(Val::Vector(el)),
-                Val::Scalar(t, level) => Some(Val::Scalar(quote!(#p(#t)), level)),
+                Val::Scalar(t, level) => Some(Val::Scalar(quote!(#ty::#f(#t)), level)),
             },
             ("filled_like", [value, like]) if on_vector => {
                 let (value, vl) = self.scalar(value)?;
@@ -771,7 +717,7 @@ impl Compiler {
                     ts.push(t);
                     level = level.max(l);
                 }
-                Some(Val::Scalar(quote!(#p(#(#ts),*)), level))
+                Some(Val::Scalar(quote!(#ty::#f(#(#ts),*)), level))
             }
         }
     }
@@ -903,12 +849,21 @@ fn reduction_loop(pending: &[Reduction]) -> TokenStream {
     )
 }
 
-/// The expression under parentheses and invisible groups.
-fn peel(e: &syn::Expr) -> &syn::Expr {
-    match e {
-        syn::Expr::Paren(p) => peel(&p.expr),
-        syn::Expr::Group(g) => peel(&g.expr),
-        e => e,
+/// True for compiled scalar code that is a literal or a name (a path), under parentheses.
+fn is_name_or_literal(t: &TokenStream) -> bool {
+    let tokens: Vec<TokenTree> = t.clone().into_iter().collect();
+    match tokens.as_slice() {
+        [TokenTree::Group(g)]
+            if matches!(g.delimiter(), Delimiter::Parenthesis | Delimiter::None) =>
+        {
+            is_name_or_literal(&g.stream())
+        }
+        [] => false,
+        ts => ts.iter().all(|t| match t {
+            TokenTree::Ident(_) | TokenTree::Literal(_) => true,
+            TokenTree::Punct(p) => p.as_char() == ':',
+            TokenTree::Group(_) => false,
+        }),
     }
 }
 
@@ -920,20 +875,10 @@ enum Kind {
     Opaque,
 }
 
-fn kind_of_type(t: &syn::Type) -> Kind {
+fn kind_of_type(t: &Ty) -> Kind {
     match t {
-        syn::Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "Vector") => {
-            Kind::Vector
-        }
-        syn::Type::Tuple(t) => {
-            if t.elems.iter().any(|e| kind_of_type(e) != Kind::Value) {
-                Kind::Opaque
-            } else {
-                Kind::Value
-            }
-        }
-        syn::Type::Paren(p) => kind_of_type(&p.elem),
-        syn::Type::Group(g) => kind_of_type(&g.elem),
-        _ => Kind::Value,
+        Ty::Vector => Kind::Vector,
+        Ty::Tuple(items) if items.iter().any(|i| kind_of_type(i) != Kind::Value) => Kind::Opaque,
+        Ty::Tuple(_) | Ty::Scalar(_) => Kind::Value,
     }
 }

@@ -2,6 +2,7 @@
 
 use autobatch_ir::DType;
 use proc_macro2::{Span, TokenStream};
+use quote::quote;
 use syn::Ident;
 
 /// A value type of the language.
@@ -61,6 +62,7 @@ pub struct Func {
 }
 
 /// `{ stmts; tail }`.
+#[derive(Clone)]
 pub struct Block {
     /// Statements.
     pub stmts: Vec<Stmt>,
@@ -69,6 +71,7 @@ pub struct Block {
 }
 
 /// A statement.
+#[derive(Clone)]
 pub enum Stmt {
     /// `let pat: ty = init;`
     Let {
@@ -84,6 +87,7 @@ pub enum Stmt {
 }
 
 /// A binding pattern.
+#[derive(Clone)]
 pub enum Pat {
     /// `x` or `mut x`.
     Ident(Ident),
@@ -120,6 +124,7 @@ pub enum BinOp {
 }
 
 /// An expression, with the span and the original tokens kernels are made from.
+#[derive(Clone)]
 pub struct Expr {
     /// What kind of expression.
     pub kind: ExprKind,
@@ -129,7 +134,20 @@ pub struct Expr {
     pub tokens: TokenStream,
 }
 
+impl Expr {
+    /// An expression the macro makes (not the user's): `kind`, spelled `tokens`, at `span`.
+    pub fn made(kind: ExprKind, tokens: TokenStream, span: Span) -> Expr {
+        Expr { kind, span, tokens }
+    }
+
+    /// The variable `id`.
+    pub fn var(id: &Ident) -> Expr {
+        Expr::made(ExprKind::Var(id.clone()), quote!(#id), id.span())
+    }
+}
+
 /// Expression kinds.
+#[derive(Clone)]
 pub enum ExprKind {
     /// A literal; `float` tells a float literal from an integer one; `suffix` its type suffix.
     Lit {

@@ -705,3 +705,93 @@ fn flatten(pat: &Pat, ty: &Ty, binds: &mut Vec<(String, Ty)>) -> bool {
         (Pat::Tuple(_), _) => false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::let_types;
+    use crate::parse::ast::{Stmt, Ty};
+    use crate::parse::{self, Errors};
+    use autobatch_ir::DType;
+
+    /// The types fixed for the `let`s of `item`'s body (top level), in order: `None` where the
+    /// initialiser's own type stands.
+    fn fixed(item: syn::ItemFn) -> Vec<Option<Ty>> {
+        let mut errors = Errors::default();
+        let func = parse::func(&item, &mut errors);
+        assert!(errors.finish().is_ok());
+        let lets = let_types(&func);
+        func.body
+            .stmts
+            .iter()
+            .filter_map(|s| match s {
+                Stmt::Let { init, .. } => Some(lets.get(init).cloned()),
+                Stmt::Expr(_) => None,
+            })
+            .collect()
+    }
+
+    const I64: Ty = Ty::Scalar(DType::I64);
+    const F32: Ty = Ty::Scalar(DType::F32);
+
+    #[test]
+    fn a_literal_let_returned_as_i64_is_an_i64() {
+        let t = fixed(syn::parse_quote! {
+            fn f(n: i64) -> i64 {
+                let mut steps = 0;
+                let mut k = n;
+                while k > 1 { k = k / 2; steps += 1; }
+                steps
+            }
+        });
+        assert_eq!(t, [Some(I64), None]);
+    }
+
+    #[test]
+    fn a_let_assigned_a_wider_value_inside_an_if_takes_its_type() {
+        let t = fixed(syn::parse_quote! {
+            fn f(c: bool, n: i64) -> bool {
+                let mut state = 0;
+                if c { state = n; }
+                state > 3
+            }
+        });
+        assert_eq!(t, [Some(I64)]);
+    }
+
+    #[test]
+    fn a_let_passed_to_the_function_itself_takes_the_parameter_type() {
+        let t = fixed(syn::parse_quote! {
+            fn f(x: f32, d: i64) -> f32 {
+                let y = 1.5;
+                if d == 0 { x } else { f(y, d - 1) }
+            }
+        });
+        assert_eq!(t, [Some(F32)]);
+    }
+
+    #[test]
+    fn lets_whose_default_fits_are_left_alone() {
+        let t = fixed(syn::parse_quote! {
+            fn f(n: i32) -> i32 {
+                let a = 1;
+                let b: i64 = 2;
+                a + n + b as i32
+            }
+        });
+        assert_eq!(t, [None, None]);
+    }
+
+    #[test]
+    fn tuple_lets_bind_the_call_results_types() {
+        let t = fixed(syn::parse_quote! {
+            fn f(n: i64) -> (i64, f64) {
+                if n == 0 { return (0, 1.0); }
+                let (a, b) = f(n - 1);
+                let mut c = 0;
+                c += a;
+                (c, b)
+            }
+        });
+        assert_eq!(t, [None, Some(I64)]);
+    }
+}

@@ -535,3 +535,111 @@ pub fn describe(t: &Ty) -> String {
 pub fn path_text(p: &syn::Path) -> String {
     quote::quote!(#p).to_string().replace(' ', "")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{infer, Scope};
+    use crate::parse::ast::{Expr, Ty};
+    use crate::parse::{self, Errors};
+    use autobatch_ir::DType;
+
+    /// Variables of fixed types, and one function `f` returning `(i64, bool)`.
+    struct Vars(Vec<(&'static str, Ty)>);
+
+    impl Scope for Vars {
+        fn lookup(&self, name: &str) -> Option<Ty> {
+            self.0
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, t)| t.clone())
+        }
+
+        fn is_poisoned(&self, _name: &str) -> bool {
+            false
+        }
+
+        fn callee_return(&self, path: &syn::Path) -> Option<Ty> {
+            path.is_ident("f").then(|| Ty::Tuple(vec![I64, BOOL]))
+        }
+    }
+
+    const I32: Ty = Ty::Scalar(DType::I32);
+    const I64: Ty = Ty::Scalar(DType::I64);
+    const F32: Ty = Ty::Scalar(DType::F32);
+    const F64: Ty = Ty::Scalar(DType::F64);
+    const BOOL: Ty = Ty::Scalar(DType::Bool);
+
+    fn expr(e: syn::Expr) -> Expr {
+        let mut errors = Errors::default();
+        let e = parse::expr(&e, &mut errors);
+        assert!(errors.finish().is_ok());
+        e
+    }
+
+    fn type_of(e: syn::Expr, expected: Option<&Ty>) -> Result<Ty, String> {
+        let scope = Vars(vec![("n", I64), ("x", F32), ("v", Ty::Vector)]);
+        infer(&expr(e), expected, &scope).map_err(|e| e.message)
+    }
+
+    #[test]
+    fn literals_take_their_suffix_the_expected_type_or_the_default() {
+        assert_eq!(type_of(syn::parse_quote!(1), None), Ok(I32));
+        assert_eq!(type_of(syn::parse_quote!(1), Some(&I64)), Ok(I64));
+        assert_eq!(type_of(syn::parse_quote!(1u8 as i64), None), Ok(I64));
+        assert_eq!(type_of(syn::parse_quote!(2.5), None), Ok(F64));
+        assert_eq!(type_of(syn::parse_quote!(2.5), Some(&F32)), Ok(F32));
+        assert_eq!(type_of(syn::parse_quote!(2.5f32), None), Ok(F32));
+        assert!(type_of(syn::parse_quote!(1), Some(&F64))
+            .unwrap_err()
+            .contains("write it as a float"));
+    }
+
+    #[test]
+    fn a_literal_takes_the_other_operands_type() {
+        assert_eq!(type_of(syn::parse_quote!(1 + n), None), Ok(I64));
+        assert_eq!(type_of(syn::parse_quote!(x * 2.0), None), Ok(F32));
+        assert_eq!(type_of(syn::parse_quote!(2.0 * v), None), Ok(Ty::Vector));
+        assert_eq!(type_of(syn::parse_quote!(n < 3), None), Ok(BOOL));
+    }
+
+    #[test]
+    fn lets_in_a_pure_block_are_typed_from_their_uses() {
+        let t = type_of(
+            syn::parse_quote!({
+                let k = 0;
+                k + n
+            }),
+            None,
+        );
+        assert_eq!(t, Ok(I64));
+    }
+
+    #[test]
+    fn tuples_fields_and_calls() {
+        assert_eq!(
+            type_of(syn::parse_quote!((n, x, true)), None),
+            Ok(Ty::Tuple(vec![I64, F32, BOOL]))
+        );
+        assert_eq!(type_of(syn::parse_quote!(f(n).1), None), Ok(BOOL));
+        assert_eq!(
+            type_of(syn::parse_quote!(g(n)), Some(&F64)),
+            Ok(F64),
+            "a callee this macro cannot see has the type its context expects"
+        );
+        assert!(type_of(syn::parse_quote!(g(n)), None)
+            .unwrap_err()
+            .contains("annotate the binding"));
+    }
+
+    #[test]
+    fn methods_and_unknown_names() {
+        assert_eq!(type_of(syn::parse_quote!(x.sqrt().max(1.0)), None), Ok(F32));
+        assert_eq!(type_of(syn::parse_quote!(v.dot(&v)), None), Ok(F64));
+        assert!(type_of(syn::parse_quote!(n.frobnicate()), None)
+            .unwrap_err()
+            .contains("`frobnicate` is not supported on i64"));
+        assert!(type_of(syn::parse_quote!(m + 1), None)
+            .unwrap_err()
+            .contains("cannot find variable `m`"));
+    }
+}

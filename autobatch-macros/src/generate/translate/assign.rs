@@ -4,7 +4,7 @@
 use super::kernel::{source_text, Strategy};
 use super::{Dest, Step, Translator, Value};
 use crate::generate::pure::{free_vars, is_pure};
-use crate::parse::ast::{BinOp, Expr, Ty};
+use crate::parse::ast::{BinOp, Expr, ExprKind, Ty};
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 
@@ -100,30 +100,34 @@ impl Translator<'_> {
                         .filter_map(|id| self.lookup(&id.to_string()).map(|v| (id, v)))
                         .collect();
                     let vt = &value.tokens;
-                    let body = quote!(#target #op_tokens (#vt));
-                    self.push_kernel(
-                        block,
-                        vec![var],
-                        inputs,
-                        body,
-                        ty,
+                    let body = Expr::made(
+                        ExprKind::Binary(
+                            *bop,
+                            op_tokens.clone(),
+                            Box::new(Expr::var(target)),
+                            Box::new(value.clone()),
+                        ),
+                        quote!(#target #op_tokens (#vt)),
                         e.span,
-                        source_text(&e.tokens),
                     );
+                    let source = source_text(&e.tokens);
+                    self.push_kernel(block, vec![var], inputs, body, ty, source);
                 } else if let Value::Var { var: v, .. } = self.compile(value, hint) {
                     let Some(block) = self.current else { return };
                     let arg = format_ident!("__a0");
-                    let body = quote!(#target #op_tokens #arg);
-                    let inputs = vec![(target.clone(), var), (arg, v)];
-                    self.push_kernel(
-                        block,
-                        vec![var],
-                        inputs,
-                        body,
-                        ty,
+                    let body = Expr::made(
+                        ExprKind::Binary(
+                            *bop,
+                            op_tokens.clone(),
+                            Box::new(Expr::var(target)),
+                            Box::new(Expr::var(&arg)),
+                        ),
+                        quote!(#target #op_tokens #arg),
                         e.span,
-                        source_text(&e.tokens),
                     );
+                    let inputs = vec![(target.clone(), var), (arg, v)];
+                    let source = source_text(&e.tokens);
+                    self.push_kernel(block, vec![var], inputs, body, ty, source);
                 }
             }
         }

@@ -69,15 +69,20 @@ impl Translator<'_> {
         };
         self.out.steps.push(Step::Branch(cur, lv, t, f));
         self.current = Some(short_block);
-        let constant = if is_and { quote!(false) } else { quote!(true) };
+        let tokens = if is_and { quote!(false) } else { quote!(true) };
+        let source = tokens.to_string();
+        let kind = ExprKind::Lit {
+            float: false,
+            suffix: Some(DType::Bool),
+        };
+        let constant = Expr::made(kind, tokens, e.span);
         self.push_kernel(
             short_block,
             vec![result],
             Vec::new(),
-            constant.clone(),
+            constant,
             bool_ty.clone(),
-            e.span,
-            constant.to_string(),
+            source,
         );
         self.goto(join);
         self.current = Some(rhs_block);

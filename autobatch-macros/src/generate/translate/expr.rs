@@ -5,7 +5,7 @@ use super::kernel::{source_text, Strategy};
 use super::{Dest, Translator, Value};
 use crate::generate::infer::{describe, operator_type, operator_type_error};
 use crate::parse::ast::{BinOp, Expr, ExprKind, Ty};
-use proc_macro2::{Ident, TokenStream};
+use proc_macro2::Ident;
 use quote::{format_ident, quote};
 
 impl Translator<'_> {
@@ -150,18 +150,19 @@ impl Translator<'_> {
     pub(super) fn mixed(&mut self, e: &Expr, expected: Option<&Ty>) -> Value {
         let mut inputs: Vec<(Ident, usize)> = Vec::new();
         let mut types: Vec<Ty> = Vec::new();
-        let mut operand = |this: &mut Self, x: &Expr, hint: Option<&Ty>| -> Option<TokenStream> {
+        let mut operand = |this: &mut Self, x: &Expr, hint: Option<&Ty>| -> Option<Box<Expr>> {
             match this.compile(x, hint) {
                 Value::Var { var, ty, .. } => {
                     let id = format_ident!("__a{}", inputs.len());
                     inputs.push((id.clone(), var));
                     types.push(ty);
-                    Some(quote!(#id))
+                    Some(Box::new(Expr::var(&id)))
                 }
                 _ => None,
             }
         };
-        let body = match &e.kind {
+        // The same expression over the operands' variables (`__a0`, `__a1`, ..).
+        let (kind, tokens) = match &e.kind {
             ExprKind::Binary(op, op_tokens, l, r) => {
                 let hint = if *op == BinOp::Compare {
                     None
@@ -179,32 +180,52 @@ impl Translator<'_> {
                 let Some(rt) = operand(self, r, rhint) else {
                     return Value::Diverged;
                 };
-                quote!(#lt #op_tokens #rt)
+                let tokens = {
+                    let (l, r) = (&lt.tokens, &rt.tokens);
+                    quote!(#l #op_tokens #r)
+                };
+                (ExprKind::Binary(*op, op_tokens.clone(), lt, rt), tokens)
             }
             ExprKind::Unary(op_tokens, x) => {
                 let Some(xt) = operand(self, x, expected) else {
                     return Value::Diverged;
                 };
-                quote!(#op_tokens #xt)
+                let tokens = {
+                    let x = &xt.tokens;
+                    quote!(#op_tokens #x)
+                };
+                (ExprKind::Unary(op_tokens.clone(), xt), tokens)
             }
             ExprKind::Ref(x) => {
                 let Some(xt) = operand(self, x, expected) else {
                     return Value::Diverged;
                 };
-                quote!(&#xt)
+                let tokens = {
+                    let x = &xt.tokens;
+                    quote!(&#x)
+                };
+                (ExprKind::Ref(xt), tokens)
             }
-            ExprKind::Cast(x, _, ty_tokens) => {
+            ExprKind::Cast(x, ty, ty_tokens) => {
                 let Some(xt) = operand(self, x, None) else {
                     return Value::Diverged;
                 };
-                quote!(#xt as #ty_tokens)
+                let tokens = {
+                    let x = &xt.tokens;
+                    quote!(#x as #ty_tokens)
+                };
+                (ExprKind::Cast(xt, ty.clone(), ty_tokens.clone()), tokens)
             }
             ExprKind::Field(x, i) => {
                 let Some(xt) = operand(self, x, None) else {
                     return Value::Diverged;
                 };
                 let idx = syn::Index::from(*i as usize);
-                quote!(#xt.#idx)
+                let tokens = {
+                    let x = &xt.tokens;
+                    quote!(#x.#idx)
+                };
+                (ExprKind::Field(xt, *i), tokens)
             }
             ExprKind::Method(r, name, args) => {
                 let Some(rt) = operand(self, r, None) else {
@@ -215,9 +236,13 @@ impl Translator<'_> {
                     let Some(at) = operand(self, a, None) else {
                         return Value::Diverged;
                     };
-                    ats.push(at);
+                    ats.push(*at);
                 }
-                quote!(#rt.#name(#(#ats),*))
+                let tokens = {
+                    let (r, a) = (&rt.tokens, ats.iter().map(|a| &a.tokens));
+                    quote!(#r.#name(#(#a),*))
+                };
+                (ExprKind::Method(rt, name.clone(), ats), tokens)
             }
             ExprKind::Assoc(t, f, args) => {
                 let mut ats = Vec::new();
@@ -225,9 +250,13 @@ impl Translator<'_> {
                     let Some(at) = operand(self, a, None) else {
                         return Value::Diverged;
                     };
-                    ats.push(at);
+                    ats.push(*at);
                 }
-                quote!(#t::#f(#(#ats),*))
+                let tokens = {
+                    let a = ats.iter().map(|a| &a.tokens);
+                    quote!(#t::#f(#(#a),*))
+                };
+                (ExprKind::Assoc(t.clone(), f.clone(), ats), tokens)
             }
             ExprKind::Tuple(items) => {
                 let hints: Vec<Option<Ty>> = match expected {
@@ -241,9 +270,13 @@ impl Translator<'_> {
                     let Some(at) = operand(self, a, h.as_ref()) else {
                         return Value::Diverged;
                     };
-                    ats.push(at);
+                    ats.push(*at);
                 }
-                quote!((#(#ats,)*))
+                let tokens = {
+                    let a = ats.iter().map(|a| &a.tokens);
+                    quote!((#(#a,)*))
+                };
+                (ExprKind::Tuple(ats), tokens)
             }
             _ => {
                 self.errors.at(
@@ -253,6 +286,7 @@ impl Translator<'_> {
                 return Value::Unit;
             }
         };
+        let body = Expr::made(kind, tokens, e.span);
         // The result type: infer the rebuilt expression over the operands' types.
         let Some(ty) = self.mixed_type(e, &types, expected) else {
             return Value::Unit;
@@ -261,15 +295,8 @@ impl Translator<'_> {
             return Value::Diverged;
         };
         let t = self.new_var("t", ty.clone());
-        self.push_kernel(
-            block,
-            vec![t],
-            inputs,
-            body,
-            ty.clone(),
-            e.span,
-            source_text(&e.tokens),
-        );
+        let source = source_text(&e.tokens);
+        self.push_kernel(block, vec![t], inputs, body, ty.clone(), source);
         Value::Var {
             var: t,
             ty,

@@ -6,7 +6,7 @@ use super::{KernelSpec, Step, Translator};
 use crate::generate::infer::{infer, Scope};
 use crate::generate::pure::{free_vars, has_branches, is_pure};
 use crate::parse::ast::{Expr, ExprKind, Ty};
-use proc_macro2::{Ident, Span, TokenStream};
+use proc_macro2::{Ident, TokenStream};
 use std::cell::Cell;
 
 impl Translator<'_> {
@@ -79,15 +79,7 @@ impl Translator<'_> {
                 None => self.unknown(&id),
             }
         }
-        self.push_kernel(
-            block,
-            outs,
-            inputs,
-            e.tokens.clone(),
-            ty,
-            e.span,
-            source_text(&e.tokens),
-        );
+        self.push_kernel(block, outs, inputs, e.clone(), ty, source_text(&e.tokens));
     }
 
     /// The variables a pure expression merely copies, leaf for leaf, when it is made only of
@@ -118,15 +110,14 @@ impl Translator<'_> {
         (collect(self, e, &mut ins)? == *ty).then_some(ins)
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Emits `outs = kernel(inputs)` computing `body` (of type `out_ty`), shown as `source`.
     pub(super) fn push_kernel(
         &mut self,
         block: usize,
         outs: Vec<usize>,
         inputs: Vec<(Ident, usize)>,
-        body: TokenStream,
+        body: Expr,
         out_ty: Ty,
-        span: Span,
         source: String,
     ) {
         let ins = inputs.iter().map(|(_, v)| *v).collect();
@@ -134,7 +125,6 @@ impl Translator<'_> {
             inputs,
             body,
             out_ty,
-            span,
         });
         let kernel = self.out.kernels.len() - 1;
         self.out.steps.push(Step::Prim {
@@ -146,6 +136,7 @@ impl Translator<'_> {
         });
     }
 }
+
 /// The scope a kernel is typed in: notes any `if` or block inside it whose value a kernel
 /// should not compute (see [`Translator::classify`]).
 struct KernelProbe<'l, 'a> {

@@ -131,3 +131,6 @@ pub fn translate(func: &Func, lets: &LetTypes, errors: &mut Errors) -> Record {
     }
     l.out
 }
+
+#[cfg(test)]
+mod tests;

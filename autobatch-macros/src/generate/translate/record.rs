@@ -5,8 +5,8 @@
 //! analysis and the printed program) and into the generated code that rebuilds the same IR
 //! when the program is linked. One record, two replays, so the two cannot diverge.
 
-use crate::parse::ast::Ty;
-use proc_macro2::{Ident, Span, TokenStream};
+use crate::parse::ast::{Expr, Ty};
+use proc_macro2::{Ident, Span};
 
 /// A variable of the function.
 pub struct LocalVar {
@@ -20,12 +20,11 @@ pub struct LocalVar {
 pub struct KernelSpec {
     /// `(binding, variable)` for each input, in order.
     pub inputs: Vec<(Ident, usize)>,
-    /// The Rust expression computing the output value.
-    pub body: TokenStream,
+    /// The expression computing the output value (its tokens are the Rust code; its span
+    /// where errors point).
+    pub body: Expr,
     /// The type of the body's value (the outputs' leaves, in order).
     pub out_ty: Ty,
-    /// Where it came from, for errors.
-    pub span: Span,
 }
 
 /// A function called by this one.
