@@ -181,7 +181,7 @@ enum Sym {
 
 /// A compiled value; `level` is the depth of the deepest statement list that defines a name
 /// it reads (the value exists in that list and the lists nested in it).
-enum Val {
+enum Compiled {
     /// A value without vectors: the Rust expression computing it.
     Scalar(TokenStream, usize),
     /// A vector, element by element.
@@ -310,7 +310,7 @@ impl Compiler {
     /// Registers a reduction in the shallowest list where its operands exist (a pure
     /// element-wise one may leave conditional code; one calling functions stays in the current
     /// list); its result is readable at once in the current statement.
-    fn reduce(&mut self, kind: ReductionKind) -> Val {
+    fn reduce(&mut self, kind: ReductionKind) -> Compiled {
         let (level, calls) = match &kind {
             ReductionKind::Dot(a, b) => (a.level.max(b.level), a.calls || b.calls),
             ReductionKind::Sum(a) => (a.level, a.calls),
@@ -321,14 +321,14 @@ impl Compiler {
             result: result.clone(),
             kind,
         });
-        Val::Scalar(quote!(#result), target)
+        Compiled::Scalar(quote!(#result), target)
     }
 
     /// Compiles `e` in a list of its own (code that runs only sometimes: an `if` branch, the
     /// right side of `&&`); the value is an expression, a block when statements were needed.
     fn conditional(
         &mut self,
-        e: impl FnOnce(&mut Self) -> Option<Val>,
+        e: impl FnOnce(&mut Self) -> Option<Compiled>,
     ) -> Option<(TokenStream, usize)> {
         self.lists.push(List::default());
         self.scopes.push(Vec::new());
@@ -338,8 +338,8 @@ impl Compiler {
         self.flush(d);
         let list = self.lists.pop().expect("pushed");
         let (t, level) = match value? {
-            Val::Scalar(t, level) => (t, level),
-            Val::Vector(_) => return None,
+            Compiled::Scalar(t, level) => (t, level),
+            Compiled::Vector(_) => return None,
         };
         let stmts = list.stmts;
         let t = if stmts.is_empty() {
@@ -360,7 +360,7 @@ impl Compiler {
         fills: &mut Vec<(TokenStream, Elems)>,
     ) -> Option<()> {
         if !contains_vector(ty) {
-            let Val::Scalar(t, _) = self.compile(e)? else {
+            let Compiled::Scalar(t, _) = self.compile(e)? else {
                 return None;
             };
             let r = self.fresh("r");
@@ -390,7 +390,7 @@ impl Compiler {
                 Some(())
             }
             (_, Ty::Vector) => {
-                let Val::Vector(el) = self.compile(e)? else {
+                let Compiled::Vector(el) = self.compile(e)? else {
                     return None;
                 };
                 let o = format_ident!("__o{}", *next);
@@ -408,9 +408,9 @@ impl Compiler {
             match s {
                 Stmt::Let { pat, ty, init } => self.local(pat, ty.as_ref(), init)?,
                 Stmt::Expr(e) => match self.compile(e)? {
-                    Val::Scalar(t, _) => self.emit(quote!(#t;)),
+                    Compiled::Scalar(t, _) => self.emit(quote!(#t;)),
                     // A vector computed and dropped: nothing to do.
-                    Val::Vector(_) => {}
+                    Compiled::Vector(_) => {}
                 },
             }
         }
@@ -420,7 +420,7 @@ impl Compiler {
     fn local(&mut self, pat: &Pat, annotated: Option<&Ty>, init: &Expr) -> Option<()> {
         let declared = annotated.map(kind_of_type);
         match self.compile(init)? {
-            Val::Scalar(t, _) => {
+            Compiled::Scalar(t, _) => {
                 if matches!(declared, Some(Kind::Vector | Kind::Opaque)) {
                     return None;
                 }
@@ -437,7 +437,7 @@ impl Compiler {
                 }
                 Some(())
             }
-            Val::Vector(el) => {
+            Compiled::Vector(el) => {
                 if matches!(declared, Some(Kind::Value | Kind::Opaque)) {
                     return None;
                 }
@@ -487,39 +487,41 @@ impl Compiler {
     /// A scalar operand: its tokens and level, or `None` for a vector.
     fn scalar(&mut self, e: &Expr) -> Option<(TokenStream, usize)> {
         match self.compile(e)? {
-            Val::Scalar(t, level) => Some((t, level)),
-            Val::Vector(_) => None,
+            Compiled::Scalar(t, level) => Some((t, level)),
+            Compiled::Vector(_) => None,
         }
     }
 
-    fn compile(&mut self, e: &Expr) -> Option<Val> {
+    fn compile(&mut self, e: &Expr) -> Option<Compiled> {
         match &e.kind {
-            ExprKind::Lit { .. } | ExprKind::Const(_) => Some(Val::Scalar(e.tokens.clone(), 0)),
+            ExprKind::Lit { .. } | ExprKind::Const(_) => {
+                Some(Compiled::Scalar(e.tokens.clone(), 0))
+            }
             ExprKind::Var(id) => match self.lookup(&id.to_string()) {
-                Some(Sym::Vector(el)) => Some(Val::Vector(el.clone())),
-                Some(Sym::Value(unique, level)) => Some(Val::Scalar(quote!(#unique), *level)),
-                None => Some(Val::Scalar(quote!(#id), 0)),
+                Some(Sym::Vector(el)) => Some(Compiled::Vector(el.clone())),
+                Some(Sym::Value(unique, level)) => Some(Compiled::Scalar(quote!(#unique), *level)),
+                None => Some(Compiled::Scalar(quote!(#id), 0)),
             },
             ExprKind::Ref(x) => self.compile(x).map(|v| wrap(v, |t| quote!((&#t)))),
             ExprKind::Unary(op, x) => match self.compile(x)? {
-                Val::Scalar(t, level) => Some(Val::Scalar(quote!((#op #t)), level)),
-                Val::Vector(mut el) if op.to_string() == "-" => {
+                Compiled::Scalar(t, level) => Some(Compiled::Scalar(quote!((#op #t)), level)),
+                Compiled::Vector(mut el) if op.to_string() == "-" => {
                     let x = &el.elem;
                     el.elem = quote!((-#x));
                     el.ops += 1;
-                    Some(Val::Vector(el))
+                    Some(Compiled::Vector(el))
                 }
-                Val::Vector(_) => None,
+                Compiled::Vector(_) => None,
             },
             ExprKind::Binary(op, op_tokens, l, r) => self.binary(*op, op_tokens, l, r),
             ExprKind::Cast(x, _, ty) => {
                 let (t, level) = self.scalar(x)?;
-                Some(Val::Scalar(quote!((#t as #ty)), level))
+                Some(Compiled::Scalar(quote!((#t as #ty)), level))
             }
             ExprKind::Field(x, i) => {
                 let (t, level) = self.scalar(x)?;
                 let idx = syn::Index::from(*i as usize);
-                Some(Val::Scalar(quote!(#t.#idx), level))
+                Some(Compiled::Scalar(quote!(#t.#idx), level))
             }
             ExprKind::Tuple(xs) => {
                 let mut items = Vec::new();
@@ -529,7 +531,7 @@ impl Compiler {
                     items.push(t);
                     level = level.max(l);
                 }
-                Some(Val::Scalar(quote!((#(#items,)*)), level))
+                Some(Compiled::Scalar(quote!((#(#items,)*)), level))
             }
             ExprKind::Method(recv, name, args) => self.method(recv, name, args),
             ExprKind::Assoc(ty, f, args) => self.assoc(ty, f, args),
@@ -543,7 +545,7 @@ impl Compiler {
                     }
                     None => (quote!(), 0),
                 };
-                Some(Val::Scalar(
+                Some(Compiled::Scalar(
                     quote!((if #cond { #then_ } #else_)),
                     cl.max(tl).max(el),
                 ))
@@ -554,51 +556,57 @@ impl Compiler {
     }
 
     /// A block's value, its statements flattened into the current list (names are unique).
-    fn block(&mut self, b: &Block) -> Option<Val> {
+    fn block(&mut self, b: &Block) -> Option<Compiled> {
         self.scopes.push(Vec::new());
         let value = self.stmts(&b.stmts).and_then(|()| match &b.tail {
             Some(tail) => self.compile(tail),
-            None => Some(Val::Scalar(quote!(()), 0)),
+            None => Some(Compiled::Scalar(quote!(()), 0)),
         });
         self.scopes.pop();
         value
     }
 
-    fn binary(&mut self, op: BinOp, op_tokens: &TokenStream, l: &Expr, r: &Expr) -> Option<Val> {
+    fn binary(
+        &mut self,
+        op: BinOp,
+        op_tokens: &TokenStream,
+        l: &Expr,
+        r: &Expr,
+    ) -> Option<Compiled> {
         if matches!(op, BinOp::And | BinOp::Or) {
             let (l, ll) = self.scalar(l)?;
             let (r, rl) = self.conditional(|c| c.compile(r))?;
-            return Some(Val::Scalar(quote!((#l #op_tokens #r)), ll.max(rl)));
+            return Some(Compiled::Scalar(quote!((#l #op_tokens #r)), ll.max(rl)));
         }
         let l = self.compile(l)?;
         let r = self.compile(r)?;
         let arith = matches!(op_tokens.to_string().as_str(), "+" | "-" | "*" | "/");
         Some(match (l, r) {
-            (Val::Scalar(l, ll), Val::Scalar(r, rl)) => {
-                Val::Scalar(quote!((#l #op_tokens #r)), ll.max(rl))
+            (Compiled::Scalar(l, ll), Compiled::Scalar(r, rl)) => {
+                Compiled::Scalar(quote!((#l #op_tokens #r)), ll.max(rl))
             }
-            (Val::Vector(l), Val::Vector(r)) if arith => {
+            (Compiled::Vector(l), Compiled::Vector(r)) if arith => {
                 let elem = {
                     let (le, re) = (&l.elem, &r.elem);
                     quote!((#le #op_tokens #re))
                 };
-                Val::Vector(l.join(r, elem))
+                Compiled::Vector(l.join(r, elem))
             }
-            (Val::Vector(l), Val::Scalar(r, rl)) if arith => {
+            (Compiled::Vector(l), Compiled::Scalar(r, rl)) if arith => {
                 let c = self.constant(r, rl);
                 let elem = {
                     let le = &l.elem;
                     quote!((#le #op_tokens #c))
                 };
-                Val::Vector(l.join(c.into_elems(), elem))
+                Compiled::Vector(l.join(c.into_elems(), elem))
             }
-            (Val::Scalar(l, ll), Val::Vector(r)) if arith => {
+            (Compiled::Scalar(l, ll), Compiled::Vector(r)) if arith => {
                 let c = self.constant(l, ll);
                 let elem = {
                     let re = &r.elem;
                     quote!((#c #op_tokens #re))
                 };
-                Val::Vector(c.into_elems().join(r, elem))
+                Compiled::Vector(c.into_elems().join(r, elem))
             }
             _ => return None,
         })
@@ -625,23 +633,23 @@ impl Compiler {
         }
     }
 
-    fn method(&mut self, recv: &Expr, method: &Ident, args: &[Expr]) -> Option<Val> {
+    fn method(&mut self, recv: &Expr, method: &Ident, args: &[Expr]) -> Option<Compiled> {
         let recv = self.compile(recv)?;
         let name = method.to_string();
         let el = match recv {
-            Val::Scalar(r, mut level) => {
+            Compiled::Scalar(r, mut level) => {
                 let mut ts = Vec::new();
                 for a in args {
                     let (t, l) = self.scalar(a)?;
                     ts.push(t);
                     level = level.max(l);
                 }
-                return Some(Val::Scalar(quote!(#r.#method(#(#ts),*)), level));
+                return Some(Compiled::Scalar(quote!(#r.#method(#(#ts),*)), level));
             }
-            Val::Vector(el) => el,
+            Compiled::Vector(el) => el,
         };
         match (name.as_str(), args) {
-            ("clone", []) => Some(Val::Vector(el)),
+            ("clone", []) => Some(Compiled::Vector(el)),
             ("map", [f]) => {
                 let (f, fl) = self.scalar(f)?;
                 let fname = self.fresh("f");
@@ -649,7 +657,7 @@ impl Compiler {
                 let x = &el.elem;
                 let elem = quote!(#fname(#x));
                 let level = el.level.max(fl).max(self.depth());
-                Some(Val::Vector(Elems {
+                Some(Compiled::Vector(Elems {
                     elem,
                     level,
                     ops: el.ops + 1,
@@ -658,7 +666,7 @@ impl Compiler {
                 }))
             }
             ("zip_map", [other, f]) => {
-                let Val::Vector(other) = self.compile(other)? else {
+                let Compiled::Vector(other) = self.compile(other)? else {
                     return None;
                 };
                 let (f, fl) = self.scalar(f)?;
@@ -671,10 +679,10 @@ impl Compiler {
                 let mut joined = el.join(other, elem);
                 joined.calls = true;
                 joined.level = joined.level.max(fl).max(self.depth());
-                Some(Val::Vector(joined))
+                Some(Compiled::Vector(joined))
             }
             ("dot", [other]) => {
-                let Val::Vector(other) = self.compile(other)? else {
+                let Compiled::Vector(other) = self.compile(other)? else {
                     return None;
                 };
                 Some(self.reduce(ReductionKind::Dot(el, other)))
@@ -685,7 +693,10 @@ impl Compiler {
                 let (i, il) = self.scalar(i)?;
                 let elem = &el.elem;
                 let level = el.level.max(il);
-                Some(Val::Scalar(quote!({ let __j: usize = #i; #elem }), level))
+                Some(Compiled::Scalar(
+                    quote!({ let __j: usize = #i; #elem }),
+                    level,
+                ))
             }
             _ => None,
         }
@@ -693,20 +704,20 @@ impl Compiler {
 
     /// `Type::function(args)`: `Vector::filled_like` and `Vector::clone` on vectors, any
     /// other as scalar code.
-    fn assoc(&mut self, ty: &Ident, f: &Ident, args: &[Expr]) -> Option<Val> {
+    fn assoc(&mut self, ty: &Ident, f: &Ident, args: &[Expr]) -> Option<Compiled> {
         let on_vector = ty == "Vector";
         match (f.to_string().as_str(), args) {
             ("clone", [x]) => match self.compile(x)? {
-                Val::Vector(el) => Some(Val::Vector(el)),
-                Val::Scalar(t, level) => Some(Val::Scalar(quote!(#ty::#f(#t)), level)),
+                Compiled::Vector(el) => Some(Compiled::Vector(el)),
+                Compiled::Scalar(t, level) => Some(Compiled::Scalar(quote!(#ty::#f(#t)), level)),
             },
             ("filled_like", [value, like]) if on_vector => {
                 let (value, vl) = self.scalar(value)?;
                 // Only the length of `like` matters, and every vector has the run's length.
-                let Val::Vector(_) = self.compile(like)? else {
+                let Compiled::Vector(_) = self.compile(like)? else {
                     return None;
                 };
-                Some(Val::Vector(self.constant(value, vl).into_elems()))
+                Some(Compiled::Vector(self.constant(value, vl).into_elems()))
             }
             _ if on_vector => None,
             _ => {
@@ -717,7 +728,7 @@ impl Compiler {
                     ts.push(t);
                     level = level.max(l);
                 }
-                Some(Val::Scalar(quote!(#ty::#f(#(#ts),*)), level))
+                Some(Compiled::Scalar(quote!(#ty::#f(#(#ts),*)), level))
             }
         }
     }
@@ -759,9 +770,9 @@ fn merge_sources(sources: &mut Vec<Ident>, more: impl IntoIterator<Item = Ident>
 }
 
 /// Applies `f` to a scalar's tokens; a vector passes through (`&v` and `(v)` are `v`).
-fn wrap(v: Val, f: impl FnOnce(TokenStream) -> TokenStream) -> Val {
+fn wrap(v: Compiled, f: impl FnOnce(TokenStream) -> TokenStream) -> Compiled {
     match v {
-        Val::Scalar(t, level) => Val::Scalar(f(t), level),
+        Compiled::Scalar(t, level) => Compiled::Scalar(f(t), level),
         vector => vector,
     }
 }

@@ -9,11 +9,12 @@
 //! only ever corrects a literal's default. The translation then reads the types from
 //! [`LetTypes`] and runs once.
 
+use super::classify::{classify, Strategy};
 use super::{infer, operator_type, Scope};
-use crate::generate::pure::{has_branches, is_pure};
+use crate::generate::pure::is_pure;
 use crate::parse::ast::{BinOp, Block, Expr, ExprKind, Func, Pat, Stmt, Ty};
 use autobatch_ir::DType;
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 /// How many walks correct the `let`s' types at most (each walk settles at least one more).
@@ -56,7 +57,7 @@ struct Binding {
 }
 
 /// What compiling an expression yields, as far as types go.
-enum Value {
+enum Typing {
     /// A value of this type.
     Typed(Ty),
     /// `()`, or nothing (an error the translation reports).
@@ -65,25 +66,15 @@ enum Value {
     Diverged,
 }
 
-/// How an expression compiles (as [`crate::generate::translate`] decides it).
-enum Strategy {
-    /// One lane-wise kernel of this type.
-    Kernel(Ty),
-    /// Control flow and statements.
-    ControlFlow,
-    /// An error.
-    Failed,
-}
-
 /// Where a value is stored: one variable, or one per element of a tuple.
 #[derive(Clone, Copy, PartialEq)]
-enum Dest {
+enum Place {
     Var,
     Elems,
 }
 
 /// A loop being walked: whether a `break` leaves it, and its `break` value's type.
-struct LoopCtx {
+struct LoopTypes {
     broken: bool,
     result: Option<Ty>,
 }
@@ -93,17 +84,15 @@ struct Walk<'a> {
     func: &'a Func,
     fixed: &'a LetTypes,
     scopes: Vec<Vec<Binding>>,
-    loops: Vec<LoopCtx>,
+    loops: Vec<LoopTypes>,
     /// False after a jump, until code is reachable again.
     live: bool,
     demands: RefCell<Vec<(*const Expr, Ty)>>,
 }
 
-/// The scope expressions are typed in; with `probe`, it notes `if`s and blocks a kernel
-/// does not compute (their value is `()` or holds a `Vector`).
+/// The walk's names in scope, as type inference sees them.
 struct View<'w, 'a> {
     walk: &'w Walk<'a>,
-    keep_branches: Option<&'w Cell<bool>>,
 }
 
 impl Scope for View<'_, '_> {
@@ -123,14 +112,6 @@ impl Scope for View<'_, '_> {
 
     fn demand(&self, name: &str, ty: &Ty) {
         self.walk.demand(name, ty);
-    }
-
-    fn typed_branch(&self, ty: &Ty) {
-        if let Some(keep) = self.keep_branches {
-            if ty.is_unit() || ty.has_vector() {
-                keep.set(true);
-            }
-        }
     }
 }
 
@@ -154,8 +135,8 @@ impl<'a> Walk<'a> {
         let ret = self.func.ret.clone();
         let dest = match &ret {
             Ty::Tuple(items) if items.is_empty() => None,
-            Ty::Tuple(_) => Some(Dest::Elems),
-            _ => Some(Dest::Var),
+            Ty::Tuple(_) => Some(Place::Elems),
+            _ => Some(Place::Var),
         };
         self.block_into(&self.func.body, dest, &ret);
         self.demands.into_inner()
@@ -193,10 +174,7 @@ impl<'a> Walk<'a> {
     }
 
     fn view(&self) -> View<'_, 'a> {
-        View {
-            walk: self,
-            keep_branches: None,
-        }
+        View { walk: self }
     }
 
     fn scoped<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
@@ -206,42 +184,23 @@ impl<'a> Walk<'a> {
         t
     }
 
-    /// As the translation's `classify`: a pure expression whose type inference finds (and
-    /// with no `()`- or `Vector`-valued `if` or block) is one kernel.
-    fn classify(&self, e: &Expr, expected: Option<&Ty>) -> Strategy {
-        if !is_pure(e) {
-            return Strategy::ControlFlow;
-        }
-        let keep = Cell::new(false);
-        let probe = View {
-            walk: self,
-            keep_branches: Some(&keep),
-        };
-        match (infer(e, expected, &probe), keep.get()) {
-            (Ok(ty), false) => Strategy::Kernel(ty),
-            (Ok(_), true) => Strategy::ControlFlow,
-            (Err(_), _) if has_branches(e) => Strategy::ControlFlow,
-            (Err(_), _) => Strategy::Failed,
-        }
-    }
-
-    fn compile(&mut self, e: &Expr, expected: Option<&Ty>) -> Value {
+    fn compile(&mut self, e: &Expr, expected: Option<&Ty>) -> Typing {
         if !self.live {
-            return Value::Diverged;
+            return Typing::Diverged;
         }
         match &e.kind {
             ExprKind::Var(id) => {
                 return match self.lookup(&id.to_string()) {
-                    Some(b) => Value::Typed(b.ty.clone()),
-                    None => Value::Unit,
+                    Some(b) => Typing::Typed(b.ty.clone()),
+                    None => Typing::Unit,
                 }
             }
-            ExprKind::Invalid => return Value::Unit,
+            ExprKind::Invalid => return Typing::Unit,
             _ => {}
         }
-        match self.classify(e, expected) {
-            Strategy::Kernel(ty) => return Value::Typed(ty),
-            Strategy::Failed => return Value::Unit,
+        match classify(e, expected, &self.view()) {
+            Strategy::Kernel(ty) => return Typing::Typed(ty),
+            Strategy::Failed(_) => return Typing::Unit,
             Strategy::ControlFlow => {}
         }
         match &e.kind {
@@ -255,7 +214,7 @@ impl<'a> Walk<'a> {
                 if !self.loops.is_empty() {
                     self.live = false;
                 }
-                Value::Diverged
+                Typing::Diverged
             }
             ExprKind::Return(v) => {
                 let ret = self.func.ret.clone();
@@ -263,41 +222,41 @@ impl<'a> Walk<'a> {
                     (Some(v), Ty::Tuple(items)) if items.is_empty() => {
                         self.compile(v, Some(&ret));
                     }
-                    (Some(v), Ty::Tuple(_)) => self.compile_into(v, Dest::Elems, &ret),
-                    (Some(v), _) => self.compile_into(v, Dest::Var, &ret),
+                    (Some(v), Ty::Tuple(_)) => self.compile_into(v, Place::Elems, &ret),
+                    (Some(v), _) => self.compile_into(v, Place::Var, &ret),
                     (None, _) => {}
                 }
                 self.live = false;
-                Value::Diverged
+                Typing::Diverged
             }
             ExprKind::Assign(target, value, op) => {
                 self.assign(target, value, op.as_ref().map(|(b, _)| *b));
-                Value::Unit
+                Typing::Unit
             }
             ExprKind::Binary(BinOp::And | BinOp::Or, _, l, r) => {
                 let bool_ty = Ty::Scalar(DType::Bool);
-                let Value::Typed(_) = self.compile(l, Some(&bool_ty)) else {
-                    return Value::Diverged;
+                let Typing::Typed(_) = self.compile(l, Some(&bool_ty)) else {
+                    return Typing::Diverged;
                 };
                 if !self.live {
-                    return Value::Diverged;
+                    return Typing::Diverged;
                 }
-                self.compile_into(r, Dest::Var, &bool_ty);
+                self.compile_into(r, Place::Var, &bool_ty);
                 self.live = true;
-                Value::Typed(bool_ty)
+                Typing::Typed(bool_ty)
             }
             _ => self.mixed(e, expected),
         }
     }
 
-    fn compile_into(&mut self, e: &Expr, dest: Dest, ty: &Ty) {
+    fn compile_into(&mut self, e: &Expr, dest: Place, ty: &Ty) {
         if !self.live {
             return;
         }
-        if let (Dest::Elems, ExprKind::Tuple(items), Ty::Tuple(tys)) = (dest, &e.kind, ty) {
+        if let (Place::Elems, ExprKind::Tuple(items), Ty::Tuple(tys)) = (dest, &e.kind, ty) {
             if items.len() == tys.len() {
                 for (item, t) in items.iter().zip(tys) {
-                    self.compile_into(item, Dest::Var, t);
+                    self.compile_into(item, Place::Var, t);
                 }
                 return;
             }
@@ -305,8 +264,8 @@ impl<'a> Walk<'a> {
         match &e.kind {
             ExprKind::Invalid => return,
             ExprKind::Var(id) => self.demand(&id.to_string(), ty),
-            _ => match self.classify(e, Some(ty)) {
-                Strategy::Kernel(_) | Strategy::Failed => return,
+            _ => match classify(e, Some(ty), &self.view()) {
+                Strategy::Kernel(_) | Strategy::Failed(_) => return,
                 Strategy::ControlFlow => {}
             },
         }
@@ -324,7 +283,7 @@ impl<'a> Walk<'a> {
         }
     }
 
-    fn block_into(&mut self, b: &Block, dest: Option<Dest>, ty: &Ty) {
+    fn block_into(&mut self, b: &Block, dest: Option<Place>, ty: &Ty) {
         self.stmts(b);
         match (&b.tail, dest) {
             (Some(tail), Some(d)) => self.compile_into(tail, d, ty),
@@ -335,12 +294,12 @@ impl<'a> Walk<'a> {
         }
     }
 
-    fn block_value(&mut self, b: &Block, expected: Option<&Ty>) -> Value {
+    fn block_value(&mut self, b: &Block, expected: Option<&Ty>) -> Typing {
         self.stmts(b);
         match &b.tail {
             Some(tail) => self.compile(tail, expected),
-            None if !self.live => Value::Diverged,
-            None => Value::Unit,
+            None if !self.live => Typing::Diverged,
+            None => Typing::Unit,
         }
     }
 
@@ -366,10 +325,10 @@ impl<'a> Walk<'a> {
             (Pat::Ident(_), ExprKind::Var(_)) | (Pat::Tuple(_) | Pat::Wild, _) => {
                 Strategy::ControlFlow
             }
-            (Pat::Ident(_), _) => self.classify(init, expected.as_ref()),
+            (Pat::Ident(_), _) => classify(init, expected.as_ref(), &self.view()),
         };
         match (pat, strategy) {
-            (_, Strategy::Failed) => return,
+            (_, Strategy::Failed(_)) => return,
             (Pat::Ident(name), Strategy::Kernel(ty)) => {
                 self.bind(name.to_string(), ty, key);
                 return;
@@ -383,7 +342,7 @@ impl<'a> Walk<'a> {
                     ExprKind::If(..) | ExprKind::Block(_) | ExprKind::Call(..)
                 )
             {
-                self.compile_into(init, Dest::Var, t);
+                self.compile_into(init, Place::Var, t);
                 self.bind(name.to_string(), t.clone(), key);
                 return;
             }
@@ -394,8 +353,8 @@ impl<'a> Walk<'a> {
             }
         }
         let ty = match self.compile(init, expected.as_ref()) {
-            Value::Typed(ty) => ty,
-            Value::Unit | Value::Diverged => return,
+            Typing::Typed(ty) => ty,
+            Typing::Unit | Typing::Diverged => return,
         };
         match pat {
             Pat::Ident(_) if ty.is_unit() => {}
@@ -425,7 +384,7 @@ impl<'a> Walk<'a> {
         if tys.len() != ps.len() {
             return false;
         }
-        self.compile_into(init, Dest::Elems, &ty);
+        self.compile_into(init, Place::Elems, &ty);
         let mut binds = Vec::new();
         for (p, t) in ps.iter().zip(tys) {
             flatten(p, t, &mut binds);
@@ -452,10 +411,10 @@ impl<'a> Walk<'a> {
             }
         }
         match op {
-            None => self.compile_into(value, Dest::Var, &ty),
+            None => self.compile_into(value, Place::Var, &ty),
             Some(bop) => {
                 let hint = (bop != BinOp::Shift && ty != Ty::Vector).then_some(&ty);
-                if let Strategy::ControlFlow = self.classify(value, hint) {
+                if let Strategy::ControlFlow = classify(value, hint, &self.view()) {
                     self.compile(value, hint);
                 }
             }
@@ -463,7 +422,7 @@ impl<'a> Walk<'a> {
     }
 
     /// As the translation's `mixed`: operands first, then one kernel combining them.
-    fn mixed(&mut self, e: &Expr, expected: Option<&Ty>) -> Value {
+    fn mixed(&mut self, e: &Expr, expected: Option<&Ty>) -> Typing {
         let mut types = Vec::new();
         let mut operands: Vec<(&Expr, Option<Ty>)> = Vec::new();
         match &e.kind {
@@ -489,12 +448,12 @@ impl<'a> Walk<'a> {
                 };
                 operands.extend(items.iter().zip(hints));
             }
-            _ => return Value::Unit,
+            _ => return Typing::Unit,
         }
         for (x, hint) in operands {
             match self.compile(x, hint.as_ref()) {
-                Value::Typed(t) => types.push(t),
-                _ => return Value::Diverged,
+                Typing::Typed(t) => types.push(t),
+                _ => return Typing::Diverged,
             }
         }
         if let (ExprKind::Binary(op, _, l, r), [lt, rt]) = (&e.kind, types.as_slice()) {
@@ -510,12 +469,12 @@ impl<'a> Walk<'a> {
             }
         }
         let Some(ty) = operator_type(e, &types, expected) else {
-            return Value::Unit;
+            return Typing::Unit;
         };
         if !self.live {
-            return Value::Diverged;
+            return Typing::Diverged;
         }
-        Value::Typed(ty)
+        Typing::Typed(ty)
     }
 
     fn call(
@@ -523,8 +482,8 @@ impl<'a> Walk<'a> {
         path: &syn::Path,
         args: &[Expr],
         expected: Option<&Ty>,
-        dest: Option<Dest>,
-    ) -> Value {
+        dest: Option<Place>,
+    ) -> Typing {
         let is_self = self.is_self_path(path);
         let hints: Vec<Option<Ty>> = if is_self {
             self.func
@@ -536,7 +495,7 @@ impl<'a> Walk<'a> {
             vec![None; args.len()]
         };
         if is_self && args.len() != hints.len() {
-            return Value::Unit;
+            return Typing::Unit;
         }
         for (a, hint) in args.iter().zip(&hints) {
             let a = match &a.kind {
@@ -546,8 +505,8 @@ impl<'a> Walk<'a> {
             if let (ExprKind::Var(id), Some(h)) = (&a.kind, hint) {
                 self.demand(&id.to_string(), h);
             }
-            if let Value::Diverged = self.compile(a, hint.as_ref()) {
-                return Value::Diverged;
+            if let Typing::Diverged = self.compile(a, hint.as_ref()) {
+                return Typing::Diverged;
             }
         }
         let ret = if is_self {
@@ -555,16 +514,16 @@ impl<'a> Walk<'a> {
         } else {
             match expected {
                 Some(t) => t.clone(),
-                None => return Value::Unit,
+                None => return Typing::Unit,
             }
         };
         if !self.live {
-            return Value::Diverged;
+            return Typing::Diverged;
         }
         match dest {
-            Some(_) => Value::Unit,
-            None if ret.is_unit() => Value::Unit,
-            None => Value::Typed(ret),
+            Some(_) => Typing::Unit,
+            None if ret.is_unit() => Typing::Unit,
+            None => Typing::Typed(ret),
         }
     }
 
@@ -574,12 +533,12 @@ impl<'a> Walk<'a> {
         then: &Block,
         els: Option<&Expr>,
         expected: Option<&Ty>,
-        dest: Option<Dest>,
-    ) -> Value {
+        dest: Option<Place>,
+    ) -> Typing {
         if !self.branch_on(cond) {
-            return Value::Diverged;
+            return Typing::Diverged;
         }
-        let mut result: Option<(Dest, Ty)> = dest.zip(expected.cloned());
+        let mut result: Option<(Place, Ty)> = dest.zip(expected.cloned());
         let value_wanted = expected.is_some_and(|t| !t.is_unit()) || dest.is_some();
         let mut joined = false;
         let arms = std::iter::once(Arm::Block(then)).chain(els.map(Arm::Expr));
@@ -603,8 +562,8 @@ impl<'a> Walk<'a> {
                             Arm::Block(b) => w.block_value(b, hint.as_ref()),
                             Arm::Expr(x) => w.compile(x, hint.as_ref()),
                         };
-                        if let (Value::Typed(ty), None) = (v, &result) {
-                            result = Some((Dest::Var, ty));
+                        if let (Typing::Typed(ty), None) = (v, &result) {
+                            result = Some((Place::Var, ty));
                         }
                     }
                 }
@@ -614,72 +573,72 @@ impl<'a> Walk<'a> {
         joined |= els.is_none();
         self.live = joined;
         match result {
-            _ if !joined => Value::Diverged,
-            Some((Dest::Var, ty)) if dest.is_none() && els.is_some() => Value::Typed(ty),
-            _ => Value::Unit,
+            _ if !joined => Typing::Diverged,
+            Some((Place::Var, ty)) if dest.is_none() && els.is_some() => Typing::Typed(ty),
+            _ => Typing::Unit,
         }
     }
 
     /// Types a branch condition; false if control does not get to the branch.
     fn branch_on(&mut self, cond: &Expr) -> bool {
         let bool_ty = Ty::Scalar(DType::Bool);
-        matches!(self.compile(cond, Some(&bool_ty)), Value::Typed(_)) && self.live
+        matches!(self.compile(cond, Some(&bool_ty)), Typing::Typed(_)) && self.live
     }
 
-    fn while_(&mut self, cond: &Expr, body: &Block) -> Value {
+    fn while_(&mut self, cond: &Expr, body: &Block) -> Typing {
         if !self.branch_on(cond) {
-            return Value::Diverged;
+            return Typing::Diverged;
         }
-        self.loops.push(LoopCtx {
+        self.loops.push(LoopTypes {
             broken: true,
             result: None,
         });
         self.scoped(|w| w.block_value(body, Some(&Ty::unit())));
         self.loops.pop();
         self.live = true;
-        Value::Unit
+        Typing::Unit
     }
 
-    fn loop_(&mut self, body: &Block, expected: Option<&Ty>) -> Value {
+    fn loop_(&mut self, body: &Block, expected: Option<&Ty>) -> Typing {
         self.live = true;
-        self.loops.push(LoopCtx {
+        self.loops.push(LoopTypes {
             broken: false,
             result: expected.filter(|t| !t.is_unit()).cloned(),
         });
         self.scoped(|w| w.block_value(body, Some(&Ty::unit())));
-        let ctx = self.loops.pop().unwrap_or(LoopCtx {
+        let ctx = self.loops.pop().unwrap_or(LoopTypes {
             broken: false,
             result: None,
         });
         self.live = ctx.broken;
         match (ctx.broken, ctx.result) {
-            (false, _) => Value::Diverged,
-            (true, Some(ty)) => Value::Typed(ty),
-            (true, None) => Value::Unit,
+            (false, _) => Typing::Diverged,
+            (true, Some(ty)) => Typing::Typed(ty),
+            (true, None) => Typing::Unit,
         }
     }
 
-    fn break_(&mut self, value: Option<&Expr>) -> Value {
+    fn break_(&mut self, value: Option<&Expr>) -> Typing {
         if self.loops.is_empty() {
-            return Value::Diverged;
+            return Typing::Diverged;
         }
         if let Some(v) = value {
             let hint = self.loops.last().and_then(|l| l.result.clone());
             match self.compile(v, hint.as_ref()) {
-                Value::Typed(ty) => {
+                Typing::Typed(ty) => {
                     if let Some(l) = self.loops.last_mut() {
                         l.result.get_or_insert(ty);
                     }
                 }
-                Value::Diverged => return Value::Diverged,
-                Value::Unit => {}
+                Typing::Diverged => return Typing::Diverged,
+                Typing::Unit => {}
             }
         }
         if let Some(l) = self.loops.last_mut() {
             l.broken = true;
         }
         self.live = false;
-        Value::Diverged
+        Typing::Diverged
     }
 }
 

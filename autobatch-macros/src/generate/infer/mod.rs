@@ -6,6 +6,7 @@
 //! `let`s bind in scope inside them: they compile into kernels whole. The pass over a whole
 //! function that fixes its `let`s' types before translation is [`function`].
 
+pub mod classify;
 pub mod function;
 
 use crate::parse::ast::{BinOp, Block, Expr, ExprKind, Pat, Stmt, Ty};
@@ -24,8 +25,8 @@ pub trait Scope {
     /// Records that variable `name` is used where a value of type `ty` is needed (lets whose
     /// type came from a literal's default are re-typed from these demands); by default, nothing.
     fn demand(&self, _name: &str, _ty: &Ty) {}
-    /// Called with the type of every `if` and block expression typed as a value (the lowering
-    /// keeps vector-valued ones as control flow).
+    /// Called with the type of every `if` and block expression typed as a value (kernel
+    /// classification keeps `()`- and vector-valued ones as control flow).
     fn typed_branch(&self, _ty: &Ty) {}
 }
 
@@ -255,8 +256,8 @@ const LOCAL_ROUNDS: usize = 4;
 
 /// The type of a block of `let`s and a value (a branch of a pure `if`), its names in scope.
 ///
-/// An unannotated `let` takes its type from its uses, as the lowering does for the function's
-/// own `let`s: `let k = 0; k + n` with `n: i64` makes `k` an `i64`, as rustc infers it.
+/// An unannotated `let` takes its type from its uses, as the inference pass does for the
+/// function's own `let`s ([`function`]): `let k = 0; k + n` with `n: i64` makes `k` an `i64`, as rustc infers it.
 fn infer_block(b: &Block, expected: Option<&Ty>, scope: &dyn Scope) -> Result<Ty, TypeError> {
     let mut retyped: HashMap<usize, Ty> = HashMap::new();
     let mut round = 1;
@@ -290,7 +291,7 @@ fn infer_block(b: &Block, expected: Option<&Ty>, scope: &dyn Scope) -> Result<Ty
                 if let (ExprKind::Var(id), Some(want)) = (&tail.kind, expected) {
                     // A variable typed by a literal's default takes the type the block's value
                     // needs: this block's `let`s in the next round here, the function's in the
-                    // lowering's next round.
+                    // inference pass's next walk.
                     if t != *want && !t.has_vector() && !want.has_vector() {
                         locals.demand(&id.to_string(), want);
                     }

@@ -1,8 +1,9 @@
 //! Assignments: built-in copies into variables and element variables, tuple elements each
 //! into its own variable, and `x = v` / `x op= v` statements.
 
-use super::kernel::{source_text, Strategy};
+use super::kernel::source_text;
 use super::{Dest, Step, Translator, Value};
+use crate::generate::infer::classify::Strategy;
 use crate::generate::pure::{free_vars, is_pure};
 use crate::parse::ast::{BinOp, Expr, ExprKind, Ty};
 use proc_macro2::{Ident, TokenStream};
@@ -88,7 +89,7 @@ impl Translator<'_> {
             Some((bop, op_tokens)) => {
                 let hint = (*bop != BinOp::Shift && ty != Ty::Vector).then_some(&ty);
                 let shape = self.classify(value, hint);
-                if let Strategy::Failed = shape {
+                if let Strategy::Failed(_) = shape {
                     return;
                 }
                 if let Strategy::Kernel(_) = shape {

@@ -1,8 +1,9 @@
 //! Expressions: for their value or into a destination; operators, casts, methods, tuples and
 //! fields whose operands need statements first become one kernel over the operands.
 
-use super::kernel::{source_text, Strategy};
+use super::kernel::source_text;
 use super::{Dest, Translator, Value};
+use crate::generate::infer::classify::Strategy;
 use crate::generate::infer::{describe, operator_type, operator_type_error};
 use crate::parse::ast::{BinOp, Expr, ExprKind, Ty};
 use proc_macro2::Ident;
@@ -40,7 +41,7 @@ impl Translator<'_> {
                     fresh: true,
                 };
             }
-            Strategy::Failed => return Value::Unit,
+            Strategy::Failed(_) => return Value::Unit,
             Strategy::ControlFlow => {}
         }
         match &e.kind {
@@ -98,7 +99,7 @@ impl Translator<'_> {
             return;
         }
         // A tuple expression into element variables: each element on its own (a pure one as
-        // its own kernel, which fusion joins with its neighbours).
+        // its own kernel, which merging joins with its neighbours).
         if let (Dest::Elems(vs), ExprKind::Tuple(items), Ty::Tuple(tys)) = (dest, &e.kind, ty) {
             if items.len() == vs.len() && tys.len() == vs.len() {
                 self.tuple_into(items, vs, tys);
@@ -119,7 +120,7 @@ impl Translator<'_> {
                     self.prim_pure(dest.vars(), e, ty.clone());
                     return;
                 }
-                Strategy::Failed => return,
+                Strategy::Failed(_) => return,
                 Strategy::ControlFlow => {}
             },
         }

@@ -3,40 +3,21 @@
 
 use super::scope::ScopeView;
 use super::{KernelSpec, Step, Translator};
-use crate::generate::infer::{infer, Scope};
-use crate::generate::pure::{free_vars, has_branches, is_pure};
+use crate::generate::infer::classify::{classify, Strategy};
+use crate::generate::pure::free_vars;
 use crate::parse::ast::{Expr, ExprKind, Ty};
 use proc_macro2::{Ident, TokenStream};
-use std::cell::Cell;
 
 impl Translator<'_> {
-    /// Decides how `e` compiles. A pure expression is one lane-wise kernel, `if`s and blocks in
-    /// it included: the user's Rust runs per active lane and takes the branch it takes in the
-    /// scalar function, nothing else. An `if` or block whose value is `()` or holds a `Vector`
-    /// stays control flow (its branches mostly move vectors between variables, which the
-    /// built-in assignment does by handle while a kernel would copy every element), and so does
-    /// one this inference cannot type: the control-flow lowering reports its errors, or
-    /// re-types the variables it uses so that a later round can convert it.
+    /// Decides how `e` compiles ([`classify`]), reporting why it cannot if it cannot.
     pub(super) fn classify(&mut self, e: &Expr, expected: Option<&Ty>) -> Strategy {
-        if !is_pure(e) {
-            return Strategy::ControlFlow;
-        }
-        let probe = KernelProbe {
-            view: ScopeView(self),
-            keep_branches: Cell::new(false),
-        };
-        let typed = infer(e, expected, &probe);
-        match (typed, probe.keep_branches.get()) {
-            (Ok(ty), false) => Strategy::Kernel(ty),
-            (Ok(_), true) => Strategy::ControlFlow,
-            (Err(_), _) if has_branches(e) => Strategy::ControlFlow,
-            (Err(te), _) => {
-                if !te.message.is_empty() {
-                    self.errors.at(te.span, te.message);
-                }
-                Strategy::Failed
+        let strategy = classify(e, expected, &ScopeView(self));
+        if let Strategy::Failed(te) = &strategy {
+            if !te.message.is_empty() {
+                self.errors.at(te.span, &te.message);
             }
         }
+        strategy
     }
 
     /// Emits `outs = <pure e>` as a lane-wise kernel.
@@ -135,43 +116,6 @@ impl Translator<'_> {
             source,
         });
     }
-}
-
-/// The scope a kernel is typed in: notes any `if` or block inside it whose value a kernel
-/// should not compute (see [`Translator::classify`]).
-struct KernelProbe<'l, 'a> {
-    view: ScopeView<'l, 'a>,
-    keep_branches: Cell<bool>,
-}
-
-impl Scope for KernelProbe<'_, '_> {
-    fn lookup(&self, name: &str) -> Option<Ty> {
-        self.view.lookup(name)
-    }
-
-    fn is_poisoned(&self, name: &str) -> bool {
-        self.view.is_poisoned(name)
-    }
-
-    fn callee_return(&self, path: &syn::Path) -> Option<Ty> {
-        self.view.callee_return(path)
-    }
-
-    fn typed_branch(&self, ty: &Ty) {
-        if ty.is_unit() || ty.has_vector() {
-            self.keep_branches.set(true);
-        }
-    }
-}
-
-/// How an expression compiles.
-pub(super) enum Strategy {
-    /// As one lane-wise kernel computing a value of this type.
-    Kernel(Ty),
-    /// As control flow and statements.
-    ControlFlow,
-    /// Not at all: its error is reported.
-    Failed,
 }
 
 /// The user's source text of an expression, as the printed program shows it.

@@ -1,9 +1,9 @@
 //! `let` statements: a name bound to a kernel's or a control-flow value, tuple patterns whose
 //! variables take the elements directly, and destructuring of tuple values.
 
-use super::kernel::Strategy;
 use super::scope::ScopeView;
 use super::{Dest, Step, Translator, Value};
+use crate::generate::infer::classify::Strategy;
 use crate::generate::infer::{describe, infer};
 use crate::parse::ast::{Expr, ExprKind, Pat, Ty};
 use proc_macro2::Span;
@@ -21,7 +21,7 @@ impl Translator<'_> {
             }
             (Pat::Ident(_), _) => self.classify(init, expected),
         };
-        if let Strategy::Failed = shape {
+        if let Strategy::Failed(_) = shape {
             self.poison(pat);
             return;
         }
