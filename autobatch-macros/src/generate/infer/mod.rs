@@ -572,7 +572,7 @@ mod tests {
 
     fn expr(e: syn::Expr) -> Expr {
         let mut errors = Errors::default();
-        let e = parse::expr(&e, &mut errors);
+        let e = parse::expr::expr(&e, &mut errors);
         assert!(errors.finish().is_ok());
         e
     }
