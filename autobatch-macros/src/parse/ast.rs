@@ -61,6 +61,23 @@ pub struct Func {
     pub poisoned: Vec<String>,
 }
 
+impl Func {
+    /// True if `path` names this function itself (a recursive call).
+    pub fn is_self_path(&self, path: &syn::Path) -> bool {
+        path.get_ident().is_some_and(|i| *i == self.name)
+    }
+
+    /// The types a call of `path` with `n` arguments passes them at, as far as this macro knows:
+    /// the parameters' types for a call of this function itself, none for another callee.
+    pub fn argument_types(&self, path: &syn::Path, n: usize) -> Vec<Option<Ty>> {
+        if self.is_self_path(path) {
+            self.params.iter().map(|(_, t)| Some(t.clone())).collect()
+        } else {
+            vec![None; n]
+        }
+    }
+}
+
 /// `{ stmts; tail }`.
 #[derive(Clone)]
 pub struct Block {

@@ -10,7 +10,7 @@
 //! [`LetTypes`] and runs once.
 
 use super::classify::{classify, Strategy};
-use super::{infer, operator_type, Scope};
+use super::{infer, operator_type, tuple_elements, Scope};
 use crate::generate::pure::is_pure;
 use crate::parse::ast::{BinOp, Block, Expr, ExprKind, Func, Pat, Stmt, Ty};
 use autobatch_ir::DType;
@@ -105,9 +105,8 @@ impl Scope for View<'_, '_> {
     }
 
     fn callee_return(&self, path: &syn::Path) -> Option<Ty> {
-        self.walk
-            .is_self_path(path)
-            .then(|| self.walk.func.ret.clone())
+        let func = self.walk.func;
+        func.is_self_path(path).then(|| func.ret.clone())
     }
 
     fn demand(&self, name: &str, ty: &Ty) {
@@ -140,10 +139,6 @@ impl<'a> Walk<'a> {
         };
         self.block_into(&self.func.body, dest, &ret);
         self.demands.into_inner()
-    }
-
-    fn is_self_path(&self, p: &syn::Path) -> bool {
-        p.get_ident().is_some_and(|i| *i == self.func.name)
     }
 
     fn lookup(&self, name: &str) -> Option<&Binding> {
@@ -371,22 +366,13 @@ impl<'a> Walk<'a> {
 
     /// As the translation's `let_elements`: a tuple pattern over a tuple of its arity.
     fn let_elements(&mut self, ps: &[Pat], expected: Option<&Ty>, init: &Expr) -> bool {
-        let ty = match expected {
-            Some(t) => t.clone(),
-            None => match infer(init, None, &self.view()) {
-                Ok(t) => t,
-                Err(_) => return false,
-            },
-        };
-        let Ty::Tuple(tys) = &ty else {
+        let Some(tys) = tuple_elements(ps.len(), expected, init, &self.view()) else {
             return false;
         };
-        if tys.len() != ps.len() {
-            return false;
-        }
+        let ty = Ty::Tuple(tys.clone());
         self.compile_into(init, Place::Elems, &ty);
         let mut binds = Vec::new();
-        for (p, t) in ps.iter().zip(tys) {
+        for (p, t) in ps.iter().zip(&tys) {
             flatten(p, t, &mut binds);
         }
         binds.into_iter().for_each(|(n, t)| self.bind(n, t, None));
@@ -484,16 +470,8 @@ impl<'a> Walk<'a> {
         expected: Option<&Ty>,
         dest: Option<Place>,
     ) -> Typing {
-        let is_self = self.is_self_path(path);
-        let hints: Vec<Option<Ty>> = if is_self {
-            self.func
-                .params
-                .iter()
-                .map(|(_, t)| Some(t.clone()))
-                .collect()
-        } else {
-            vec![None; args.len()]
-        };
+        let is_self = self.func.is_self_path(path);
+        let hints = self.func.argument_types(path, args.len());
         if is_self && args.len() != hints.len() {
             return Typing::Unit;
         }

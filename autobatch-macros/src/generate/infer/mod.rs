@@ -450,6 +450,25 @@ fn infer_pair_inner(
     }
 }
 
+/// The element types of the value of `let (p0, p1, ..) = init` with `arity` elements: its
+/// annotated type (`expected`) or the one inferred for `init`; `None` unless that is a tuple of
+/// `arity` elements.
+pub fn tuple_elements(
+    arity: usize,
+    expected: Option<&Ty>,
+    init: &Expr,
+    scope: &dyn Scope,
+) -> Option<Vec<Ty>> {
+    let ty = match expected {
+        Some(t) => t.clone(),
+        None => infer(init, None, scope).ok()?,
+    };
+    match ty {
+        Ty::Tuple(tys) if tys.len() == arity => Some(tys),
+        _ => None,
+    }
+}
+
 /// The result type of method `name` on a receiver of type `recv`.
 pub fn method_type(recv: &Ty, name: &str) -> Option<Ty> {
     match recv {

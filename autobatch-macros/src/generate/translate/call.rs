@@ -14,16 +14,8 @@ impl Translator<'_> {
         expected: Option<&Ty>,
         target: Option<&Dest>,
     ) -> Value {
-        let is_self = self.is_self_path(path);
-        let param_types: Vec<Option<Ty>> = if is_self {
-            self.func
-                .params
-                .iter()
-                .map(|(_, t)| Some(t.clone()))
-                .collect()
-        } else {
-            vec![None; args.len()]
-        };
+        let is_self = self.func.is_self_path(path);
+        let param_types = self.func.argument_types(path, args.len());
         if is_self && args.len() != param_types.len() {
             self.errors.at(
                 e.span,

@@ -232,13 +232,10 @@ impl Translator<'_> {
                 let Some(rt) = operand(self, r, None) else {
                     return Value::Diverged;
                 };
-                let mut ats = Vec::new();
-                for a in args {
-                    let Some(at) = operand(self, a, None) else {
-                        return Value::Diverged;
-                    };
-                    ats.push(*at);
-                }
+                let ats = args.iter().map(|a| operand(self, a, None).map(|a| *a));
+                let Some(ats) = ats.collect::<Option<Vec<Expr>>>() else {
+                    return Value::Diverged;
+                };
                 let tokens = {
                     let (r, a) = (&rt.tokens, ats.iter().map(|a| &a.tokens));
                     quote!(#r.#name(#(#a),*))
@@ -246,13 +243,10 @@ impl Translator<'_> {
                 (ExprKind::Method(rt, name.clone(), ats), tokens)
             }
             ExprKind::Assoc(t, f, args) => {
-                let mut ats = Vec::new();
-                for a in args {
-                    let Some(at) = operand(self, a, None) else {
-                        return Value::Diverged;
-                    };
-                    ats.push(*at);
-                }
+                let ats = args.iter().map(|a| operand(self, a, None).map(|a| *a));
+                let Some(ats) = ats.collect::<Option<Vec<Expr>>>() else {
+                    return Value::Diverged;
+                };
                 let tokens = {
                     let a = ats.iter().map(|a| &a.tokens);
                     quote!(#t::#f(#(#a),*))
@@ -266,13 +260,11 @@ impl Translator<'_> {
                     }
                     _ => vec![None; items.len()],
                 };
-                let mut ats = Vec::new();
-                for (a, h) in items.iter().zip(hints) {
-                    let Some(at) = operand(self, a, h.as_ref()) else {
-                        return Value::Diverged;
-                    };
-                    ats.push(*at);
-                }
+                let ats = items.iter().zip(&hints);
+                let ats = ats.map(|(a, h)| operand(self, a, h.as_ref()).map(|a| *a));
+                let Some(ats) = ats.collect::<Option<Vec<Expr>>>() else {
+                    return Value::Diverged;
+                };
                 let tokens = {
                     let a = ats.iter().map(|a| &a.tokens);
                     quote!((#(#a,)*))

@@ -4,7 +4,7 @@
 use super::scope::ScopeView;
 use super::{Dest, Step, Translator, Value};
 use crate::generate::infer::classify::Strategy;
-use crate::generate::infer::{describe, infer};
+use crate::generate::infer::{describe, tuple_elements};
 use crate::parse::ast::{Expr, ExprKind, Pat, Ty};
 use proc_macro2::Span;
 
@@ -108,19 +108,11 @@ impl Translator<'_> {
     /// each element's own value, with no tuple in between. False, having done nothing, if the
     /// type is not such a tuple.
     pub(super) fn let_elements(&mut self, ps: &[Pat], expected: Option<&Ty>, init: &Expr) -> bool {
-        let ty = match expected {
-            Some(t) => t.clone(),
-            None => match infer(init, None, &ScopeView(self)) {
-                Ok(t) => t,
-                Err(_) => return false,
-            },
-        };
-        let Ty::Tuple(tys) = &ty else {
+        let Some(tys) = tuple_elements(ps.len(), expected, init, &ScopeView(self)) else {
             return false;
         };
-        if tys.len() != ps.len() {
-            return false;
-        }
+        let ty = Ty::Tuple(tys.clone());
+        let tys = &tys;
         let mut elems = Vec::new();
         let mut binds = Vec::new();
         let mut nested = Vec::new();

@@ -20,15 +20,12 @@ impl Scope for ScopeView<'_, '_> {
     }
 
     fn callee_return(&self, path: &syn::Path) -> Option<Ty> {
-        self.0.is_self_path(path).then(|| self.0.func.ret.clone())
+        let func = self.0.func;
+        func.is_self_path(path).then(|| func.ret.clone())
     }
 }
 
 impl Translator<'_> {
-    pub(super) fn is_self_path(&self, p: &syn::Path) -> bool {
-        p.get_ident().is_some_and(|i| *i == self.func.name)
-    }
-
     pub(super) fn lookup(&self, name: &str) -> Option<usize> {
         self.scopes
             .iter()
