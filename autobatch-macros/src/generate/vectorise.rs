@@ -893,3 +893,71 @@ fn kind_of_type(t: &Ty) -> Kind {
         Ty::Tuple(_) | Ty::Scalar(_) => Kind::Value,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::vector_kernel;
+    use crate::generate::runtime::Runtime;
+    use crate::parse::ast::Ty;
+    use crate::parse::{expr::expr, Errors};
+    use autobatch_ir::DType;
+    use proc_macro2::Ident;
+    use quote::format_ident;
+
+    /// The compiled kernel for `body` over `inputs`, as text; `None` if it is not compiled.
+    fn compiled(inputs: &[(&str, Ty)], body: syn::Expr, out: Ty) -> Option<String> {
+        let mut errors = Errors::default();
+        let body = expr(&body, &mut errors);
+        assert!(errors.finish().is_ok());
+        let inputs: Vec<(Ident, Ty)> = inputs
+            .iter()
+            .map(|(n, t)| (format_ident!("{n}"), t.clone()))
+            .collect();
+        vector_kernel(&Runtime::new(None), &inputs, &body, &out).map(|k| k.to_string())
+    }
+
+    const F64: Ty = Ty::Scalar(DType::F64);
+
+    #[test]
+    fn vector_arithmetic_and_reductions_become_element_loops() {
+        let k = compiled(
+            &[("q", Ty::Vector), ("p", Ty::Vector), ("eps", F64)],
+            syn::parse_quote!(q.dot(&p) + eps),
+            F64,
+        )
+        .expect("compiled");
+        assert!(k.contains("__j"), "an element loop: {k}");
+        let v = compiled(
+            &[("q", Ty::Vector), ("p", Ty::Vector), ("eps", F64)],
+            syn::parse_quote!({
+                let s = &p * eps;
+                &q + &s
+            }),
+            Ty::Vector,
+        )
+        .expect("compiled");
+        assert!(
+            v.contains("row_mut"),
+            "the output row is written in place: {v}"
+        );
+    }
+
+    #[test]
+    fn kernels_outside_the_subset_keep_the_generic_form() {
+        // No vector input: nothing to compile.
+        assert_eq!(
+            compiled(&[("x", F64)], syn::parse_quote!(x * 2.0), F64),
+            None
+        );
+        // A key method making a vector.
+        let key = Ty::Scalar(DType::Key);
+        assert_eq!(
+            compiled(
+                &[("k", key.clone()), ("q", Ty::Vector)],
+                syn::parse_quote!(k.normals_like(&q)),
+                Ty::Tuple(vec![Ty::Vector, key]),
+            ),
+            None
+        );
+    }
+}
