@@ -1,9 +1,9 @@
 //! `#[autobatch]`: compiles ordinary scalar Rust functions into autobatch Programs at compile time.
 //!
 //! The entry point is thin: `parse` turns the function into the macro's own AST (collecting
-//! every unsupported construct as a spanned error), `generate` lowers it to IR, analyses that
-//! IR at compile time and emits the code. On any error the original function is emitted too, so
-//! the IDE keeps working.
+//! every unsupported construct as a spanned error); `generate` infers its types, translates it
+//! to a recorded IR, merges its kernels, analyses that IR at compile time and emits the code.
+//! On any error the original function is emitted too, so the IDE keeps working.
 
 pub(crate) mod generate;
 mod parse;
@@ -79,6 +79,10 @@ use quote::quote;
 /// reaches its neighbours through `super`. Calls to a function that is neither `#[autobatch]`
 /// nor `#[primitive]` fail to resolve its generated module (`cannot find `f` in `super``) at
 /// the call.
+///
+/// Generated code reaches the runtime as `::autobatch_runtime`. A crate that depends on it
+/// under another name, or re-exports it, says where it is with `#[autobatch(crate = path)]`
+/// (and `#[primitive(crate = path)]`), as serde's `crate = ..` does.
 #[proc_macro_attribute]
 pub fn autobatch(attr: TokenStream, item: TokenStream) -> TokenStream {
     let original: proc_macro2::TokenStream = item.clone().into();
@@ -92,19 +96,19 @@ pub fn autobatch(attr: TokenStream, item: TokenStream) -> TokenStream {
         }
     };
     let mut errors = parse::Errors::default();
-    if !attr.is_empty() {
-        errors.at(&attr, "#[autobatch] takes no arguments");
-    }
+    let args = parse::args::args(attr, parse::args::Macro::Autobatch, &mut errors);
     let func = parse::func(&item_fn, &mut errors);
-    let mut lowered = generate::lower::lower(&func, &mut errors);
+    let lets = generate::infer::function::let_types(&func);
+    let mut record = generate::translate::translate(&func, &lets, &mut errors);
     if let Err(e) = errors.finish() {
         let e = e.to_compile_error();
         return quote!(#e #original).into();
     }
-    generate::fuse::fuse_kernels(&mut lowered);
-    match generate::ir::compile_time(&lowered, &func.name.to_string()) {
+    let runtime = generate::runtime::Runtime::new(args.krate.as_ref());
+    generate::merge::merge_kernels(&runtime, &mut record);
+    match generate::ir::compile_time(&record, &func.name.to_string()) {
         Ok(ct) => {
-            let generated = generate::emit::function(&item_fn, &func, &lowered, &ct);
+            let generated = generate::emit::function(&runtime, &item_fn, &func, &record, &ct);
             quote!(#original #generated).into()
         }
         Err(message) => {

@@ -1,40 +1,18 @@
 //! `#[primitive]`: declares a function as a primitive of autobatched code, with its scalar form
 //! and, optionally, a batched kernel that sees every active lane at once.
 
-use crate::generate::emit::{lane_kernel, leaf_paths, leaf_types_expr, runtime, rust_type};
+use crate::generate::emit::lane_kernel;
+use crate::generate::runtime::{leaf_paths, Runtime};
+use crate::parse::args::{args, Macro};
 use crate::parse::ast::Ty;
 use crate::parse::{self, Errors};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 
-/// The parsed `#[primitive(batched = path)]` arguments.
-struct Args {
-    batched: Option<syn::Path>,
-}
-
-fn args(attr: TokenStream, errors: &mut Errors) -> Args {
-    let mut batched = None;
-    if attr.is_empty() {
-        return Args { batched };
-    }
-    let parser = syn::meta::parser(|meta| {
-        if meta.path.is_ident("batched") {
-            batched = Some(meta.value()?.parse::<syn::Path>()?);
-            Ok(())
-        } else {
-            Err(meta.error("expected `batched = path::to::batched_fn`"))
-        }
-    });
-    if let Err(e) = syn::parse::Parser::parse2(parser, attr) {
-        errors.at(e.span(), e);
-    }
-    Args { batched }
-}
-
 /// Expands `#[primitive]` on `item`.
 pub fn expand(attr: TokenStream, item: syn::ItemFn) -> Result<TokenStream, syn::Error> {
     let mut errors = Errors::default();
-    let args = args(attr, &mut errors);
+    let args = args(attr, Macro::Primitive, &mut errors);
     let sig = &item.sig;
     if !sig.generics.params.is_empty() {
         errors.at(
@@ -70,7 +48,8 @@ pub fn expand(attr: TokenStream, item: syn::ItemFn) -> Result<TokenStream, syn::
     };
     errors.finish()?;
 
-    let rt = runtime();
+    let runtime = Runtime::new(args.krate.as_ref());
+    let rt = runtime.path();
     let name = &sig.ident;
     let vis = &item.vis;
     let name_str = name.to_string();
@@ -82,18 +61,18 @@ pub fn expand(attr: TokenStream, item: syn::ItemFn) -> Result<TokenStream, syn::
         .iter()
         .map(|(n, _, r)| if *r { quote!(&#n) } else { quote!(#n) });
     let body = quote!(super::#name(#(#call_args),*));
-    let scalar = lane_kernel(&inputs, &body, &ret, Span::call_site());
-    let out_types = leaf_types_expr(&ret);
+    let scalar = lane_kernel(&runtime, &inputs, &body, &ret, Span::call_site());
+    let out_types = runtime.leaf_types_expr(&ret);
 
     let batched = args.batched.as_ref().map(|path| {
         let mut index = 0usize;
-        let views = inputs.iter().map(|(_, t)| batched_views(t, &mut index));
+        let views = inputs.iter().map(|(_, t)| batched_views(&runtime, t, &mut index));
         let stores = leaf_paths(&ret, quote!(__r)).into_iter().enumerate().map(|(i, (leaf, p))| {
             let o = format_ident!("__o{i}");
             match leaf {
                 Ty::Vector => quote!(#rt::batched_output_vectors(#o, #p)?;),
                 other => {
-                    let el = rust_type(&other);
+                    let el = runtime.rust_type(&other);
                     quote!(#rt::batched_output::<#el, _>(#o, #p)?;)
                 }
             }
@@ -170,11 +149,11 @@ pub fn expand(attr: TokenStream, item: syn::ItemFn) -> Result<TokenStream, syn::
 }
 
 /// The batched view(s) of an input of type `t` whose first leaf is input `*index`.
-fn batched_views(t: &Ty, index: &mut usize) -> TokenStream {
-    let rt = runtime();
+fn batched_views(runtime: &Runtime, t: &Ty, index: &mut usize) -> TokenStream {
+    let rt = runtime.path();
     match t {
         Ty::Tuple(items) => {
-            let parts = items.iter().map(|i| batched_views(i, index));
+            let parts = items.iter().map(|i| batched_views(runtime, i, index));
             quote!((#(#parts,)*))
         }
         Ty::Vector => {
@@ -185,7 +164,7 @@ fn batched_views(t: &Ty, index: &mut usize) -> TokenStream {
         leaf => {
             let i = *index;
             *index += 1;
-            let el = rust_type(leaf);
+            let el = runtime.rust_type(leaf);
             quote!(#rt::batched_input::<#el>(__ins, #i)?)
         }
     }

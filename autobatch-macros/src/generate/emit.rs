@@ -1,87 +1,28 @@
 //! Emits the generated code: the linker calls that rebuild the recorded IR, the lane-wise
 //! kernels, and the typed batched entry points.
 
+use super::infer::path_text;
 use super::ir::CompileTime;
-use super::lower::{KernelSpec, Lowered, Step};
+use super::runtime::{leaf_paths, Runtime};
+use super::translate::{KernelSpec, Record, Step};
 use super::vectorise::vector_kernel;
 use crate::parse::ast::{Func, Ty};
-use autobatch_ir::{Allocation, DType};
+use autobatch_ir::Allocation;
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 
-/// Where generated code finds the runtime's items: the runtime's one `#[doc(hidden)]` module.
-const RT: &str = "::autobatch_runtime::__private";
-
-fn rt() -> TokenStream {
-    RT.parse().expect("path")
-}
-
-/// The Rust type of a language type.
-pub fn rust_type(t: &Ty) -> TokenStream {
-    let rt = rt();
-    match t {
-        Ty::Scalar(DType::Bool) => quote!(bool),
-        Ty::Scalar(DType::I32) => quote!(i32),
-        Ty::Scalar(DType::I64) => quote!(i64),
-        Ty::Scalar(DType::F32) => quote!(f32),
-        Ty::Scalar(DType::F64) => quote!(f64),
-        Ty::Scalar(DType::Key) => quote!(#rt::Key),
-        Ty::Vector => quote!(#rt::Vector),
-        Ty::Tuple(items) => {
-            let items = items.iter().map(rust_type);
-            quote!((#(#items,)*))
-        }
-    }
-}
-
-/// The element type stored in a leaf's column.
-fn element_type(t: &Ty) -> TokenStream {
-    match t {
-        Ty::Vector => quote!(f64),
-        other => rust_type(other),
-    }
-}
-
-fn ir_type_expr(t: &Ty) -> TokenStream {
-    let rt = rt();
-    match t {
-        Ty::Scalar(d) => {
-            let d = format_ident!("{}", format!("{d:?}"));
-            quote!(#rt::ir::Type::scalar(#rt::ir::DType::#d))
-        }
-        Ty::Vector => quote!(#rt::ir::Type::vector(#rt::ir::DType::F64)),
-        Ty::Tuple(items) => {
-            let items = items.iter().map(ir_type_expr);
-            quote!(#rt::ir::Type::Tuple(::std::vec![#(#items),*]))
-        }
-    }
-}
-
-/// The leaves of a type with the field path reaching each (`.0.1`).
-fn leaves(t: &Ty, path: TokenStream, out: &mut Vec<(Ty, TokenStream)>) {
-    match t {
-        Ty::Tuple(items) => {
-            for (i, item) in items.iter().enumerate() {
-                let idx = syn::Index::from(i);
-                leaves(item, quote!(#path.#idx), out);
-            }
-        }
-        leaf => out.push((leaf.clone(), path)),
-    }
-}
-
 /// An expression building a value of type `t` from input leaves starting at `*next`.
-fn read_value(t: &Ty, next: &mut usize) -> TokenStream {
-    let rt = rt();
+fn read_value(rt: &Runtime, t: &Ty, next: &mut usize) -> TokenStream {
+    let rtp = rt.path();
     match t {
         Ty::Tuple(items) => {
-            let parts = items.iter().map(|i| read_value(i, next));
+            let parts = items.iter().map(|i| read_value(rt, i, next));
             quote!((#(#parts,)*))
         }
         Ty::Vector => {
             let acc = format_ident!("__i{}", *next);
             *next += 1;
-            quote!(#rt::Vector::from_slice(#acc.row(__lane)))
+            quote!(#rtp::Vector::from_slice(#acc.row(__lane)))
         }
         _ => {
             let acc = format_ident!("__i{}", *next);
@@ -94,30 +35,29 @@ fn read_value(t: &Ty, next: &mut usize) -> TokenStream {
 /// A lane-wise kernel evaluating `body` per active lane, with `inputs` bound by name (their
 /// leaves are the kernel's input leaves, in order) and the value's leaves stored as outputs.
 pub fn lane_kernel(
+    rt: &Runtime,
     inputs: &[(Ident, Ty)],
     body: &TokenStream,
     out_ty: &Ty,
     span: Span,
 ) -> TokenStream {
-    let rt = rt();
+    let rtp = rt.path();
     let mut accessors = Vec::new();
     let mut bindings = Vec::new();
     let mut next = 0;
     for (name, ty) in inputs {
-        let mut ls = Vec::new();
-        leaves(ty, quote!(), &mut ls);
+        let ls = leaf_paths(ty, quote!());
         for (i, (leaf, _)) in ls.iter().enumerate() {
             let acc = format_ident!("__i{}", next + i);
-            let el = element_type(leaf);
+            let el = rt.element_type(leaf);
             let idx = next + i;
             accessors.push(quote!(let #acc = __ins.rows::<#el>(#idx)?;));
         }
-        let rty = rust_type(ty);
-        let value = read_value(ty, &mut next);
+        let rty = rt.rust_type(ty);
+        let value = read_value(rt, ty, &mut next);
         bindings.push(quote!(let #name: #rty = #value;));
     }
-    let mut outs = Vec::new();
-    leaves(out_ty, quote!(__r), &mut outs);
+    let outs = leaf_paths(out_ty, quote!(__r));
     let out_names: Vec<_> = (0..outs.len()).map(|i| format_ident!("__o{i}")).collect();
     let n_outs = outs.len();
     let slices = outs
@@ -126,7 +66,7 @@ pub fn lane_kernel(
         .map(|((leaf, _), o)| match leaf {
             Ty::Vector => quote!(let mut #o = #o.vectors()?;),
             _ => {
-                let el = element_type(leaf);
+                let el = rt.element_type(leaf);
                 quote!(let #o = #o.slice::<#el>()?;)
             }
         });
@@ -137,10 +77,10 @@ pub fn lane_kernel(
             Ty::Vector => quote!(#o.store(__k, &#path)?;),
             _ => quote!(#o[__k] = #path;),
         });
-    let out_ty = rust_type(out_ty);
+    let out_ty = rt.rust_type(out_ty);
     let result = quote_spanned!(span=> let __r: #out_ty = #body;);
     quote! {
-        #rt::Kernel::lane_wise(|__ins: &#rt::LaneInputs<'_>, __outs: &mut #rt::LaneOutputs<'_>| -> ::std::result::Result<(), #rt::KernelError> {
+        #rtp::Kernel::lane_wise(|__ins: &#rtp::LaneInputs<'_>, __outs: &mut #rtp::LaneOutputs<'_>| -> ::std::result::Result<(), #rtp::KernelError> {
             #(#accessors)*
             let [#(#out_names),*] = __outs.leaves::<#n_outs>()?;
             #(#slices)*
@@ -157,44 +97,19 @@ pub fn lane_kernel(
 
 /// A kernel of the function, and whether it was compiled to element loops ([`vector_kernel`])
 /// rather than evaluated per lane on owned vectors.
-fn kernel(k: &KernelSpec, l: &Lowered) -> (TokenStream, bool) {
+fn kernel(rt: &Runtime, k: &KernelSpec, l: &Record) -> (TokenStream, bool) {
     let inputs: Vec<(Ident, Ty)> = k
         .inputs
         .iter()
         .map(|(n, v)| (n.clone(), l.vars[*v].ty.clone()))
         .collect();
-    match vector_kernel(&inputs, &k.body, &k.out_ty) {
+    match vector_kernel(rt, &inputs, &k.body, &k.out_ty) {
         Some(compiled) => (compiled, true),
-        None => (lane_kernel(&inputs, &k.body, &k.out_ty, k.span), false),
+        None => (
+            lane_kernel(rt, &inputs, &k.body.tokens, &k.out_ty, k.body.span),
+            false,
+        ),
     }
-}
-
-/// The leaves of `t` in storage order, with the field path reaching each from `root`.
-pub fn leaf_paths(t: &Ty, root: TokenStream) -> Vec<(Ty, TokenStream)> {
-    let mut out = Vec::new();
-    leaves(t, root, &mut out);
-    out
-}
-
-/// The runtime crate's path.
-pub fn runtime() -> TokenStream {
-    rt()
-}
-
-/// The IR leaf types of `t`, as a `Vec<TensorType>` expression.
-pub fn leaf_types_expr(t: &Ty) -> TokenStream {
-    let rt = rt();
-    let items = leaf_paths(t, quote!())
-        .into_iter()
-        .map(|(leaf, _)| match leaf {
-            Ty::Vector => quote!(#rt::ir::TensorType::vector(#rt::ir::DType::F64)),
-            Ty::Scalar(d) => {
-                let d = format_ident!("{}", format!("{d:?}"));
-                quote!(#rt::ir::TensorType::scalar(#rt::ir::DType::#d))
-            }
-            Ty::Tuple(_) => unreachable!("leaves are not tuples"),
-        });
-    quote!(::std::vec![#(#items),*])
 }
 
 /// The callee path as seen from inside the generated module (one level down).
@@ -214,82 +129,88 @@ fn callee_path(p: &syn::Path) -> TokenStream {
     }
 }
 
-fn alloc_tokens(a: Allocation) -> TokenStream {
-    let rt = rt();
+fn alloc_tokens(rt: &Runtime, a: Allocation) -> TokenStream {
+    let rtp = rt.path();
     let a = format_ident!("{}", format!("{a:?}"));
-    quote!(#rt::ir::Allocation::#a)
+    quote!(#rtp::ir::Allocation::#a)
 }
 
 /// A batched view type for an input of type `t`.
-fn view_type(t: &Ty) -> TokenStream {
-    let rt = rt();
+fn view_type(rt: &Runtime, t: &Ty) -> TokenStream {
+    let rtp = rt.path();
     match t {
         Ty::Tuple(items) => {
-            let items = items.iter().map(view_type);
+            let items = items.iter().map(|i| view_type(rt, i));
             quote!((#(#items,)*))
         }
-        Ty::Vector => quote!(#rt::ndarray::ArrayView2<'_, f64>),
+        Ty::Vector => quote!(#rtp::ndarray::ArrayView2<'_, f64>),
         leaf => {
-            let el = rust_type(leaf);
-            quote!(#rt::ndarray::ArrayView1<'_, #el>)
+            let el = rt.rust_type(leaf);
+            quote!(#rtp::ndarray::ArrayView1<'_, #el>)
         }
     }
 }
 
 /// A batched owned array type for an output of type `t`.
-fn array_type(t: &Ty) -> TokenStream {
-    let rt = rt();
+fn array_type(rt: &Runtime, t: &Ty) -> TokenStream {
+    let rtp = rt.path();
     match t {
         Ty::Tuple(items) => {
-            let items = items.iter().map(array_type);
+            let items = items.iter().map(|i| array_type(rt, i));
             quote!((#(#items,)*))
         }
-        Ty::Vector => quote!(#rt::ndarray::Array2<f64>),
+        Ty::Vector => quote!(#rtp::ndarray::Array2<f64>),
         leaf => {
-            let el = rust_type(leaf);
-            quote!(#rt::ndarray::Array1<#el>)
+            let el = rt.rust_type(leaf);
+            quote!(#rtp::ndarray::Array1<#el>)
         }
     }
 }
 
-fn push_inputs(t: &Ty, value: TokenStream, out: &mut Vec<TokenStream>) {
-    let rt = rt();
+fn push_inputs(rt: &Runtime, t: &Ty, value: TokenStream, out: &mut Vec<TokenStream>) {
+    let rtp = rt.path();
     match t {
         Ty::Tuple(items) => {
             for (i, item) in items.iter().enumerate() {
                 let idx = syn::Index::from(i);
-                push_inputs(item, quote!(#value.#idx), out);
+                push_inputs(rt, item, quote!(#value.#idx), out);
             }
         }
-        Ty::Vector => out.push(quote!(#rt::input_vectors(#value))),
-        _ => out.push(quote!(#rt::input(#value))),
+        Ty::Vector => out.push(quote!(#rtp::input_vectors(#value))),
+        _ => out.push(quote!(#rtp::input(#value))),
     }
 }
 
-fn read_outputs(t: &Ty, next: &mut usize) -> TokenStream {
-    let rt = rt();
+fn read_outputs(rt: &Runtime, t: &Ty, next: &mut usize) -> TokenStream {
+    let rtp = rt.path();
     match t {
         Ty::Tuple(items) => {
-            let parts = items.iter().map(|i| read_outputs(i, next));
+            let parts = items.iter().map(|i| read_outputs(rt, i, next));
             quote!((#(#parts,)*))
         }
         Ty::Vector => {
             let i = *next;
             *next += 1;
-            quote!(#rt::output_vectors::<f64>(&__run.outputs[#i])?)
+            quote!(#rtp::output_vectors::<f64>(&__run.outputs[#i])?)
         }
         leaf => {
             let i = *next;
             *next += 1;
-            let el = rust_type(leaf);
-            quote!(#rt::output::<#el>(&__run.outputs[#i])?)
+            let el = rt.rust_type(leaf);
+            quote!(#rtp::output::<#el>(&__run.outputs[#i])?)
         }
     }
 }
 
 /// Everything generated for one function (placed after the original item).
-pub fn function(item: &syn::ItemFn, func: &Func, l: &Lowered, ct: &CompileTime) -> TokenStream {
-    let rt = rt();
+pub fn function(
+    rt: &Runtime,
+    item: &syn::ItemFn,
+    func: &Func,
+    l: &Record,
+    ct: &CompileTime,
+) -> TokenStream {
+    let rtp = rt.path();
     let name = &func.name;
     let vis = &item.vis;
     let name_str = name.to_string();
@@ -302,7 +223,7 @@ pub fn function(item: &syn::ItemFn, func: &Func, l: &Lowered, ct: &CompileTime) 
         .collect();
     let callees = l.callees.iter().zip(&callee_names).map(|(c, id)| {
         if c.is_self {
-            quote!(let #id = #rt::Callee::Function(__f);)
+            quote!(let #id = #rtp::Callee::Function(__f);)
         } else {
             let p = callee_path(&c.path);
             quote_spanned!(c.span=> let #id = #p::__define(__l);)
@@ -315,8 +236,8 @@ pub fn function(item: &syn::ItemFn, func: &Func, l: &Lowered, ct: &CompileTime) 
         .zip(&ct.allocations)
         .map(|((v, id), a)| {
             let n = &v.name;
-            let t = ir_type_expr(&v.ty);
-            let a = alloc_tokens(*a);
+            let t = rt.ir_type_expr(&v.ty);
+            let a = alloc_tokens(rt, *a);
             quote!(let #id = __l.var(__f, #n, #t, #a);)
         });
     let blocks = l
@@ -325,7 +246,7 @@ pub fn function(item: &syn::ItemFn, func: &Func, l: &Lowered, ct: &CompileTime) 
         .zip(&block_names)
         .map(|(n, id)| quote!(let #id = __l.block(__f, #n);));
     let (kernels, compiled): (Vec<TokenStream>, Vec<bool>) =
-        l.kernels.iter().map(|k| kernel(k, l)).unzip();
+        l.kernels.iter().map(|k| kernel(rt, k, l)).unzip();
     let vector_kernels = compiled.iter().filter(|&&c| c).count();
     let vs = |xs: &[usize]| {
         let ids = xs.iter().map(|&i| &var_names[i]);
@@ -358,7 +279,7 @@ pub fn function(item: &syn::ItemFn, func: &Func, l: &Lowered, ct: &CompileTime) 
                 vs(ins),
                 vs(outs),
             );
-            let name = super::infer::path_text(&l.callees[*callee].path);
+            let name = path_text(&l.callees[*callee].path);
             quote!(__l.call(#b, #c, #i, #o, #name);)
         }
         Step::Goto(from, to) => {
@@ -386,24 +307,30 @@ pub fn function(item: &syn::ItemFn, func: &Func, l: &Lowered, ct: &CompileTime) 
     let checks = l.callees.iter().filter(|c| !c.is_self).map(|c| {
         let p = &c.path;
         let ps = c.params.iter().zip(&c.by_ref).map(|(t, r)| {
-            let t = rust_type(t);
+            let t = rt.rust_type(t);
             if *r {
                 quote!(&#t)
             } else {
                 t
             }
         });
-        let r = rust_type(&c.ret);
+        let r = rt.rust_type(&c.ret);
         quote_spanned!(c.span=> const _: fn(#(#ps),*) -> #r = #p;)
     });
     let param_names: Vec<_> = func.params.iter().map(|(n, _)| n.clone()).collect();
-    let param_views: Vec<TokenStream> = func.params.iter().map(|(_, t)| view_type(t)).collect();
+    // The scalar function, named next to it by a signature check: the batched form uses it, so
+    // a function called only through `f::batch` is not dead code (the check sits beside the
+    // function, not in the module, so it also works for a function in a function body).
+    let param_types = func.params.iter().map(|(_, t)| rt.rust_type(t));
+    let ret_type = rt.rust_type(&func.ret);
+    let scalar = quote!(const _: fn(#(#param_types),*) -> #ret_type = #name;);
+    let param_views: Vec<TokenStream> = func.params.iter().map(|(_, t)| view_type(rt, t)).collect();
     let mut inputs = Vec::new();
     for (n, t) in &func.params {
-        push_inputs(t, quote!(#n), &mut inputs);
+        push_inputs(rt, t, quote!(#n), &mut inputs);
     }
-    let ret_array = array_type(&func.ret);
-    let outputs = read_outputs(&func.ret, &mut 0);
+    let ret_array = array_type(rt, &func.ret);
+    let outputs = read_outputs(rt, &func.ret, &mut 0);
     let printed = &ct.printed;
     let doc_batch = format!(
         "Runs [`{name_str}`](super::{name_str}) on a batch: one lane per row of the inputs."
@@ -413,6 +340,7 @@ pub fn function(item: &syn::ItemFn, func: &Func, l: &Lowered, ct: &CompileTime) 
     );
     let span = Span::call_site();
     quote_spanned! {span=>
+        #scalar
         #(#checks)*
 
         #[doc = #doc_mod]
@@ -422,9 +350,9 @@ pub fn function(item: &syn::ItemFn, func: &Func, l: &Lowered, ct: &CompileTime) 
 
             /// Adds this function (and, through their own generated code, its callees) to `__l`.
             #[doc(hidden)]
-            pub fn __define(__l: &mut #rt::Linker) -> #rt::Callee {
+            pub fn __define(__l: &mut #rtp::Linker) -> #rtp::Callee {
                 let __f = match __l.declare(::std::concat!(::std::module_path!(), "::", #name_str), #name_str) {
-                    ::std::result::Result::Ok(__f) => return #rt::Callee::Function(__f),
+                    ::std::result::Result::Ok(__f) => return #rtp::Callee::Function(__f),
                     ::std::result::Result::Err(__f) => __f,
                 };
                 #inexact
@@ -433,17 +361,17 @@ pub fn function(item: &syn::ItemFn, func: &Func, l: &Lowered, ct: &CompileTime) 
                 #(#blocks)*
                 __l.builder().signature(__f, #params, #returns);
                 #(#steps)*
-                #rt::Callee::Function(__f)
+                #rtp::Callee::Function(__f)
             }
 
             /// The linked program with its kernels, built once.
-            pub fn executable() -> ::std::result::Result<&'static #rt::Executable, #rt::RuntimeError> {
-                static EXE: ::std::sync::OnceLock<::std::result::Result<#rt::Executable, #rt::RuntimeError>> = ::std::sync::OnceLock::new();
+            pub fn executable() -> ::std::result::Result<&'static #rtp::Executable, #rtp::RuntimeError> {
+                static EXE: ::std::sync::OnceLock<::std::result::Result<#rtp::Executable, #rtp::RuntimeError>> = ::std::sync::OnceLock::new();
                 EXE.get_or_init(|| {
-                    let mut __l = #rt::Linker::new();
+                    let mut __l = #rtp::Linker::new();
                     match __define(&mut __l) {
-                        #rt::Callee::Function(__f) => __l.finish(__f),
-                        #rt::Callee::Primitive(_) => ::std::unreachable!("an #[autobatch] function defines a function"),
+                        #rtp::Callee::Function(__f) => __l.finish(__f),
+                        #rtp::Callee::Primitive(_) => ::std::unreachable!("an #[autobatch] function defines a function"),
                     }
                 })
                 .as_ref()
@@ -453,7 +381,7 @@ pub fn function(item: &syn::ItemFn, func: &Func, l: &Lowered, ct: &CompileTime) 
             /// The linked high-level program with its whole-program allocation (print it to see
             /// every variable's allocation); `executable()?.program()` is the prepared program
             /// stackless runs (small calls inlined, blocks simplified, needless copies removed).
-            pub fn program() -> ::std::result::Result<&'static #rt::ir::Program, #rt::RuntimeError> {
+            pub fn program() -> ::std::result::Result<&'static #rtp::ir::Program, #rtp::RuntimeError> {
                 executable().map(|e| e.source())
             }
 
@@ -467,13 +395,13 @@ pub fn function(item: &syn::ItemFn, func: &Func, l: &Lowered, ct: &CompileTime) 
             pub const VECTOR_KERNELS: usize = #vector_kernels;
 
             #[doc = #doc_batch]
-            pub fn batch(#(#param_names: #param_views,)* config: &#rt::Config) -> ::std::result::Result<#ret_array, #rt::RuntimeError> {
+            pub fn batch(#(#param_names: #param_views,)* config: &#rtp::Config) -> ::std::result::Result<#ret_array, #rtp::RuntimeError> {
                 batch_with_stats(#(#param_names,)* config).map(|(__out, _)| __out)
             }
 
             /// Like [`batch`], also returning the run's statistics.
-            pub fn batch_with_stats(#(#param_names: #param_views,)* config: &#rt::Config) -> ::std::result::Result<(#ret_array, #rt::Stats), #rt::RuntimeError> {
-                let __inputs: ::std::vec::Vec<#rt::Column> = ::std::vec![#(#inputs),*];
+            pub fn batch_with_stats(#(#param_names: #param_views,)* config: &#rtp::Config) -> ::std::result::Result<(#ret_array, #rtp::Stats), #rtp::RuntimeError> {
+                let __inputs: ::std::vec::Vec<#rtp::Column> = ::std::vec![#(#inputs),*];
                 let __run = executable()?.run(&__inputs, config)?;
                 ::std::result::Result::Ok((#outputs, __run.stats))
             }

@@ -5,7 +5,7 @@
 //! variables (they may call back into it), so the allocation is conservative for them and
 //! exact for self-recursion. The linked program recomputes the exact allocation once.
 
-use super::lower::{Lowered, Step};
+use super::translate::{Record, Step};
 use crate::parse::ast::Ty;
 use autobatch_ir::passes::{allocations_with, AllocationOptions};
 use autobatch_ir::{
@@ -33,7 +33,7 @@ pub struct CompileTime {
 }
 
 /// Builds the function's IR and analyses it.
-pub fn compile_time(l: &Lowered, name: &str) -> Result<CompileTime, String> {
+pub fn compile_time(l: &Record, name: &str) -> Result<CompileTime, String> {
     let mut b = ProgramBuilder::new();
     let f = b.try_function(name).map_err(|e| e.to_string())?;
     let vars: Vec<Var> = l

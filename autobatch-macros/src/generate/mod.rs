@@ -1,10 +1,12 @@
-//! From the macro's AST to generated code: lowering to a recorded IR, kernel fusion, the
-//! compile-time analysis of that IR, vector kernels compiled to element loops, and the emitted
-//! tokens.
+//! From the macro's AST to generated code: type inference, the translation to a recorded IR,
+//! kernel merging, the compile-time analysis of that IR, vector kernels compiled to element
+//! loops, and the emitted tokens.
 
 pub mod emit;
-pub mod fuse;
 pub mod infer;
 pub mod ir;
-pub mod lower;
+pub mod merge;
+pub mod pure;
+pub mod runtime;
+pub mod translate;
 pub mod vectorise;

@@ -32,9 +32,9 @@
 //!
 //! [`Vector`]: ../../../autobatch_runtime/vector/struct.Vector.html
 
-use super::emit::{leaf_paths, runtime, rust_type};
-use crate::parse::ast::Ty;
-use proc_macro2::{Ident, TokenStream};
+use super::runtime::{leaf_paths, Runtime};
+use crate::parse::ast::{BinOp, Block, Expr, ExprKind, Pat, Stmt, Ty};
+use proc_macro2::{Delimiter, Ident, TokenStream, TokenTree};
 use quote::{format_ident, quote};
 
 /// Element-wise operations above which a vector `let` is stored in a scratch row instead of
@@ -45,13 +45,19 @@ const VIRTUAL_OPS: usize = 8;
 /// order), computing `body` of type `out_ty`; `None` if it touches no vector or leaves the
 /// compiled subset.
 pub fn vector_kernel(
+    rt: &Runtime,
     inputs: &[(Ident, Ty)],
-    body: &TokenStream,
+    body: &Expr,
     out_ty: &Ty,
 ) -> Option<TokenStream> {
-    let rt = runtime();
-    let expr: syn::Expr = syn::parse2(body.clone()).ok()?;
-    let mut c = Compiler::default();
+    let rtp = rt.path();
+    let mut c = Compiler {
+        rt: rt.clone(),
+        lists: Vec::new(),
+        scopes: Vec::new(),
+        scratch: 0,
+        fresh: 0,
+    };
     c.lists.push(List::default());
     c.scopes.push(Vec::new());
     let mut accessors = Vec::new();
@@ -64,7 +70,7 @@ pub fn vector_kernel(
             let acc = format_ident!("__i{}", next + i);
             let el = match leaf {
                 Ty::Vector => quote!(f64),
-                other => rust_type(other),
+                other => rt.rust_type(other),
             };
             let idx = next + i;
             accessors.push(quote!(let #acc = __ins.rows::<#el>(#idx)?;));
@@ -80,7 +86,7 @@ pub fn vector_kernel(
             }
             t if contains_vector(t) => return None,
             t => {
-                let rty = rust_type(t);
+                let rty = rt.rust_type(t);
                 let value = read_scalars(t, &mut next.clone());
                 let id = c.unique(name);
                 c.emit(quote!(let #id: #rty = #value;));
@@ -99,13 +105,13 @@ pub fn vector_kernel(
         wrappers.push(match leaf {
             Ty::Vector => quote!(let mut #o = #o.vectors()?;),
             other => {
-                let el = rust_type(other);
+                let el = rt.rust_type(other);
                 quote!(let #o = #o.slice::<#el>()?;)
             }
         });
     }
     let mut fills: Vec<(TokenStream, Elems)> = Vec::new();
-    c.output(&expr, out_ty, &mut 0, &mut fills)?;
+    c.output(body, out_ty, &mut 0, &mut fills)?;
     c.flush(0);
     if !fills.is_empty() {
         let fill = fill_loop(&fills);
@@ -119,18 +125,18 @@ pub fn vector_kernel(
         quote!(let (#s, __rest) = __rest.split_at_mut(__n);)
     });
     Some(quote! {
-        #rt::Kernel::lane_wise(|__ins: &#rt::LaneInputs<'_>, __outs: &mut #rt::LaneOutputs<'_>| -> ::std::result::Result<(), #rt::KernelError> {
+        #rtp::Kernel::lane_wise(|__ins: &#rtp::LaneInputs<'_>, __outs: &mut #rtp::LaneOutputs<'_>| -> ::std::result::Result<(), #rtp::KernelError> {
             #(#accessors)*
             let [#(#outs),*] = __outs.leaves::<#n_outs>()?;
             #(#wrappers)*
             let __n: usize = #width;
-            let mut __scratch = #rt::Scratch::new(#count * __n);
+            let mut __scratch = #rtp::Scratch::new(#count * __n);
             let __rest: &mut [f64] = &mut __scratch;
             #(#scratch)*
             let __lanes = __ins.lanes();
             for (__k, &__lane) in __lanes.iter().enumerate() {
                 __ins.at(__k);
-                if let ::std::option::Option::Some(&__ahead) = __lanes.get(__k + #rt::PREFETCH_AHEAD) {
+                if let ::std::option::Option::Some(&__ahead) = __lanes.get(__k + #rtp::PREFETCH_AHEAD) {
                     #(#prefetches)*
                 }
                 #(#body)*
@@ -175,7 +181,7 @@ enum Sym {
 
 /// A compiled value; `level` is the depth of the deepest statement list that defines a name
 /// it reads (the value exists in that list and the lists nested in it).
-enum Val {
+enum Compiled {
     /// A value without vectors: the Rust expression computing it.
     Scalar(TokenStream, usize),
     /// A vector, element by element.
@@ -241,8 +247,9 @@ struct List {
     pending: Vec<Reduction>,
 }
 
-#[derive(Default)]
 struct Compiler {
+    /// How the generated code names the runtime.
+    rt: Runtime,
     /// Nested statement lists; the last is where code goes now.
     lists: Vec<List>,
     scopes: Vec<Vec<(String, Sym)>>,
@@ -303,7 +310,7 @@ impl Compiler {
     /// Registers a reduction in the shallowest list where its operands exist (a pure
     /// element-wise one may leave conditional code; one calling functions stays in the current
     /// list); its result is readable at once in the current statement.
-    fn reduce(&mut self, kind: ReductionKind) -> Val {
+    fn reduce(&mut self, kind: ReductionKind) -> Compiled {
         let (level, calls) = match &kind {
             ReductionKind::Dot(a, b) => (a.level.max(b.level), a.calls || b.calls),
             ReductionKind::Sum(a) => (a.level, a.calls),
@@ -314,14 +321,14 @@ impl Compiler {
             result: result.clone(),
             kind,
         });
-        Val::Scalar(quote!(#result), target)
+        Compiled::Scalar(quote!(#result), target)
     }
 
     /// Compiles `e` in a list of its own (code that runs only sometimes: an `if` branch, the
     /// right side of `&&`); the value is an expression, a block when statements were needed.
     fn conditional(
         &mut self,
-        e: impl FnOnce(&mut Self) -> Option<Val>,
+        e: impl FnOnce(&mut Self) -> Option<Compiled>,
     ) -> Option<(TokenStream, usize)> {
         self.lists.push(List::default());
         self.scopes.push(Vec::new());
@@ -331,8 +338,8 @@ impl Compiler {
         self.flush(d);
         let list = self.lists.pop().expect("pushed");
         let (t, level) = match value? {
-            Val::Scalar(t, level) => (t, level),
-            Val::Vector(_) => return None,
+            Compiled::Scalar(t, level) => (t, level),
+            Compiled::Vector(_) => return None,
         };
         let stmts = list.stmts;
         let t = if stmts.is_empty() {
@@ -347,17 +354,17 @@ impl Compiler {
     /// vector leaves are added to `fills` for the final loop.
     fn output(
         &mut self,
-        e: &syn::Expr,
+        e: &Expr,
         ty: &Ty,
         next: &mut usize,
         fills: &mut Vec<(TokenStream, Elems)>,
     ) -> Option<()> {
         if !contains_vector(ty) {
-            let Val::Scalar(t, _) = self.compile(e)? else {
+            let Compiled::Scalar(t, _) = self.compile(e)? else {
                 return None;
             };
             let r = self.fresh("r");
-            let rty = rust_type(ty);
+            let rty = self.rt.rust_type(ty);
             self.emit(quote!(let #r: #rty = #t;));
             for (_, path) in leaf_paths(ty, quote!(#r)) {
                 let o = format_ident!("__o{}", *next);
@@ -366,26 +373,24 @@ impl Compiler {
             }
             return Some(());
         }
-        match (peel(e), ty) {
-            (syn::Expr::Block(b), _) if b.label.is_none() => {
+        match (&e.kind, ty) {
+            (ExprKind::Block(b), _) => {
                 self.scopes.push(Vec::new());
-                let done = self
-                    .stmts(&b.block.stmts)
-                    .and_then(|()| match b.block.stmts.last() {
-                        Some(syn::Stmt::Expr(tail, None)) => self.output(tail, ty, next, fills),
-                        _ => None,
-                    });
+                let done = self.stmts(&b.stmts).and_then(|()| match &b.tail {
+                    Some(tail) => self.output(tail, ty, next, fills),
+                    None => None,
+                });
                 self.scopes.pop();
                 done
             }
-            (syn::Expr::Tuple(t), Ty::Tuple(tys)) if t.elems.len() == tys.len() => {
-                for (item, ty) in t.elems.iter().zip(tys) {
+            (ExprKind::Tuple(items), Ty::Tuple(tys)) if items.len() == tys.len() => {
+                for (item, ty) in items.iter().zip(tys) {
                     self.output(item, ty, next, fills)?;
                 }
                 Some(())
             }
-            (e, Ty::Vector) => {
-                let Val::Vector(el) = self.compile(e)? else {
+            (_, Ty::Vector) => {
+                let Compiled::Vector(el) = self.compile(e)? else {
                     return None;
                 };
                 let o = format_ident!("__o{}", *next);
@@ -397,42 +402,34 @@ impl Compiler {
         }
     }
 
-    /// The statements of a block but its tail, emitted into the current list.
-    fn stmts(&mut self, stmts: &[syn::Stmt]) -> Option<()> {
-        let n = stmts.len();
-        for (i, s) in stmts.iter().enumerate() {
+    /// The statements of a block but its value, emitted into the current list.
+    fn stmts(&mut self, stmts: &[Stmt]) -> Option<()> {
+        for s in stmts {
             match s {
-                syn::Stmt::Local(local) => self.local(local)?,
-                syn::Stmt::Expr(e, Some(_)) => match self.compile(e)? {
-                    Val::Scalar(t, _) => self.emit(quote!(#t;)),
+                Stmt::Let { pat, ty, init } => self.local(pat, ty.as_ref(), init)?,
+                Stmt::Expr(e) => match self.compile(e)? {
+                    Compiled::Scalar(t, _) => self.emit(quote!(#t;)),
                     // A vector computed and dropped: nothing to do.
-                    Val::Vector(_) => {}
+                    Compiled::Vector(_) => {}
                 },
-                syn::Stmt::Expr(_, None) if i + 1 == n => {}
-                _ => return None,
             }
         }
         Some(())
     }
 
-    fn local(&mut self, local: &syn::Local) -> Option<()> {
-        let init = local.init.as_ref()?;
-        if init.diverge.is_some() {
-            return None;
-        }
-        let (pat, annotated) = match &local.pat {
-            syn::Pat::Type(pt) => (&*pt.pat, Some(&*pt.ty)),
-            p => (p, None),
-        };
+    fn local(&mut self, pat: &Pat, annotated: Option<&Ty>, init: &Expr) -> Option<()> {
         let declared = annotated.map(kind_of_type);
-        match self.compile(&init.expr)? {
-            Val::Scalar(t, _) => {
+        match self.compile(init)? {
+            Compiled::Scalar(t, _) => {
                 if matches!(declared, Some(Kind::Vector | Kind::Opaque)) {
                     return None;
                 }
                 let mut names = Vec::new();
-                let pat = self.rename(pat, &mut names)?;
-                let ty = annotated.map(|t| quote!(: #t));
+                let pat = self.rename(pat, &mut names);
+                let ty = annotated.map(|t| {
+                    let t = self.rt.rust_type(t);
+                    quote!(: #t)
+                });
                 self.emit(quote!(let #pat #ty = #t;));
                 let d = self.depth();
                 for (name, id) in names {
@@ -440,26 +437,22 @@ impl Compiler {
                 }
                 Some(())
             }
-            Val::Vector(el) => {
+            Compiled::Vector(el) => {
                 if matches!(declared, Some(Kind::Value | Kind::Opaque)) {
                     return None;
                 }
                 match pat {
-                    syn::Pat::Wild(_) => Some(()),
-                    syn::Pat::Ident(id)
-                        if id.by_ref.is_none()
-                            && id.subpat.is_none()
-                            && id.mutability.is_none() =>
-                    {
+                    Pat::Wild => Some(()),
+                    Pat::Ident(id) => {
                         let el = if el.calls || el.ops > VIRTUAL_OPS {
                             self.materialize(el)
                         } else {
                             el
                         };
-                        self.bind(&id.ident, Sym::Vector(el));
+                        self.bind(id, Sym::Vector(el));
                         Some(())
                     }
-                    _ => None,
+                    Pat::Tuple(_) => None,
                 }
             }
         }
@@ -476,157 +469,144 @@ impl Compiler {
 
     /// `pat` with every bound name replaced by a unique one; `(name, unique)` pairs go to
     /// `names`.
-    fn rename(&mut self, pat: &syn::Pat, names: &mut Vec<(Ident, Ident)>) -> Option<TokenStream> {
+    fn rename(&mut self, pat: &Pat, names: &mut Vec<(Ident, Ident)>) -> TokenStream {
         match pat {
-            syn::Pat::Ident(id) if id.subpat.is_none() && id.by_ref.is_none() => {
-                let unique = self.unique(&id.ident);
-                names.push((id.ident.clone(), unique.clone()));
-                let m = &id.mutability;
-                Some(quote!(#m #unique))
+            Pat::Ident(id) => {
+                let unique = self.unique(id);
+                names.push((id.clone(), unique.clone()));
+                quote!(#unique)
             }
-            syn::Pat::Wild(_) => Some(quote!(_)),
-            syn::Pat::Tuple(t) => {
-                let parts = t
-                    .elems
-                    .iter()
-                    .map(|p| self.rename(p, names))
-                    .collect::<Option<Vec<_>>>()?;
-                Some(quote!((#(#parts,)*)))
+            Pat::Wild => quote!(_),
+            Pat::Tuple(ps) => {
+                let parts: Vec<TokenStream> = ps.iter().map(|p| self.rename(p, names)).collect();
+                quote!((#(#parts,)*))
             }
-            syn::Pat::Paren(p) => self.rename(&p.pat, names),
-            _ => None,
         }
     }
 
     /// A scalar operand: its tokens and level, or `None` for a vector.
-    fn scalar(&mut self, e: &syn::Expr) -> Option<(TokenStream, usize)> {
+    fn scalar(&mut self, e: &Expr) -> Option<(TokenStream, usize)> {
         match self.compile(e)? {
-            Val::Scalar(t, level) => Some((t, level)),
-            Val::Vector(_) => None,
+            Compiled::Scalar(t, level) => Some((t, level)),
+            Compiled::Vector(_) => None,
         }
     }
 
-    fn compile(&mut self, e: &syn::Expr) -> Option<Val> {
-        use syn::Expr as E;
-        match e {
-            E::Paren(p) => self.compile(&p.expr).map(|v| wrap(v, |t| quote!((#t)))),
-            E::Group(g) => self.compile(&g.expr),
-            E::Lit(_) => Some(Val::Scalar(quote!(#e), 0)),
-            E::Path(p) if p.qself.is_none() => match p.path.get_ident() {
-                Some(id) => match self.lookup(&id.to_string()) {
-                    Some(Sym::Vector(el)) => Some(Val::Vector(el.clone())),
-                    Some(Sym::Value(unique, level)) => Some(Val::Scalar(quote!(#unique), *level)),
-                    None => Some(Val::Scalar(quote!(#e), 0)),
-                },
-                None => Some(Val::Scalar(quote!(#e), 0)),
+    fn compile(&mut self, e: &Expr) -> Option<Compiled> {
+        match &e.kind {
+            ExprKind::Lit { .. } | ExprKind::Const(_) => {
+                Some(Compiled::Scalar(e.tokens.clone(), 0))
+            }
+            ExprKind::Var(id) => match self.lookup(&id.to_string()) {
+                Some(Sym::Vector(el)) => Some(Compiled::Vector(el.clone())),
+                Some(Sym::Value(unique, level)) => Some(Compiled::Scalar(quote!(#unique), *level)),
+                None => Some(Compiled::Scalar(quote!(#id), 0)),
             },
-            E::Reference(r) if r.mutability.is_none() => {
-                self.compile(&r.expr).map(|v| wrap(v, |t| quote!((&#t))))
-            }
-            E::Unary(u) => {
-                let op = &u.op;
-                match (self.compile(&u.expr)?, op) {
-                    (Val::Scalar(t, level), _) => Some(Val::Scalar(quote!((#op #t)), level)),
-                    (Val::Vector(mut el), syn::UnOp::Neg(_)) => {
-                        let x = &el.elem;
-                        el.elem = quote!((-#x));
-                        el.ops += 1;
-                        Some(Val::Vector(el))
-                    }
-                    _ => None,
+            ExprKind::Ref(x) => self.compile(x).map(|v| wrap(v, |t| quote!((&#t)))),
+            ExprKind::Unary(op, x) => match self.compile(x)? {
+                Compiled::Scalar(t, level) => Some(Compiled::Scalar(quote!((#op #t)), level)),
+                Compiled::Vector(mut el) if op.to_string() == "-" => {
+                    let x = &el.elem;
+                    el.elem = quote!((-#x));
+                    el.ops += 1;
+                    Some(Compiled::Vector(el))
                 }
+                Compiled::Vector(_) => None,
+            },
+            ExprKind::Binary(op, op_tokens, l, r) => self.binary(*op, op_tokens, l, r),
+            ExprKind::Cast(x, _, ty) => {
+                let (t, level) = self.scalar(x)?;
+                Some(Compiled::Scalar(quote!((#t as #ty)), level))
             }
-            E::Binary(b) => self.binary(b),
-            E::Cast(c) => {
-                let (t, level) = self.scalar(&c.expr)?;
-                let ty = &c.ty;
-                Some(Val::Scalar(quote!((#t as #ty)), level))
+            ExprKind::Field(x, i) => {
+                let (t, level) = self.scalar(x)?;
+                let idx = syn::Index::from(*i as usize);
+                Some(Compiled::Scalar(quote!(#t.#idx), level))
             }
-            E::Field(f) => {
-                let (t, level) = self.scalar(&f.base)?;
-                let m = &f.member;
-                Some(Val::Scalar(quote!(#t.#m), level))
-            }
-            E::Tuple(t) => {
+            ExprKind::Tuple(xs) => {
                 let mut items = Vec::new();
                 let mut level = 0;
-                for x in &t.elems {
+                for x in xs {
                     let (t, l) = self.scalar(x)?;
                     items.push(t);
                     level = level.max(l);
                 }
-                Some(Val::Scalar(quote!((#(#items,)*)), level))
+                Some(Compiled::Scalar(quote!((#(#items,)*)), level))
             }
-            E::MethodCall(m) => self.method(m),
-            E::Call(c) => self.call(c),
-            E::If(i) => {
-                let (cond, cl) = self.scalar(&i.cond)?;
-                let (then_, tl) = self.conditional(|c| c.block(&i.then_branch))?;
-                let (else_, el) = match &i.else_branch {
-                    Some((_, e)) => {
+            ExprKind::Method(recv, name, args) => self.method(recv, name, args),
+            ExprKind::Assoc(ty, f, args) => self.assoc(ty, f, args),
+            ExprKind::If(cond, then, els) => {
+                let (cond, cl) = self.scalar(cond)?;
+                let (then_, tl) = self.conditional(|c| c.block(then))?;
+                let (else_, el) = match els {
+                    Some(e) => {
                         let (t, l) = self.conditional(|c| c.compile(e))?;
                         (quote!(else { #t }), l)
                     }
                     None => (quote!(), 0),
                 };
-                Some(Val::Scalar(
+                Some(Compiled::Scalar(
                     quote!((if #cond { #then_ } #else_)),
                     cl.max(tl).max(el),
                 ))
             }
-            E::Block(b) if b.label.is_none() => self.block(&b.block),
+            ExprKind::Block(b) => self.block(b),
             _ => None,
         }
     }
 
     /// A block's value, its statements flattened into the current list (names are unique).
-    fn block(&mut self, b: &syn::Block) -> Option<Val> {
+    fn block(&mut self, b: &Block) -> Option<Compiled> {
         self.scopes.push(Vec::new());
-        let value = self.stmts(&b.stmts).and_then(|()| match b.stmts.last() {
-            Some(syn::Stmt::Expr(tail, None)) => self.compile(tail),
-            _ => Some(Val::Scalar(quote!(()), 0)),
+        let value = self.stmts(&b.stmts).and_then(|()| match &b.tail {
+            Some(tail) => self.compile(tail),
+            None => Some(Compiled::Scalar(quote!(()), 0)),
         });
         self.scopes.pop();
         value
     }
 
-    fn binary(&mut self, b: &syn::ExprBinary) -> Option<Val> {
-        use syn::BinOp as B;
-        let op = &b.op;
-        if matches!(op, B::And(_) | B::Or(_)) {
-            let (l, ll) = self.scalar(&b.left)?;
-            let (r, rl) = self.conditional(|c| c.compile(&b.right))?;
-            return Some(Val::Scalar(quote!((#l #op #r)), ll.max(rl)));
+    fn binary(
+        &mut self,
+        op: BinOp,
+        op_tokens: &TokenStream,
+        l: &Expr,
+        r: &Expr,
+    ) -> Option<Compiled> {
+        if matches!(op, BinOp::And | BinOp::Or) {
+            let (l, ll) = self.scalar(l)?;
+            let (r, rl) = self.conditional(|c| c.compile(r))?;
+            return Some(Compiled::Scalar(quote!((#l #op_tokens #r)), ll.max(rl)));
         }
-        let l = self.compile(&b.left)?;
-        let r = self.compile(&b.right)?;
-        let arith = matches!(op, B::Add(_) | B::Sub(_) | B::Mul(_) | B::Div(_));
+        let l = self.compile(l)?;
+        let r = self.compile(r)?;
+        let arith = matches!(op_tokens.to_string().as_str(), "+" | "-" | "*" | "/");
         Some(match (l, r) {
-            (Val::Scalar(l, ll), Val::Scalar(r, rl)) => {
-                Val::Scalar(quote!((#l #op #r)), ll.max(rl))
+            (Compiled::Scalar(l, ll), Compiled::Scalar(r, rl)) => {
+                Compiled::Scalar(quote!((#l #op_tokens #r)), ll.max(rl))
             }
-            (Val::Vector(l), Val::Vector(r)) if arith => {
+            (Compiled::Vector(l), Compiled::Vector(r)) if arith => {
                 let elem = {
                     let (le, re) = (&l.elem, &r.elem);
-                    quote!((#le #op #re))
+                    quote!((#le #op_tokens #re))
                 };
-                Val::Vector(l.join(r, elem))
+                Compiled::Vector(l.join(r, elem))
             }
-            (Val::Vector(l), Val::Scalar(r, rl)) if arith => {
+            (Compiled::Vector(l), Compiled::Scalar(r, rl)) if arith => {
                 let c = self.constant(r, rl);
                 let elem = {
                     let le = &l.elem;
-                    quote!((#le #op #c))
+                    quote!((#le #op_tokens #c))
                 };
-                Val::Vector(l.join(c.into_elems(), elem))
+                Compiled::Vector(l.join(c.into_elems(), elem))
             }
-            (Val::Scalar(l, ll), Val::Vector(r)) if arith => {
+            (Compiled::Scalar(l, ll), Compiled::Vector(r)) if arith => {
                 let c = self.constant(l, ll);
                 let elem = {
                     let re = &r.elem;
-                    quote!((#c #op #re))
+                    quote!((#c #op_tokens #re))
                 };
-                Val::Vector(c.into_elems().join(r, elem))
+                Compiled::Vector(c.into_elems().join(r, elem))
             }
             _ => return None,
         })
@@ -642,10 +622,7 @@ impl Compiler {
             .iter()
             .flat_map(|l| &l.pending)
             .any(|r| r.result == t.to_string());
-        let simple = !pending
-            && syn::parse2::<syn::Expr>(t.clone())
-                .is_ok_and(|e| matches!(peel(&e), syn::Expr::Lit(_) | syn::Expr::Path(_)));
-        if simple {
+        if !pending && is_name_or_literal(&t) {
             return Constant { tokens: t, level };
         }
         let c = self.fresh("c");
@@ -656,28 +633,23 @@ impl Compiler {
         }
     }
 
-    fn method(&mut self, m: &syn::ExprMethodCall) -> Option<Val> {
-        let recv = self.compile(&m.receiver)?;
-        let name = m.method.to_string();
-        let args: Vec<&syn::Expr> = m.args.iter().collect();
+    fn method(&mut self, recv: &Expr, method: &Ident, args: &[Expr]) -> Option<Compiled> {
+        let recv = self.compile(recv)?;
+        let name = method.to_string();
         let el = match recv {
-            Val::Scalar(r, mut level) => {
+            Compiled::Scalar(r, mut level) => {
                 let mut ts = Vec::new();
                 for a in args {
                     let (t, l) = self.scalar(a)?;
                     ts.push(t);
                     level = level.max(l);
                 }
-                let (method, turbofish) = (&m.method, &m.turbofish);
-                return Some(Val::Scalar(quote!(#r.#method #turbofish (#(#ts),*)), level));
+                return Some(Compiled::Scalar(quote!(#r.#method(#(#ts),*)), level));
             }
-            Val::Vector(el) => el,
+            Compiled::Vector(el) => el,
         };
-        if m.turbofish.is_some() {
-            return None;
-        }
-        match (name.as_str(), args.as_slice()) {
-            ("clone", []) => Some(Val::Vector(el)),
+        match (name.as_str(), args) {
+            ("clone", []) => Some(Compiled::Vector(el)),
             ("map", [f]) => {
                 let (f, fl) = self.scalar(f)?;
                 let fname = self.fresh("f");
@@ -685,7 +657,7 @@ impl Compiler {
                 let x = &el.elem;
                 let elem = quote!(#fname(#x));
                 let level = el.level.max(fl).max(self.depth());
-                Some(Val::Vector(Elems {
+                Some(Compiled::Vector(Elems {
                     elem,
                     level,
                     ops: el.ops + 1,
@@ -694,7 +666,7 @@ impl Compiler {
                 }))
             }
             ("zip_map", [other, f]) => {
-                let Val::Vector(other) = self.compile(other)? else {
+                let Compiled::Vector(other) = self.compile(other)? else {
                     return None;
                 };
                 let (f, fl) = self.scalar(f)?;
@@ -707,10 +679,10 @@ impl Compiler {
                 let mut joined = el.join(other, elem);
                 joined.calls = true;
                 joined.level = joined.level.max(fl).max(self.depth());
-                Some(Val::Vector(joined))
+                Some(Compiled::Vector(joined))
             }
             ("dot", [other]) => {
-                let Val::Vector(other) = self.compile(other)? else {
+                let Compiled::Vector(other) = self.compile(other)? else {
                     return None;
                 };
                 Some(self.reduce(ReductionKind::Dot(el, other)))
@@ -721,38 +693,31 @@ impl Compiler {
                 let (i, il) = self.scalar(i)?;
                 let elem = &el.elem;
                 let level = el.level.max(il);
-                Some(Val::Scalar(quote!({ let __j: usize = #i; #elem }), level))
+                Some(Compiled::Scalar(
+                    quote!({ let __j: usize = #i; #elem }),
+                    level,
+                ))
             }
             _ => None,
         }
     }
 
-    fn call(&mut self, c: &syn::ExprCall) -> Option<Val> {
-        let syn::Expr::Path(p) = &*c.func else {
-            return None;
-        };
-        let segments: Vec<String> = p
-            .path
-            .segments
-            .iter()
-            .map(|s| s.ident.to_string())
-            .collect();
-        let last = segments.last()?.as_str();
-        let args: Vec<&syn::Expr> = c.args.iter().collect();
-        let on_vector = segments.len() >= 2 && segments[segments.len() - 2] == "Vector";
-        match (last, args.as_slice()) {
-            // `Clone::clone(&x)` (as kernel fusion writes it) and `Vector::clone(&x)`.
+    /// `Type::function(args)`: `Vector::filled_like` and `Vector::clone` on vectors, any
+    /// other as scalar code.
+    fn assoc(&mut self, ty: &Ident, f: &Ident, args: &[Expr]) -> Option<Compiled> {
+        let on_vector = ty == "Vector";
+        match (f.to_string().as_str(), args) {
             ("clone", [x]) => match self.compile(x)? {
-                Val::Vector(el) => Some(Val::Vector(el)),
-                Val::Scalar(t, level) => Some(Val::Scalar(quote!(#p(#t)), level)),
+                Compiled::Vector(el) => Some(Compiled::Vector(el)),
+                Compiled::Scalar(t, level) => Some(Compiled::Scalar(quote!(#ty::#f(#t)), level)),
             },
             ("filled_like", [value, like]) if on_vector => {
                 let (value, vl) = self.scalar(value)?;
                 // Only the length of `like` matters, and every vector has the run's length.
-                let Val::Vector(_) = self.compile(like)? else {
+                let Compiled::Vector(_) = self.compile(like)? else {
                     return None;
                 };
-                Some(Val::Vector(self.constant(value, vl).into_elems()))
+                Some(Compiled::Vector(self.constant(value, vl).into_elems()))
             }
             _ if on_vector => None,
             _ => {
@@ -763,7 +728,7 @@ impl Compiler {
                     ts.push(t);
                     level = level.max(l);
                 }
-                Some(Val::Scalar(quote!(#p(#(#ts),*)), level))
+                Some(Compiled::Scalar(quote!(#ty::#f(#(#ts),*)), level))
             }
         }
     }
@@ -805,9 +770,9 @@ fn merge_sources(sources: &mut Vec<Ident>, more: impl IntoIterator<Item = Ident>
 }
 
 /// Applies `f` to a scalar's tokens; a vector passes through (`&v` and `(v)` are `v`).
-fn wrap(v: Val, f: impl FnOnce(TokenStream) -> TokenStream) -> Val {
+fn wrap(v: Compiled, f: impl FnOnce(TokenStream) -> TokenStream) -> Compiled {
     match v {
-        Val::Scalar(t, level) => Val::Scalar(f(t), level),
+        Compiled::Scalar(t, level) => Compiled::Scalar(f(t), level),
         vector => vector,
     }
 }
@@ -895,12 +860,21 @@ fn reduction_loop(pending: &[Reduction]) -> TokenStream {
     )
 }
 
-/// The expression under parentheses and invisible groups.
-fn peel(e: &syn::Expr) -> &syn::Expr {
-    match e {
-        syn::Expr::Paren(p) => peel(&p.expr),
-        syn::Expr::Group(g) => peel(&g.expr),
-        e => e,
+/// True for compiled scalar code that is a literal or a name (a path), under parentheses.
+fn is_name_or_literal(t: &TokenStream) -> bool {
+    let tokens: Vec<TokenTree> = t.clone().into_iter().collect();
+    match tokens.as_slice() {
+        [TokenTree::Group(g)]
+            if matches!(g.delimiter(), Delimiter::Parenthesis | Delimiter::None) =>
+        {
+            is_name_or_literal(&g.stream())
+        }
+        [] => false,
+        ts => ts.iter().all(|t| match t {
+            TokenTree::Ident(_) | TokenTree::Literal(_) => true,
+            TokenTree::Punct(p) => p.as_char() == ':',
+            TokenTree::Group(_) => false,
+        }),
     }
 }
 
@@ -912,20 +886,78 @@ enum Kind {
     Opaque,
 }
 
-fn kind_of_type(t: &syn::Type) -> Kind {
+fn kind_of_type(t: &Ty) -> Kind {
     match t {
-        syn::Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "Vector") => {
-            Kind::Vector
-        }
-        syn::Type::Tuple(t) => {
-            if t.elems.iter().any(|e| kind_of_type(e) != Kind::Value) {
-                Kind::Opaque
-            } else {
-                Kind::Value
-            }
-        }
-        syn::Type::Paren(p) => kind_of_type(&p.elem),
-        syn::Type::Group(g) => kind_of_type(&g.elem),
-        _ => Kind::Value,
+        Ty::Vector => Kind::Vector,
+        Ty::Tuple(items) if items.iter().any(|i| kind_of_type(i) != Kind::Value) => Kind::Opaque,
+        Ty::Tuple(_) | Ty::Scalar(_) => Kind::Value,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::vector_kernel;
+    use crate::generate::runtime::Runtime;
+    use crate::parse::ast::Ty;
+    use crate::parse::{expr::expr, Errors};
+    use autobatch_ir::DType;
+    use proc_macro2::Ident;
+    use quote::format_ident;
+
+    /// The compiled kernel for `body` over `inputs`, as text; `None` if it is not compiled.
+    fn compiled(inputs: &[(&str, Ty)], body: syn::Expr, out: Ty) -> Option<String> {
+        let mut errors = Errors::default();
+        let body = expr(&body, &mut errors);
+        assert!(errors.finish().is_ok());
+        let inputs: Vec<(Ident, Ty)> = inputs
+            .iter()
+            .map(|(n, t)| (format_ident!("{n}"), t.clone()))
+            .collect();
+        vector_kernel(&Runtime::new(None), &inputs, &body, &out).map(|k| k.to_string())
+    }
+
+    const F64: Ty = Ty::Scalar(DType::F64);
+
+    #[test]
+    fn vector_arithmetic_and_reductions_become_element_loops() {
+        let k = compiled(
+            &[("q", Ty::Vector), ("p", Ty::Vector), ("eps", F64)],
+            syn::parse_quote!(q.dot(&p) + eps),
+            F64,
+        )
+        .expect("compiled");
+        assert!(k.contains("__j"), "an element loop: {k}");
+        let v = compiled(
+            &[("q", Ty::Vector), ("p", Ty::Vector), ("eps", F64)],
+            syn::parse_quote!({
+                let s = &p * eps;
+                &q + &s
+            }),
+            Ty::Vector,
+        )
+        .expect("compiled");
+        assert!(
+            v.contains("row_mut"),
+            "the output row is written in place: {v}"
+        );
+    }
+
+    #[test]
+    fn kernels_outside_the_subset_keep_the_generic_form() {
+        // No vector input: nothing to compile.
+        assert_eq!(
+            compiled(&[("x", F64)], syn::parse_quote!(x * 2.0), F64),
+            None
+        );
+        // A key method making a vector.
+        let key = Ty::Scalar(DType::Key);
+        assert_eq!(
+            compiled(
+                &[("k", key.clone()), ("q", Ty::Vector)],
+                syn::parse_quote!(k.normals_like(&q)),
+                Ty::Tuple(vec![Ty::Vector, key]),
+            ),
+            None
+        );
     }
 }

@@ -2,6 +2,7 @@
 
 use autobatch_ir::DType;
 use proc_macro2::{Span, TokenStream};
+use quote::quote;
 use syn::Ident;
 
 /// A value type of the language.
@@ -60,7 +61,25 @@ pub struct Func {
     pub poisoned: Vec<String>,
 }
 
+impl Func {
+    /// True if `path` names this function itself (a recursive call).
+    pub fn is_self_path(&self, path: &syn::Path) -> bool {
+        path.get_ident().is_some_and(|i| *i == self.name)
+    }
+
+    /// The types a call of `path` with `n` arguments passes them at, as far as this macro knows:
+    /// the parameters' types for a call of this function itself, none for another callee.
+    pub fn argument_types(&self, path: &syn::Path, n: usize) -> Vec<Option<Ty>> {
+        if self.is_self_path(path) {
+            self.params.iter().map(|(_, t)| Some(t.clone())).collect()
+        } else {
+            vec![None; n]
+        }
+    }
+}
+
 /// `{ stmts; tail }`.
+#[derive(Clone)]
 pub struct Block {
     /// Statements.
     pub stmts: Vec<Stmt>,
@@ -69,6 +88,7 @@ pub struct Block {
 }
 
 /// A statement.
+#[derive(Clone)]
 pub enum Stmt {
     /// `let pat: ty = init;`
     Let {
@@ -84,6 +104,7 @@ pub enum Stmt {
 }
 
 /// A binding pattern.
+#[derive(Clone)]
 pub enum Pat {
     /// `x` or `mut x`.
     Ident(Ident),
@@ -120,6 +141,7 @@ pub enum BinOp {
 }
 
 /// An expression, with the span and the original tokens kernels are made from.
+#[derive(Clone)]
 pub struct Expr {
     /// What kind of expression.
     pub kind: ExprKind,
@@ -129,7 +151,20 @@ pub struct Expr {
     pub tokens: TokenStream,
 }
 
+impl Expr {
+    /// An expression the macro makes (not the user's): `kind`, spelled `tokens`, at `span`.
+    pub fn made(kind: ExprKind, tokens: TokenStream, span: Span) -> Expr {
+        Expr { kind, span, tokens }
+    }
+
+    /// The variable `id`.
+    pub fn var(id: &Ident) -> Expr {
+        Expr::made(ExprKind::Var(id.clone()), quote!(#id), id.span())
+    }
+}
+
 /// Expression kinds.
+#[derive(Clone)]
 pub enum ExprKind {
     /// A literal; `float` tells a float literal from an integer one; `suffix` its type suffix.
     Lit {

@@ -3,7 +3,11 @@
 //! inference becomes a rustc type error, never a silent mistake.
 //!
 //! Pure `if`s and blocks (only `let`s and a value) are typed here too, with the names their
-//! `let`s bind in scope inside them: they compile into kernels whole.
+//! `let`s bind in scope inside them: they compile into kernels whole. The pass over a whole
+//! function that fixes its `let`s' types before translation is [`function`].
+
+pub mod classify;
+pub mod function;
 
 use crate::parse::ast::{BinOp, Block, Expr, ExprKind, Pat, Stmt, Ty};
 use autobatch_ir::DType;
@@ -19,10 +23,10 @@ pub trait Scope {
     /// The return type of the `#[autobatch]` function `path`, if this macro knows it.
     fn callee_return(&self, path: &syn::Path) -> Option<Ty>;
     /// Records that variable `name` is used where a value of type `ty` is needed (lets whose
-    /// type came from a literal's default are re-typed from these demands).
-    fn demand(&self, name: &str, ty: &Ty);
-    /// Called with the type of every `if` and block expression typed as a value (the lowering
-    /// keeps vector-valued ones as control flow).
+    /// type came from a literal's default are re-typed from these demands); by default, nothing.
+    fn demand(&self, _name: &str, _ty: &Ty) {}
+    /// Called with the type of every `if` and block expression typed as a value (kernel
+    /// classification keeps `()`- and vector-valued ones as control flow).
     fn typed_branch(&self, _ty: &Ty) {}
 }
 
@@ -252,8 +256,8 @@ const LOCAL_ROUNDS: usize = 4;
 
 /// The type of a block of `let`s and a value (a branch of a pure `if`), its names in scope.
 ///
-/// An unannotated `let` takes its type from its uses, as the lowering does for the function's
-/// own `let`s: `let k = 0; k + n` with `n: i64` makes `k` an `i64`, as rustc infers it.
+/// An unannotated `let` takes its type from its uses, as the inference pass does for the
+/// function's own `let`s ([`function`]): `let k = 0; k + n` with `n: i64` makes `k` an `i64`, as rustc infers it.
 fn infer_block(b: &Block, expected: Option<&Ty>, scope: &dyn Scope) -> Result<Ty, TypeError> {
     let mut retyped: HashMap<usize, Ty> = HashMap::new();
     let mut round = 1;
@@ -287,7 +291,7 @@ fn infer_block(b: &Block, expected: Option<&Ty>, scope: &dyn Scope) -> Result<Ty
                 if let (ExprKind::Var(id), Some(want)) = (&tail.kind, expected) {
                     // A variable typed by a literal's default takes the type the block's value
                     // needs: this block's `let`s in the next round here, the function's in the
-                    // lowering's next round.
+                    // inference pass's next walk.
                     if t != *want && !t.has_vector() && !want.has_vector() {
                         locals.demand(&id.to_string(), want);
                     }
@@ -446,6 +450,25 @@ fn infer_pair_inner(
     }
 }
 
+/// The element types of the value of `let (p0, p1, ..) = init` with `arity` elements: its
+/// annotated type (`expected`) or the one inferred for `init`; `None` unless that is a tuple of
+/// `arity` elements.
+pub fn tuple_elements(
+    arity: usize,
+    expected: Option<&Ty>,
+    init: &Expr,
+    scope: &dyn Scope,
+) -> Option<Vec<Ty>> {
+    let ty = match expected {
+        Some(t) => t.clone(),
+        None => infer(init, None, scope).ok()?,
+    };
+    match ty {
+        Ty::Tuple(tys) if tys.len() == arity => Some(tys),
+        _ => None,
+    }
+}
+
 /// The result type of method `name` on a receiver of type `recv`.
 pub fn method_type(recv: &Ty, name: &str) -> Option<Ty> {
     match recv {
@@ -481,6 +504,40 @@ pub fn method_type(recv: &Ty, name: &str) -> Option<Ty> {
     }
 }
 
+/// The type of an operator, cast, method, tuple or field expression whose operands (in order)
+/// have `types`, with the type `expected` of it where nothing else tells; `None` if it has none
+/// ([`operator_type_error`] says why).
+pub fn operator_type(e: &Expr, types: &[Ty], expected: Option<&Ty>) -> Option<Ty> {
+    Some(match &e.kind {
+        ExprKind::Binary(BinOp::Compare | BinOp::And | BinOp::Or, ..) => Ty::Scalar(DType::Bool),
+        ExprKind::Binary(..) => match (types.first()?, types.get(1)?) {
+            (Ty::Scalar(_), Ty::Vector) => Ty::Vector,
+            (l, _) => l.clone(),
+        },
+        ExprKind::Unary(..) | ExprKind::Ref(_) => types.first()?.clone(),
+        ExprKind::Cast(_, t, _) => t.clone(),
+        ExprKind::Field(_, i) => match types.first()? {
+            Ty::Tuple(items) => items.get(*i as usize)?.clone(),
+            _ => return None,
+        },
+        ExprKind::Method(_, name, _) => method_type(types.first()?, &name.to_string())?,
+        ExprKind::Tuple(_) => Ty::Tuple(types.to_vec()),
+        _ => expected?.clone(),
+    })
+}
+
+/// Why [`operator_type`] found no type for `e`.
+pub fn operator_type_error(e: &Expr, types: &[Ty]) -> String {
+    let first = types.first().map_or_else(|| "()".into(), describe);
+    match &e.kind {
+        ExprKind::Field(_, i) => format!("no field `{i}` on {first}"),
+        ExprKind::Method(_, name, _) => {
+            format!("method `{name}` is not supported on {first} in #[autobatch] code")
+        }
+        _ => "cannot infer the type of this expression; annotate the binding".into(),
+    }
+}
+
 /// A type as users spell it.
 pub fn describe(t: &Ty) -> String {
     match t {
@@ -497,4 +554,112 @@ pub fn describe(t: &Ty) -> String {
 /// A path as written.
 pub fn path_text(p: &syn::Path) -> String {
     quote::quote!(#p).to_string().replace(' ', "")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{infer, Scope};
+    use crate::parse::ast::{Expr, Ty};
+    use crate::parse::{self, Errors};
+    use autobatch_ir::DType;
+
+    /// Variables of fixed types, and one function `f` returning `(i64, bool)`.
+    struct Vars(Vec<(&'static str, Ty)>);
+
+    impl Scope for Vars {
+        fn lookup(&self, name: &str) -> Option<Ty> {
+            self.0
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, t)| t.clone())
+        }
+
+        fn is_poisoned(&self, _name: &str) -> bool {
+            false
+        }
+
+        fn callee_return(&self, path: &syn::Path) -> Option<Ty> {
+            path.is_ident("f").then(|| Ty::Tuple(vec![I64, BOOL]))
+        }
+    }
+
+    const I32: Ty = Ty::Scalar(DType::I32);
+    const I64: Ty = Ty::Scalar(DType::I64);
+    const F32: Ty = Ty::Scalar(DType::F32);
+    const F64: Ty = Ty::Scalar(DType::F64);
+    const BOOL: Ty = Ty::Scalar(DType::Bool);
+
+    fn expr(e: syn::Expr) -> Expr {
+        let mut errors = Errors::default();
+        let e = parse::expr::expr(&e, &mut errors);
+        assert!(errors.finish().is_ok());
+        e
+    }
+
+    fn type_of(e: syn::Expr, expected: Option<&Ty>) -> Result<Ty, String> {
+        let scope = Vars(vec![("n", I64), ("x", F32), ("v", Ty::Vector)]);
+        infer(&expr(e), expected, &scope).map_err(|e| e.message)
+    }
+
+    #[test]
+    fn literals_take_their_suffix_the_expected_type_or_the_default() {
+        assert_eq!(type_of(syn::parse_quote!(1), None), Ok(I32));
+        assert_eq!(type_of(syn::parse_quote!(1), Some(&I64)), Ok(I64));
+        assert_eq!(type_of(syn::parse_quote!(1u8 as i64), None), Ok(I64));
+        assert_eq!(type_of(syn::parse_quote!(2.5), None), Ok(F64));
+        assert_eq!(type_of(syn::parse_quote!(2.5), Some(&F32)), Ok(F32));
+        assert_eq!(type_of(syn::parse_quote!(2.5f32), None), Ok(F32));
+        assert!(type_of(syn::parse_quote!(1), Some(&F64))
+            .unwrap_err()
+            .contains("write it as a float"));
+    }
+
+    #[test]
+    fn a_literal_takes_the_other_operands_type() {
+        assert_eq!(type_of(syn::parse_quote!(1 + n), None), Ok(I64));
+        assert_eq!(type_of(syn::parse_quote!(x * 2.0), None), Ok(F32));
+        assert_eq!(type_of(syn::parse_quote!(2.0 * v), None), Ok(Ty::Vector));
+        assert_eq!(type_of(syn::parse_quote!(n < 3), None), Ok(BOOL));
+    }
+
+    #[test]
+    fn lets_in_a_pure_block_are_typed_from_their_uses() {
+        let t = type_of(
+            syn::parse_quote!({
+                let k = 0;
+                k + n
+            }),
+            None,
+        );
+        assert_eq!(t, Ok(I64));
+    }
+
+    #[test]
+    fn tuples_fields_and_calls() {
+        assert_eq!(
+            type_of(syn::parse_quote!((n, x, true)), None),
+            Ok(Ty::Tuple(vec![I64, F32, BOOL]))
+        );
+        assert_eq!(type_of(syn::parse_quote!(f(n).1), None), Ok(BOOL));
+        assert_eq!(
+            type_of(syn::parse_quote!(g(n)), Some(&F64)),
+            Ok(F64),
+            "a callee this macro cannot see has the type its context expects"
+        );
+        assert!(type_of(syn::parse_quote!(g(n)), None)
+            .unwrap_err()
+            .contains("annotate the binding"));
+    }
+
+    #[test]
+    fn methods_and_unknown_names() {
+        assert_eq!(type_of(syn::parse_quote!(x.sqrt().max(1.0)), None), Ok(F32));
+        assert_eq!(type_of(syn::parse_quote!(v.dot(&v)), None), Ok(F64));
+        assert!(type_of(syn::parse_quote!(n.frobnicate()), None)
+            .unwrap_err()
+            .contains("`frobnicate` is not supported on i64"));
+        assert!(type_of(syn::parse_quote!(m + 1), None)
+            .unwrap_err()
+            .contains("cannot find variable `m`"));
+    }
 }

@@ -1,14 +1,15 @@
-//! Kernel fusion: consecutive lane-wise kernels of one block become one kernel, so values that
-//! live only between them stay in the lane's registers instead of being stored to and
-//! reloaded from batch storage.
+//! Kernel merging: consecutive lane-wise kernels of one block become one kernel, so values
+//! that live only between them stay in the lane's registers instead of being stored to and
+//! reloaded from batch storage. (Not the IR's pop-push fusion, which is a pass on lowered
+//! programs.)
 //!
-//! Every fused step still runs, in order, on every active lane (a step whose value nobody
+//! Every merged step still runs, in order, on every active lane (a step whose value nobody
 //! reads is computed and dropped, as in the scalar function); only the variables read outside
-//! the group (or across executions of the block, or returned) are outputs of the fused kernel.
+//! the group (or across executions of the block, or returned) are outputs of the merged kernel.
 
-use super::emit::rust_type;
-use super::lower::{KernelSpec, Lowered, Step};
-use crate::parse::ast::Ty;
+use super::runtime::Runtime;
+use super::translate::{KernelSpec, Record, Step};
+use crate::parse::ast::{Block, Expr, ExprKind, Pat, Stmt, Ty};
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use std::collections::{HashMap, HashSet};
@@ -23,11 +24,11 @@ fn reads(s: &Step, returns: &[usize]) -> Vec<usize> {
     }
 }
 
-/// A kernel step that fusion can take: one output variable of the kernel's type, or one per
+/// A kernel step that merging can take: one output variable of the kernel's type, or one per
 /// element of its tuple (`let (u, key) = key.uniform()`) when none holds a `Vector` (such a
-/// kernel is a key method making a vector, which no vector kernel compiles: fused, it would
+/// kernel is a key method making a vector, which no vector kernel compiles: merged, it would
 /// take the vector arithmetic around it out of the compiled subset).
-fn fusible(s: &Step, l: &Lowered) -> Option<usize> {
+fn mergeable(s: &Step, l: &Record) -> Option<usize> {
     let Step::Prim {
         block,
         outs,
@@ -52,8 +53,8 @@ fn local(v: usize) -> Ident {
     format_ident!("__v{v}")
 }
 
-/// Fuses every run of two or more consecutive fusible kernel steps of the same block.
-pub fn fuse_kernels(l: &mut Lowered) {
+/// Merges every run of two or more consecutive mergeable kernel steps of the same block.
+pub fn merge_kernels(rt: &Runtime, l: &mut Record) {
     let steps = std::mem::take(&mut l.steps);
     let read_by: Vec<Vec<usize>> = steps.iter().map(|s| reads(s, &l.returns)).collect();
     // How many steps read each variable, to tell reads outside a group from reads inside.
@@ -66,28 +67,28 @@ pub fn fuse_kernels(l: &mut Lowered) {
     let mut out = Vec::with_capacity(steps.len());
     let mut i = 0;
     while i < steps.len() {
-        let Some(block) = fusible(&steps[i], l) else {
+        let Some(block) = mergeable(&steps[i], l) else {
             i += 1;
             continue;
         };
         let mut end = i + 1;
-        while end < steps.len() && fusible(&steps[end], l) == Some(block) {
+        while end < steps.len() && mergeable(&steps[end], l) == Some(block) {
             end += 1;
         }
         if end - i >= 2 {
-            let step = fuse_group(l, &steps[i..end], &read_by[i..end], &readers, block);
+            let step = merge_group(rt, l, &steps[i..end], &read_by[i..end], &readers, block);
             out.push((i, end, step));
         }
         i = end;
     }
-    // Splice the fused steps in place of their groups.
-    let mut fused = out.into_iter().peekable();
+    // Splice the merged steps in place of their groups.
+    let mut merged = out.into_iter().peekable();
     let mut kept = Vec::new();
     for (i, s) in steps.into_iter().enumerate() {
-        match fused.peek() {
+        match merged.peek() {
             Some((start, end, _)) if i >= *start && i < *end => {
                 if i + 1 == *end {
-                    kept.push(fused.next().expect("peeked").2);
+                    kept.push(merged.next().expect("peeked").2);
                 }
             }
             _ => kept.push(s),
@@ -100,8 +101,9 @@ pub fn fuse_kernels(l: &mut Lowered) {
 /// One kernel computing `group` in order; its outputs are the variables written in the group
 /// that are read outside it, read inside it before being written (across executions of the
 /// block), or returned.
-fn fuse_group(
-    l: &mut Lowered,
+fn merge_group(
+    rt: &Runtime,
+    l: &mut Record,
     group: &[Step],
     group_reads: &[Vec<usize>],
     readers: &HashMap<usize, usize>,
@@ -155,6 +157,7 @@ fn fuse_group(
         }
     }
     let mut body = Vec::new();
+    let mut stmts = Vec::new();
     let mut sources = Vec::new();
     let mut span = None;
     for (k, s) in group.iter().enumerate() {
@@ -168,61 +171,102 @@ fn fuse_group(
             continue;
         };
         let spec: &KernelSpec = &l.kernels[*kernel];
-        span.get_or_insert(spec.span);
+        let spec_span = spec.body.span;
+        span.get_or_insert(spec_span);
         sources.push(source.clone());
-        let bindings = spec.inputs.iter().map(|(name, v)| {
-            let ty = rust_type(&l.vars[*v].ty);
-            let src = local(*v);
-            let rewritten_later = group[k + 1..]
-                .iter()
-                .any(|s| matches!(s, Step::Prim { outs, .. } if outs.contains(v)));
-            let last = last_read.get(v) == Some(&k);
-            if last && (!needed.contains(v) || rewritten_later) && !spec_reads_twice(spec, *v) {
-                quote!(let #name: #ty = #src;)
-            } else {
-                quote!(let #name: #ty = ::core::clone::Clone::clone(&#src);)
-            }
-        });
-        let value = &spec.body;
-        let target = |out: usize| -> TokenStream {
+        let (bindings, binding_stmts): (Vec<TokenStream>, Vec<Stmt>) = spec
+            .inputs
+            .iter()
+            .map(|(name, v)| {
+                let var_ty = &l.vars[*v].ty;
+                let ty = rt.rust_type(var_ty);
+                let src = local(*v);
+                let rewritten_later = group[k + 1..]
+                    .iter()
+                    .any(|s| matches!(s, Step::Prim { outs, .. } if outs.contains(v)));
+                let last = last_read.get(v) == Some(&k);
+                let moved =
+                    last && (!needed.contains(v) || rewritten_later) && !spec_reads_twice(spec, *v);
+                let init = if moved {
+                    Expr::var(&src)
+                } else {
+                    let kind = ExprKind::Method(
+                        Box::new(Expr::var(&src)),
+                        format_ident!("clone"),
+                        Vec::new(),
+                    );
+                    Expr::made(kind, quote!(::core::clone::Clone::clone(&#src)), spec_span)
+                };
+                let init_tokens = init.tokens.clone();
+                let stmt = Stmt::Let {
+                    pat: Pat::Ident(name.clone()),
+                    ty: Some(var_ty.clone()),
+                    init,
+                };
+                (quote!(let #name: #ty = #init_tokens;), stmt)
+            })
+            .unzip();
+        let value = &spec.body.tokens;
+        let target = |out: usize| -> (TokenStream, Pat) {
             let used_later = needed.contains(&out)
                 || group_reads[k + 1..].iter().any(|vars| vars.contains(&out));
             if used_later {
                 let id = local(out);
-                quote!(#id)
+                (quote!(#id), Pat::Ident(id))
             } else {
-                quote!(_)
+                (quote!(_), Pat::Wild)
             }
         };
-        let (target, ty) = match outs.as_slice() {
-            [one] => (target(*one), rust_type(&l.vars[*one].ty)),
+        let ((target, pat), lang_ty) = match outs.as_slice() {
+            [one] => (target(*one), l.vars[*one].ty.clone()),
             many => {
-                let targets = many.iter().map(|&v| target(v));
-                (quote!((#(#targets,)*)), rust_type(&spec.out_ty))
+                let (targets, pats): (Vec<TokenStream>, Vec<Pat>) =
+                    many.iter().map(|&v| target(v)).unzip();
+                (
+                    (quote!((#(#targets,)*)), Pat::Tuple(pats)),
+                    spec.out_ty.clone(),
+                )
             }
         };
-        let inner = quote_spanned!(spec.span=> #value);
-        body.push(quote!(let #target: #ty = { #(#bindings)* #inner };));
+        let ty = rt.rust_type(&lang_ty);
+        let inner = quote_spanned!(spec_span=> #value);
+        let init_tokens = quote!({ #(#bindings)* #inner });
+        body.push(quote!(let #target: #ty = #init_tokens;));
+        let init = Block {
+            stmts: binding_stmts,
+            tail: Some(Box::new(spec.body.clone())),
+        };
+        stmts.push(Stmt::Let {
+            pat,
+            ty: Some(lang_ty),
+            init: Expr::made(ExprKind::Block(init), init_tokens, spec_span),
+        });
     }
+    let span = span.expect("a group has steps");
     let (value, out_ty) = match needed.as_slice() {
-        [one] => {
-            let id = local(*one);
-            (quote!(#id), l.vars[*one].ty.clone())
-        }
+        [one] => (Expr::var(&local(*one)), l.vars[*one].ty.clone()),
         many => {
-            let ids = many.iter().map(|&v| local(v));
-            (
+            let ids: Vec<Ident> = many.iter().map(|&v| local(v)).collect();
+            let tuple = Expr::made(
+                ExprKind::Tuple(ids.iter().map(Expr::var).collect()),
                 quote!((#(#ids,)*)),
-                Ty::Tuple(many.iter().map(|&v| l.vars[v].ty.clone()).collect()),
-            )
+                span,
+            );
+            let ty = Ty::Tuple(many.iter().map(|&v| l.vars[v].ty.clone()).collect());
+            (tuple, ty)
         }
     };
     let inputs: Vec<(Ident, usize)> = external.iter().map(|&v| (local(v), v)).collect();
+    let value_tokens = &value.tokens;
+    let tokens = quote!({ #(#body)* #value_tokens });
+    let merged = Block {
+        stmts,
+        tail: Some(Box::new(value)),
+    };
     l.kernels.push(KernelSpec {
         inputs,
-        body: quote!({ #(#body)* #value }),
+        body: Expr::made(ExprKind::Block(merged), tokens, span),
         out_ty,
-        span: span.expect("a group has steps"),
     });
     Step::Prim {
         block,
@@ -239,7 +283,7 @@ fn spec_reads_twice(spec: &KernelSpec, v: usize) -> bool {
 }
 
 /// Renumbers the kernels so only those some step uses remain.
-fn drop_unused_kernels(l: &mut Lowered) {
+fn drop_unused_kernels(l: &mut Record) {
     let mut map: HashMap<usize, usize> = HashMap::new();
     let mut kernels = Vec::new();
     let old = std::mem::take(&mut l.kernels);

@@ -1,0 +1,734 @@
+//! The inference pass over a whole function, run once before translation: fixes the type of
+//! every unannotated `let` whose literal default its later uses correct.
+//!
+//! Rust types `let mut steps = 0;` as an `i64` when it is later returned as one; the literal's
+//! default (`i32`) is only a fallback. This pass walks the function as the translation will
+//! (same scopes, same expected types, same code reached), notes every use of a variable bound by
+//! an unannotated `let` where a value of another type is needed (a *demand*), and walks again
+//! with the demanded types until they agree. Since the original function type-checks, a demand
+//! only ever corrects a literal's default. The translation then reads the types from
+//! [`LetTypes`] and runs once.
+
+use super::classify::{classify, Strategy};
+use super::{infer, operator_type, tuple_elements, Scope};
+use crate::generate::pure::is_pure;
+use crate::parse::ast::{BinOp, Block, Expr, ExprKind, Func, Pat, Stmt, Ty};
+use autobatch_ir::DType;
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+/// How many walks correct the `let`s' types at most (each walk settles at least one more).
+const ROUNDS: usize = 4;
+
+/// The types inference fixed for unannotated `let`s, keyed by the `let` statement (by its
+/// initialiser's place in the AST, which stays put while the function is compiled).
+#[derive(Debug, Default)]
+pub struct LetTypes(HashMap<*const Expr, Ty>);
+
+impl LetTypes {
+    /// The type fixed for the unannotated `let` whose initialiser is `init`, if its uses
+    /// corrected the default.
+    pub fn get(&self, init: &Expr) -> Option<&Ty> {
+        self.0.get(&std::ptr::from_ref(init))
+    }
+}
+
+/// Infers the types of `func`'s unannotated `let`s from their uses.
+pub fn let_types(func: &Func) -> LetTypes {
+    let mut fixed = LetTypes::default();
+    for _round in 0..ROUNDS {
+        let demands = Walk::new(func, &fixed).run();
+        let changed = demands.into_iter().fold(false, |changed, (key, t)| {
+            let old = fixed.0.insert(key, t.clone());
+            changed || old.as_ref() != Some(&t)
+        });
+        if !changed {
+            break;
+        }
+    }
+    fixed
+}
+
+/// A name in scope: its type, and the `let` that may still re-type it.
+struct Binding {
+    name: String,
+    ty: Ty,
+    flexible: Option<*const Expr>,
+}
+
+/// What compiling an expression yields, as far as types go.
+enum Typing {
+    /// A value of this type.
+    Typed(Ty),
+    /// `()`, or nothing (an error the translation reports).
+    Unit,
+    /// Control does not get past it.
+    Diverged,
+}
+
+/// Where a value is stored: one variable, or one per element of a tuple.
+#[derive(Clone, Copy, PartialEq)]
+enum Place {
+    Var,
+    Elems,
+}
+
+/// A loop being walked: whether a `break` leaves it, and its `break` value's type.
+struct LoopTypes {
+    broken: bool,
+    result: Option<Ty>,
+}
+
+/// One walk over the function with the `let` types fixed so far.
+struct Walk<'a> {
+    func: &'a Func,
+    fixed: &'a LetTypes,
+    scopes: Vec<Vec<Binding>>,
+    loops: Vec<LoopTypes>,
+    /// False after a jump, until code is reachable again.
+    live: bool,
+    demands: RefCell<Vec<(*const Expr, Ty)>>,
+}
+
+/// The walk's names in scope, as type inference sees them.
+struct View<'w, 'a> {
+    walk: &'w Walk<'a>,
+}
+
+impl Scope for View<'_, '_> {
+    fn lookup(&self, name: &str) -> Option<Ty> {
+        self.walk.lookup(name).map(|b| b.ty.clone())
+    }
+
+    fn is_poisoned(&self, _name: &str) -> bool {
+        false
+    }
+
+    fn callee_return(&self, path: &syn::Path) -> Option<Ty> {
+        let func = self.walk.func;
+        func.is_self_path(path).then(|| func.ret.clone())
+    }
+
+    fn demand(&self, name: &str, ty: &Ty) {
+        self.walk.demand(name, ty);
+    }
+}
+
+impl<'a> Walk<'a> {
+    fn new(func: &'a Func, fixed: &'a LetTypes) -> Self {
+        Walk {
+            func,
+            fixed,
+            scopes: vec![Vec::new()],
+            loops: Vec::new(),
+            live: true,
+            demands: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// Walks the body; returns the demands.
+    fn run(mut self) -> Vec<(*const Expr, Ty)> {
+        for (name, ty) in &self.func.params {
+            self.bind(name.to_string(), ty.clone(), None);
+        }
+        let ret = self.func.ret.clone();
+        let dest = match &ret {
+            Ty::Tuple(items) if items.is_empty() => None,
+            Ty::Tuple(_) => Some(Place::Elems),
+            _ => Some(Place::Var),
+        };
+        self.block_into(&self.func.body, dest, &ret);
+        self.demands.into_inner()
+    }
+
+    fn lookup(&self, name: &str) -> Option<&Binding> {
+        self.scopes
+            .iter()
+            .rev()
+            .find_map(|s| s.iter().rev().find(|b| b.name == name))
+    }
+
+    fn bind(&mut self, name: String, ty: Ty, flexible: Option<*const Expr>) {
+        if let Some(scope) = self.scopes.last_mut() {
+            scope.push(Binding { name, ty, flexible });
+        }
+    }
+
+    /// Notes that `name` is used where a `ty` is needed.
+    fn demand(&self, name: &str, ty: &Ty) {
+        if let Some(Binding {
+            ty: have,
+            flexible: Some(key),
+            ..
+        }) = self.lookup(name)
+        {
+            if have != ty {
+                self.demands.borrow_mut().push((*key, ty.clone()));
+            }
+        }
+    }
+
+    fn view(&self) -> View<'_, 'a> {
+        View { walk: self }
+    }
+
+    fn scoped<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
+        self.scopes.push(Vec::new());
+        let t = f(self);
+        self.scopes.pop();
+        t
+    }
+
+    fn compile(&mut self, e: &Expr, expected: Option<&Ty>) -> Typing {
+        if !self.live {
+            return Typing::Diverged;
+        }
+        match &e.kind {
+            ExprKind::Var(id) => {
+                return match self.lookup(&id.to_string()) {
+                    Some(b) => Typing::Typed(b.ty.clone()),
+                    None => Typing::Unit,
+                }
+            }
+            ExprKind::Invalid => return Typing::Unit,
+            _ => {}
+        }
+        match classify(e, expected, &self.view()) {
+            Strategy::Kernel(ty) => return Typing::Typed(ty),
+            Strategy::Failed(_) => return Typing::Unit,
+            Strategy::ControlFlow => {}
+        }
+        match &e.kind {
+            ExprKind::Call(path, args) => self.call(path, args, expected, None),
+            ExprKind::If(c, t, el) => self.if_(c, t, el.as_deref(), expected, None),
+            ExprKind::Block(b) => self.scoped(|w| w.block_value(b, expected)),
+            ExprKind::While(c, body) => self.while_(c, body),
+            ExprKind::Loop(body) => self.loop_(body, expected),
+            ExprKind::Break(v) => self.break_(v.as_deref()),
+            ExprKind::Continue => {
+                if !self.loops.is_empty() {
+                    self.live = false;
+                }
+                Typing::Diverged
+            }
+            ExprKind::Return(v) => {
+                let ret = self.func.ret.clone();
+                match (v, &ret) {
+                    (Some(v), Ty::Tuple(items)) if items.is_empty() => {
+                        self.compile(v, Some(&ret));
+                    }
+                    (Some(v), Ty::Tuple(_)) => self.compile_into(v, Place::Elems, &ret),
+                    (Some(v), _) => self.compile_into(v, Place::Var, &ret),
+                    (None, _) => {}
+                }
+                self.live = false;
+                Typing::Diverged
+            }
+            ExprKind::Assign(target, value, op) => {
+                self.assign(target, value, op.as_ref().map(|(b, _)| *b));
+                Typing::Unit
+            }
+            ExprKind::Binary(BinOp::And | BinOp::Or, _, l, r) => {
+                let bool_ty = Ty::Scalar(DType::Bool);
+                let Typing::Typed(_) = self.compile(l, Some(&bool_ty)) else {
+                    return Typing::Diverged;
+                };
+                if !self.live {
+                    return Typing::Diverged;
+                }
+                self.compile_into(r, Place::Var, &bool_ty);
+                self.live = true;
+                Typing::Typed(bool_ty)
+            }
+            _ => self.mixed(e, expected),
+        }
+    }
+
+    fn compile_into(&mut self, e: &Expr, dest: Place, ty: &Ty) {
+        if !self.live {
+            return;
+        }
+        if let (Place::Elems, ExprKind::Tuple(items), Ty::Tuple(tys)) = (dest, &e.kind, ty) {
+            if items.len() == tys.len() {
+                for (item, t) in items.iter().zip(tys) {
+                    self.compile_into(item, Place::Var, t);
+                }
+                return;
+            }
+        }
+        match &e.kind {
+            ExprKind::Invalid => return,
+            ExprKind::Var(id) => self.demand(&id.to_string(), ty),
+            _ => match classify(e, Some(ty), &self.view()) {
+                Strategy::Kernel(_) | Strategy::Failed(_) => return,
+                Strategy::ControlFlow => {}
+            },
+        }
+        match &e.kind {
+            ExprKind::Call(path, args) => {
+                self.call(path, args, Some(ty), Some(dest));
+            }
+            ExprKind::If(c, t, el) => {
+                self.if_(c, t, el.as_deref(), Some(ty), Some(dest));
+            }
+            ExprKind::Block(b) => self.scoped(|w| w.block_into(b, Some(dest), ty)),
+            _ => {
+                self.compile(e, Some(ty));
+            }
+        }
+    }
+
+    fn block_into(&mut self, b: &Block, dest: Option<Place>, ty: &Ty) {
+        self.stmts(b);
+        match (&b.tail, dest) {
+            (Some(tail), Some(d)) => self.compile_into(tail, d, ty),
+            (Some(tail), None) => {
+                self.compile(tail, Some(ty));
+            }
+            (None, _) => {}
+        }
+    }
+
+    fn block_value(&mut self, b: &Block, expected: Option<&Ty>) -> Typing {
+        self.stmts(b);
+        match &b.tail {
+            Some(tail) => self.compile(tail, expected),
+            None if !self.live => Typing::Diverged,
+            None => Typing::Unit,
+        }
+    }
+
+    fn stmts(&mut self, b: &Block) {
+        for s in &b.stmts {
+            if !self.live {
+                return;
+            }
+            match s {
+                Stmt::Let { pat, ty, init } => self.let_(pat, ty.as_ref(), init),
+                Stmt::Expr(e) => {
+                    self.compile(e, None);
+                }
+            }
+        }
+    }
+
+    fn let_(&mut self, pat: &Pat, annotated: Option<&Ty>, init: &Expr) {
+        let key = annotated.is_none().then(|| std::ptr::from_ref(init));
+        let forced = key.and_then(|_| self.fixed.get(init).cloned());
+        let expected = forced.as_ref().or(annotated).cloned();
+        let strategy = match (pat, &init.kind) {
+            (Pat::Ident(_), ExprKind::Var(_)) | (Pat::Tuple(_) | Pat::Wild, _) => {
+                Strategy::ControlFlow
+            }
+            (Pat::Ident(_), _) => classify(init, expected.as_ref(), &self.view()),
+        };
+        match (pat, strategy) {
+            (_, Strategy::Failed(_)) => return,
+            (Pat::Ident(name), Strategy::Kernel(ty)) => {
+                self.bind(name.to_string(), ty, key);
+                return;
+            }
+            _ => {}
+        }
+        if let (Pat::Ident(name), Some(t)) = (pat, &expected) {
+            if !t.is_unit()
+                && matches!(
+                    init.kind,
+                    ExprKind::If(..) | ExprKind::Block(_) | ExprKind::Call(..)
+                )
+            {
+                self.compile_into(init, Place::Var, t);
+                self.bind(name.to_string(), t.clone(), key);
+                return;
+            }
+        }
+        if let Pat::Tuple(ps) = pat {
+            if self.let_elements(ps, expected.as_ref(), init) {
+                return;
+            }
+        }
+        let ty = match self.compile(init, expected.as_ref()) {
+            Typing::Typed(ty) => ty,
+            Typing::Unit | Typing::Diverged => return,
+        };
+        match pat {
+            Pat::Ident(_) if ty.is_unit() => {}
+            Pat::Ident(name) => self.bind(name.to_string(), ty, key),
+            Pat::Wild => {}
+            Pat::Tuple(_) => {
+                let mut binds = Vec::new();
+                if flatten(pat, &ty, &mut binds) {
+                    binds.into_iter().for_each(|(n, t)| self.bind(n, t, None));
+                }
+            }
+        }
+    }
+
+    /// As the translation's `let_elements`: a tuple pattern over a tuple of its arity.
+    fn let_elements(&mut self, ps: &[Pat], expected: Option<&Ty>, init: &Expr) -> bool {
+        let Some(tys) = tuple_elements(ps.len(), expected, init, &self.view()) else {
+            return false;
+        };
+        let ty = Ty::Tuple(tys.clone());
+        self.compile_into(init, Place::Elems, &ty);
+        let mut binds = Vec::new();
+        for (p, t) in ps.iter().zip(&tys) {
+            flatten(p, t, &mut binds);
+        }
+        binds.into_iter().for_each(|(n, t)| self.bind(n, t, None));
+        true
+    }
+
+    fn assign(&mut self, target: &syn::Ident, value: &Expr, op: Option<BinOp>) {
+        let Some(b) = self.lookup(&target.to_string()) else {
+            return;
+        };
+        let (ty, flexible) = (b.ty.clone(), b.flexible.is_some());
+        // A variable typed by a literal's default that is assigned a value of another type
+        // takes that type: `let mut n = 0; n += m_i64;` makes `n` an `i64`.
+        if flexible && is_pure(value) && op != Some(BinOp::Shift) {
+            let fits = matches!(infer(value, Some(&ty), &self.view()), Ok(t) if t == ty);
+            if !fits {
+                if let Ok(t @ Ty::Scalar(_)) = infer(value, None, &self.view()) {
+                    if t != ty {
+                        self.demand(&target.to_string(), &t);
+                    }
+                }
+            }
+        }
+        match op {
+            None => self.compile_into(value, Place::Var, &ty),
+            Some(bop) => {
+                let hint = (bop != BinOp::Shift && ty != Ty::Vector).then_some(&ty);
+                if let Strategy::ControlFlow = classify(value, hint, &self.view()) {
+                    self.compile(value, hint);
+                }
+            }
+        }
+    }
+
+    /// As the translation's `mixed`: operands first, then one kernel combining them.
+    fn mixed(&mut self, e: &Expr, expected: Option<&Ty>) -> Typing {
+        let mut types = Vec::new();
+        let mut operands: Vec<(&Expr, Option<Ty>)> = Vec::new();
+        match &e.kind {
+            ExprKind::Binary(op, _, l, r) => {
+                let hint = (*op != BinOp::Compare).then_some(expected).flatten();
+                let rhint = (*op != BinOp::Shift).then_some(hint).flatten();
+                operands.push((l, hint.cloned()));
+                operands.push((r, rhint.cloned()));
+            }
+            ExprKind::Unary(_, x) | ExprKind::Ref(x) => operands.push((x, expected.cloned())),
+            ExprKind::Cast(x, _, _) | ExprKind::Field(x, _) => operands.push((x, None)),
+            ExprKind::Method(r, _, args) => {
+                operands.push((r, None));
+                operands.extend(args.iter().map(|a| (a, None)));
+            }
+            ExprKind::Assoc(_, _, args) => operands.extend(args.iter().map(|a| (a, None))),
+            ExprKind::Tuple(items) => {
+                let hints: Vec<Option<Ty>> = match expected {
+                    Some(Ty::Tuple(ts)) if ts.len() == items.len() => {
+                        ts.iter().cloned().map(Some).collect()
+                    }
+                    _ => vec![None; items.len()],
+                };
+                operands.extend(items.iter().zip(hints));
+            }
+            _ => return Typing::Unit,
+        }
+        for (x, hint) in operands {
+            match self.compile(x, hint.as_ref()) {
+                Typing::Typed(t) => types.push(t),
+                _ => return Typing::Diverged,
+            }
+        }
+        if let (ExprKind::Binary(op, _, l, r), [lt, rt]) = (&e.kind, types.as_slice()) {
+            if *op != BinOp::Shift
+                && lt != rt
+                && !matches!((lt, rt), (Ty::Vector, _) | (_, Ty::Vector))
+            {
+                for (x, other) in [(l, rt), (r, lt)] {
+                    if let ExprKind::Var(id) = &x.kind {
+                        self.demand(&id.to_string(), other);
+                    }
+                }
+            }
+        }
+        let Some(ty) = operator_type(e, &types, expected) else {
+            return Typing::Unit;
+        };
+        if !self.live {
+            return Typing::Diverged;
+        }
+        Typing::Typed(ty)
+    }
+
+    fn call(
+        &mut self,
+        path: &syn::Path,
+        args: &[Expr],
+        expected: Option<&Ty>,
+        dest: Option<Place>,
+    ) -> Typing {
+        let is_self = self.func.is_self_path(path);
+        let hints = self.func.argument_types(path, args.len());
+        if is_self && args.len() != hints.len() {
+            return Typing::Unit;
+        }
+        for (a, hint) in args.iter().zip(&hints) {
+            let a = match &a.kind {
+                ExprKind::Ref(inner) => inner,
+                _ => a,
+            };
+            if let (ExprKind::Var(id), Some(h)) = (&a.kind, hint) {
+                self.demand(&id.to_string(), h);
+            }
+            if let Typing::Diverged = self.compile(a, hint.as_ref()) {
+                return Typing::Diverged;
+            }
+        }
+        let ret = if is_self {
+            self.func.ret.clone()
+        } else {
+            match expected {
+                Some(t) => t.clone(),
+                None => return Typing::Unit,
+            }
+        };
+        if !self.live {
+            return Typing::Diverged;
+        }
+        match dest {
+            Some(_) => Typing::Unit,
+            None if ret.is_unit() => Typing::Unit,
+            None => Typing::Typed(ret),
+        }
+    }
+
+    fn if_(
+        &mut self,
+        cond: &Expr,
+        then: &Block,
+        els: Option<&Expr>,
+        expected: Option<&Ty>,
+        dest: Option<Place>,
+    ) -> Typing {
+        if !self.branch_on(cond) {
+            return Typing::Diverged;
+        }
+        let mut result: Option<(Place, Ty)> = dest.zip(expected.cloned());
+        let value_wanted = expected.is_some_and(|t| !t.is_unit()) || dest.is_some();
+        let mut joined = false;
+        let arms = std::iter::once(Arm::Block(then)).chain(els.map(Arm::Expr));
+        for arm in arms {
+            self.live = true;
+            self.scoped(|w| {
+                let hint = result
+                    .as_ref()
+                    .map(|(_, t)| t.clone())
+                    .or(expected.cloned());
+                match (&result, value_wanted) {
+                    (Some((d, ty)), true) => {
+                        let (d, ty) = (*d, ty.clone());
+                        match arm {
+                            Arm::Block(b) => w.block_into(b, Some(d), &ty),
+                            Arm::Expr(x) => w.compile_into(x, d, &ty),
+                        }
+                    }
+                    _ => {
+                        let v = match arm {
+                            Arm::Block(b) => w.block_value(b, hint.as_ref()),
+                            Arm::Expr(x) => w.compile(x, hint.as_ref()),
+                        };
+                        if let (Typing::Typed(ty), None) = (v, &result) {
+                            result = Some((Place::Var, ty));
+                        }
+                    }
+                }
+            });
+            joined |= self.live;
+        }
+        joined |= els.is_none();
+        self.live = joined;
+        match result {
+            _ if !joined => Typing::Diverged,
+            Some((Place::Var, ty)) if dest.is_none() && els.is_some() => Typing::Typed(ty),
+            _ => Typing::Unit,
+        }
+    }
+
+    /// Types a branch condition; false if control does not get to the branch.
+    fn branch_on(&mut self, cond: &Expr) -> bool {
+        let bool_ty = Ty::Scalar(DType::Bool);
+        matches!(self.compile(cond, Some(&bool_ty)), Typing::Typed(_)) && self.live
+    }
+
+    fn while_(&mut self, cond: &Expr, body: &Block) -> Typing {
+        if !self.branch_on(cond) {
+            return Typing::Diverged;
+        }
+        self.loops.push(LoopTypes {
+            broken: true,
+            result: None,
+        });
+        self.scoped(|w| w.block_value(body, Some(&Ty::unit())));
+        self.loops.pop();
+        self.live = true;
+        Typing::Unit
+    }
+
+    fn loop_(&mut self, body: &Block, expected: Option<&Ty>) -> Typing {
+        self.live = true;
+        self.loops.push(LoopTypes {
+            broken: false,
+            result: expected.filter(|t| !t.is_unit()).cloned(),
+        });
+        self.scoped(|w| w.block_value(body, Some(&Ty::unit())));
+        let ctx = self.loops.pop().unwrap_or(LoopTypes {
+            broken: false,
+            result: None,
+        });
+        self.live = ctx.broken;
+        match (ctx.broken, ctx.result) {
+            (false, _) => Typing::Diverged,
+            (true, Some(ty)) => Typing::Typed(ty),
+            (true, None) => Typing::Unit,
+        }
+    }
+
+    fn break_(&mut self, value: Option<&Expr>) -> Typing {
+        if self.loops.is_empty() {
+            return Typing::Diverged;
+        }
+        if let Some(v) = value {
+            let hint = self.loops.last().and_then(|l| l.result.clone());
+            match self.compile(v, hint.as_ref()) {
+                Typing::Typed(ty) => {
+                    if let Some(l) = self.loops.last_mut() {
+                        l.result.get_or_insert(ty);
+                    }
+                }
+                Typing::Diverged => return Typing::Diverged,
+                Typing::Unit => {}
+            }
+        }
+        if let Some(l) = self.loops.last_mut() {
+            l.broken = true;
+        }
+        self.live = false;
+        Typing::Diverged
+    }
+}
+
+/// An `if`'s arm: its `then` block, or its `else` expression.
+#[derive(Clone, Copy)]
+enum Arm<'e> {
+    Block(&'e Block),
+    Expr(&'e Expr),
+}
+
+/// The names a pattern binds over a value of type `ty`, with their types; false if the pattern
+/// does not fit (the translation reports it, and binds nothing).
+fn flatten(pat: &Pat, ty: &Ty, binds: &mut Vec<(String, Ty)>) -> bool {
+    match (pat, ty) {
+        (Pat::Ident(name), _) => {
+            binds.push((name.to_string(), ty.clone()));
+            true
+        }
+        (Pat::Wild, _) => true,
+        (Pat::Tuple(ps), Ty::Tuple(ts)) if ps.len() == ts.len() => {
+            ps.iter().zip(ts).all(|(p, t)| flatten(p, t, binds))
+        }
+        (Pat::Tuple(_), _) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::let_types;
+    use crate::parse::ast::{Stmt, Ty};
+    use crate::parse::{self, Errors};
+    use autobatch_ir::DType;
+
+    /// The types fixed for the `let`s of `item`'s body (top level), in order: `None` where the
+    /// initialiser's own type stands.
+    fn fixed(item: syn::ItemFn) -> Vec<Option<Ty>> {
+        let mut errors = Errors::default();
+        let func = parse::func(&item, &mut errors);
+        assert!(errors.finish().is_ok());
+        let lets = let_types(&func);
+        func.body
+            .stmts
+            .iter()
+            .filter_map(|s| match s {
+                Stmt::Let { init, .. } => Some(lets.get(init).cloned()),
+                Stmt::Expr(_) => None,
+            })
+            .collect()
+    }
+
+    const I64: Ty = Ty::Scalar(DType::I64);
+    const F32: Ty = Ty::Scalar(DType::F32);
+
+    #[test]
+    fn a_literal_let_returned_as_i64_is_an_i64() {
+        let t = fixed(syn::parse_quote! {
+            fn f(n: i64) -> i64 {
+                let mut steps = 0;
+                let mut k = n;
+                while k > 1 { k = k / 2; steps += 1; }
+                steps
+            }
+        });
+        assert_eq!(t, [Some(I64), None]);
+    }
+
+    #[test]
+    fn a_let_assigned_a_wider_value_inside_an_if_takes_its_type() {
+        let t = fixed(syn::parse_quote! {
+            fn f(c: bool, n: i64) -> bool {
+                let mut state = 0;
+                if c { state = n; }
+                state > 3
+            }
+        });
+        assert_eq!(t, [Some(I64)]);
+    }
+
+    #[test]
+    fn a_let_passed_to_the_function_itself_takes_the_parameter_type() {
+        let t = fixed(syn::parse_quote! {
+            fn f(x: f32, d: i64) -> f32 {
+                let y = 1.5;
+                if d == 0 { x } else { f(y, d - 1) }
+            }
+        });
+        assert_eq!(t, [Some(F32)]);
+    }
+
+    #[test]
+    fn lets_whose_default_fits_are_left_alone() {
+        let t = fixed(syn::parse_quote! {
+            fn f(n: i32) -> i32 {
+                let a = 1;
+                let b: i64 = 2;
+                a + n + b as i32
+            }
+        });
+        assert_eq!(t, [None, None]);
+    }
+
+    #[test]
+    fn tuple_lets_bind_the_call_results_types() {
+        let t = fixed(syn::parse_quote! {
+            fn f(n: i64) -> (i64, f64) {
+                if n == 0 { return (0, 1.0); }
+                let (a, b) = f(n - 1);
+                let mut c = 0;
+                c += a;
+                (c, b)
+            }
+        });
+        assert_eq!(t, [None, Some(I64)]);
+    }
+}

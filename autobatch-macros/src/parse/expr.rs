@@ -1,0 +1,268 @@
+//! Expressions: literals, names and constants, operators, assignments, casts, methods, calls,
+//! tuples, fields and references. Control flow is parsed in `control`, the constructs outside
+//! the language in `rejected`.
+
+use super::ast::{BinOp, Expr, ExprKind, Ty};
+use super::types::{suffix, ty};
+use super::{control, rejected, Errors};
+use autobatch_ir::DType;
+use quote::ToTokens;
+use syn::spanned::Spanned;
+
+fn bin_op(op: &syn::BinOp) -> Option<(BinOp, bool)> {
+    use syn::BinOp as B;
+    Some(match op {
+        B::Add(_)
+        | B::Sub(_)
+        | B::Mul(_)
+        | B::Div(_)
+        | B::Rem(_)
+        | B::BitXor(_)
+        | B::BitAnd(_)
+        | B::BitOr(_) => (BinOp::Arith, false),
+        B::Shl(_) | B::Shr(_) => (BinOp::Shift, false),
+        B::Eq(_) | B::Lt(_) | B::Le(_) | B::Ne(_) | B::Ge(_) | B::Gt(_) => (BinOp::Compare, false),
+        B::And(_) => (BinOp::And, false),
+        B::Or(_) => (BinOp::Or, false),
+        B::AddAssign(_)
+        | B::SubAssign(_)
+        | B::MulAssign(_)
+        | B::DivAssign(_)
+        | B::RemAssign(_)
+        | B::BitXorAssign(_)
+        | B::BitAndAssign(_)
+        | B::BitOrAssign(_) => (BinOp::Arith, true),
+        B::ShlAssign(_) | B::ShrAssign(_) => (BinOp::Shift, true),
+        _ => return None,
+    })
+}
+
+/// The operator of a compound assignment without its `=` (`+=` -> `+`).
+fn strip_assign(op: &syn::BinOp) -> proc_macro2::TokenStream {
+    use syn::BinOp as B;
+    match op {
+        B::AddAssign(_) => quote::quote!(+),
+        B::SubAssign(_) => quote::quote!(-),
+        B::MulAssign(_) => quote::quote!(*),
+        B::DivAssign(_) => quote::quote!(/),
+        B::RemAssign(_) => quote::quote!(%),
+        B::BitXorAssign(_) => quote::quote!(^),
+        B::BitAndAssign(_) => quote::quote!(&),
+        B::BitOrAssign(_) => quote::quote!(|),
+        B::ShlAssign(_) => quote::quote!(<<),
+        B::ShrAssign(_) => quote::quote!(>>),
+        other => other.to_token_stream(),
+    }
+}
+
+/// The type of a numeric constant path (`i64::MAX`, `f64::INFINITY`, `std::f64::consts::PI`).
+fn const_type(path: &syn::Path) -> Option<Ty> {
+    if path.segments.len() < 2 {
+        return None;
+    }
+    path.segments
+        .iter()
+        .rev()
+        .skip(1)
+        .find_map(|s| suffix(&s.ident.to_string()))
+        .map(Ty::Scalar)
+}
+
+/// An expression of `kind` for the user's `e`.
+pub(super) fn mk(kind: ExprKind, e: &syn::Expr) -> Expr {
+    Expr {
+        kind,
+        span: e.span(),
+        tokens: e.to_token_stream(),
+    }
+}
+
+/// Parses `e`, boxed.
+pub(super) fn boxed(e: &syn::Expr, errors: &mut Errors) -> Box<Expr> {
+    Box::new(expr(e, errors))
+}
+
+/// The variable an assignment writes.
+fn assign_target(e: &syn::Expr, errors: &mut Errors) -> Option<syn::Ident> {
+    match e {
+        syn::Expr::Path(p) if p.path.get_ident().is_some() => p.path.get_ident().cloned(),
+        other => {
+            errors.at(
+                other,
+                "only plain variables can be assigned in #[autobatch] code",
+            );
+            None
+        }
+    }
+}
+
+/// The placeholder of a construct whose error is reported: it compiles to nothing.
+pub(super) fn invalid(e: &syn::Expr) -> Expr {
+    mk(ExprKind::Invalid, e)
+}
+
+/// Parses an expression.
+pub fn expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
+    match e {
+        syn::Expr::Lit(l) => match &l.lit {
+            syn::Lit::Int(i) => mk(
+                ExprKind::Lit {
+                    float: false,
+                    suffix: suffix(i.suffix()),
+                },
+                e,
+            ),
+            syn::Lit::Float(f) => mk(
+                ExprKind::Lit {
+                    float: true,
+                    suffix: suffix(f.suffix()),
+                },
+                e,
+            ),
+            syn::Lit::Bool(_) => mk(
+                ExprKind::Lit {
+                    float: false,
+                    suffix: Some(DType::Bool),
+                },
+                e,
+            ),
+            other => {
+                errors.at(
+                    other,
+                    "only integer, float and bool literals are supported in #[autobatch] code",
+                );
+                invalid(e)
+            }
+        },
+        syn::Expr::Path(p) => match p.path.get_ident() {
+            Some(id) if p.qself.is_none() => mk(ExprKind::Var(id.clone()), e),
+            _ if const_type(&p.path).is_some() => mk(
+                ExprKind::Const(const_type(&p.path).unwrap_or_else(Ty::unit)),
+                e,
+            ),
+            _ => {
+                errors.at(p, "only local variables can be named here; constants and statics are not supported in #[autobatch] code (pass them as parameters)");
+                invalid(e)
+            }
+        },
+        syn::Expr::Paren(p) => {
+            let mut inner = expr(&p.expr, errors);
+            inner.tokens = e.to_token_stream();
+            inner
+        }
+        syn::Expr::Group(g) => expr(&g.expr, errors),
+        syn::Expr::Binary(b) => match bin_op(&b.op) {
+            Some((op, false)) => mk(
+                ExprKind::Binary(
+                    op,
+                    b.op.to_token_stream(),
+                    boxed(&b.left, errors),
+                    boxed(&b.right, errors),
+                ),
+                e,
+            ),
+            Some((op, true)) => match assign_target(&b.left, errors) {
+                Some(target) => mk(
+                    ExprKind::Assign(
+                        target,
+                        boxed(&b.right, errors),
+                        Some((op, strip_assign(&b.op))),
+                    ),
+                    e,
+                ),
+                None => invalid(e),
+            },
+            None => {
+                errors.at(b.op, "this operator is not supported in #[autobatch] code");
+                invalid(e)
+            }
+        },
+        syn::Expr::Assign(a) => match assign_target(&a.left, errors) {
+            Some(target) => mk(ExprKind::Assign(target, boxed(&a.right, errors), None), e),
+            None => invalid(e),
+        },
+        syn::Expr::Unary(u) => match u.op {
+            syn::UnOp::Neg(_) | syn::UnOp::Not(_) => mk(
+                ExprKind::Unary(u.op.to_token_stream(), boxed(&u.expr, errors)),
+                e,
+            ),
+            _ => {
+                errors.at(u, "dereferencing is not supported in #[autobatch] code; values are copied per lane");
+                invalid(e)
+            }
+        },
+        syn::Expr::Cast(c) => mk(
+            ExprKind::Cast(
+                boxed(&c.expr, errors),
+                ty(&c.ty, errors),
+                c.ty.to_token_stream(),
+            ),
+            e,
+        ),
+        syn::Expr::MethodCall(m) => {
+            if let Some(t) = &m.turbofish {
+                errors.at(t, "turbofish is not supported in #[autobatch] code");
+            }
+            let args = m.args.iter().map(|a| expr(a, errors)).collect();
+            mk(
+                ExprKind::Method(boxed(&m.receiver, errors), m.method.clone(), args),
+                e,
+            )
+        }
+        syn::Expr::Call(c) => {
+            let args: Vec<Expr> = c.args.iter().map(|a| expr(a, errors)).collect();
+            match &*c.func {
+                syn::Expr::Path(p) if p.qself.is_none() => {
+                    let segs = &p.path.segments;
+                    let ty_name = if segs.len() == 2 {
+                        Some(segs[0].ident.to_string())
+                    } else {
+                        None
+                    };
+                    match ty_name.as_deref() {
+                        Some("Vector" | "Key" | "f64" | "f32" | "i64" | "i32") => mk(
+                            ExprKind::Assoc(segs[0].ident.clone(), segs[1].ident.clone(), args),
+                            e,
+                        ),
+                        _ => mk(ExprKind::Call(p.path.clone(), args), e),
+                    }
+                }
+                other => {
+                    errors.at(other, "only calls of named #[autobatch] functions are supported; closures and function values are not");
+                    invalid(e)
+                }
+            }
+        }
+        syn::Expr::Tuple(t) => mk(
+            ExprKind::Tuple(t.elems.iter().map(|x| expr(x, errors)).collect()),
+            e,
+        ),
+        syn::Expr::Field(f) => match &f.member {
+            syn::Member::Unnamed(i) => mk(ExprKind::Field(boxed(&f.base, errors), i.index), e),
+            syn::Member::Named(n) => {
+                errors.at(
+                    n,
+                    "struct fields are not supported in #[autobatch] code; use tuples",
+                );
+                invalid(e)
+            }
+        },
+        syn::Expr::Reference(r) => {
+            match r.mutability {
+                None => mk(ExprKind::Ref(boxed(&r.expr, errors)), e),
+                Some(m) => {
+                    errors.at(m, "`&mut` is not supported in #[autobatch] code; assign the new value instead");
+                    invalid(e)
+                }
+            }
+        }
+        syn::Expr::If(_)
+        | syn::Expr::While(_)
+        | syn::Expr::Loop(_)
+        | syn::Expr::Break(_)
+        | syn::Expr::Continue(_)
+        | syn::Expr::Return(_)
+        | syn::Expr::Block(_) => control::flow(e, errors),
+        _ => rejected::expr(e, errors),
+    }
+}

@@ -1,0 +1,80 @@
+//! The constructs outside the language: each an error at its place saying what to write
+//! instead, and a placeholder that compiles to nothing.
+
+use super::ast::Expr;
+use super::expr::invalid;
+use super::Errors;
+
+/// Reports `e`, a construct the language does not have, and returns its placeholder.
+pub(super) fn expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
+    match e {
+        syn::Expr::ForLoop(f) => {
+            errors.at(f.for_token, "`for` loops are not supported in #[autobatch] code; write a `while` loop with a counter");
+            invalid(e)
+        }
+        syn::Expr::Match(m) => {
+            errors.at(
+                m.match_token,
+                "`match` is not supported in #[autobatch] code; use `if` / `else if`",
+            );
+            invalid(e)
+        }
+        syn::Expr::Closure(c) => {
+            errors.at(c, "closures are not supported in #[autobatch] code; write another #[autobatch] function");
+            invalid(e)
+        }
+        syn::Expr::Unsafe(u) => {
+            errors.at(
+                u.unsafe_token,
+                "`unsafe` is not supported in #[autobatch] code",
+            );
+            invalid(e)
+        }
+        syn::Expr::Try(t) => {
+            errors.at(
+                t.question_token,
+                "`?` is not supported in #[autobatch] code",
+            );
+            invalid(e)
+        }
+        syn::Expr::Macro(m) => {
+            errors.at(
+                m,
+                "macros are not supported in #[autobatch] code; write the expression out",
+            );
+            invalid(e)
+        }
+        syn::Expr::Index(i) => {
+            errors.at(
+                i,
+                "indexing is not supported in #[autobatch] code; use `Vector::get`",
+            );
+            invalid(e)
+        }
+        syn::Expr::Array(a) => {
+            errors.at(
+                a,
+                "arrays are not supported in #[autobatch] code; use tuples or `Vector`",
+            );
+            invalid(e)
+        }
+        syn::Expr::Struct(s) => {
+            errors.at(
+                s,
+                "structs are not supported in #[autobatch] code; use tuples",
+            );
+            invalid(e)
+        }
+        syn::Expr::Async(a) => {
+            errors.at(a, "`async` is not supported in #[autobatch] code");
+            invalid(e)
+        }
+        other => {
+            errors.at(
+                other,
+                "this expression is not supported in #[autobatch] code",
+            );
+            invalid(e)
+        }
+    }
+}
