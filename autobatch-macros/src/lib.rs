@@ -160,7 +160,7 @@ pub fn autobatch(attr: TokenStream, item: TokenStream) -> TokenStream {
 ///     let out = sum_of_squares::batch(a.view(), b.view(), &Config::default()).unwrap();
 ///     assert_eq!(out, array![10.0, 20.0]);
 ///     square::check_agreement(
-///         &[autobatch_runtime::link::input(a.view())],
+///         &[autobatch_runtime::Column::from_view1(a.view())],
 ///         0,
 ///         autobatch_runtime::primitive::Tolerance::Exact,
 ///     )

@@ -64,13 +64,6 @@ pub mod __private {
     pub use autobatch_ir as ir;
     pub use ndarray;
 }
-/// Transitional: the `#[primitive]` example in `autobatch-macros` still builds its agreement
-/// check's inputs with `link::input`; users build them with [`Column::from_view1`]. Remove
-/// this module once that example does too.
-#[doc(hidden)]
-pub mod link {
-    pub use crate::codegen::input;
-}
 pub use autobatch_ir::passes::{InlineOptions, Passes, Source};
 pub use autobatch_macros::{autobatch, primitive};
 pub use column::{Column, Element};

@@ -3,7 +3,7 @@
 //! bit for bit), on proptest batches of 1 to 1,000 lanes.
 
 use autobatch_runtime::ndarray::{Array1, ArrayView1};
-use autobatch_runtime::{autobatch, Config, Mode, RuntimeError};
+use autobatch_runtime::{autobatch, Column, Config, Mode, RuntimeError};
 use proptest::prelude::*;
 
 #[autobatch]
@@ -303,10 +303,9 @@ fn reference_frontend_conformance() {
 /// Both modes also agree with the single-lane reference interpreter on the linked programs.
 #[test]
 fn linked_programs_agree_with_the_reference_interpreter() {
-    use autobatch_runtime::link::input;
     let ns = Array1::from_vec((0..200).map(|i| i % 17).collect::<Vec<i64>>());
     let exe = fib::executable().unwrap();
-    let inputs = [input(ns.view())];
+    let inputs = [Column::from_view1(ns.view())];
     let oracle = exe.run_reference(&inputs, &Config::default()).unwrap();
     for config in modes() {
         assert_eq!(exe.run(&inputs, &config).unwrap().outputs, oracle.outputs);
