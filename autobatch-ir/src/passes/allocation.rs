@@ -9,9 +9,10 @@
 //!    * if it has a block, the program counter is at least `Register`;
 //!    * variables a `prim` or `call` reads are at least `Temporary` (pops are not reads here);
 //!    * for a `call`, each variable live after it that is not one of its results is `Full` if
+//!      it is one of the callee's parameters (the call writes them) or
 //!      the callee transitively writes it, else at least `Register`;
 //!    * a `call` makes the program counter `Full`, unless it is a *tail call* (see
-//!      [`is_tail_call`]): our one improvement over the reference, which promoted at every call;
+//!      [`is_tail_call`]): an improvement over the reference, which promoted at every call;
 //! 3. a branch condition is at least `Register`;
 //! 4. every variable live out of a block is at least `Register`;
 //! 5. every function's parameters (`main`'s are the program inputs) are at least `Register`.
@@ -90,12 +91,15 @@ pub fn allocations_with(program: &HighProgram, options: &AllocationOptions) -> V
                         for &v in &call.ins {
                             at_least(v, Allocation::Temporary);
                         }
+                        // The call itself writes the callee's parameters (the arguments are
+                        // copied into them), whether or not the callee writes them again.
                         let callee_writes = &writes[call.func.index()];
+                        let params = &program.function(call.func).params;
                         for &v in live_after {
                             if call.outs.contains(&v) {
                                 continue;
                             }
-                            if callee_writes.contains(&v) {
+                            if callee_writes.contains(&v) || params.contains(&v) {
                                 at_least(v, Allocation::Full);
                             } else {
                                 at_least(v, Allocation::Register);
