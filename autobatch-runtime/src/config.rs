@@ -21,6 +21,16 @@ pub enum Mode {
     FullVm,
 }
 
+/// The default [`Config::memory_budget`]: 4 GiB (the most `usize` holds on 32-bit targets).
+pub const DEFAULT_MEMORY_BUDGET: usize = {
+    let bytes: u64 = 4 << 30;
+    if bytes > usize::MAX as u64 {
+        usize::MAX
+    } else {
+        bytes as usize
+    }
+};
+
 /// How to run a program. [`Config::default()`] is:
 ///
 /// | field | default |
@@ -28,6 +38,7 @@ pub enum Mode {
 /// | [`mode`](Self::mode) | [`Mode::FullVm`] |
 /// | [`max_stack_depth`](Self::max_stack_depth) | 256 |
 /// | [`step_budget`](Self::step_budget) | `Some(100_000_000)` (10^8 block executions) |
+/// | [`memory_budget`](Self::memory_budget) | `Some(4 GiB)` ([`DEFAULT_MEMORY_BUDGET`] bytes of stacks and vector rows) |
 /// | [`safety_checks`](Self::safety_checks) | `true` |
 /// | [`vector_len`](Self::vector_len) | `None` (taken from the vector inputs; 0 without any) |
 /// | [`batch_size`](Self::batch_size) | `None` (taken from the inputs; 1 without any) |
@@ -39,6 +50,7 @@ pub enum Mode {
 /// assert_eq!(config.mode, Mode::FullVm);
 /// assert_eq!(config.max_stack_depth, 256);
 /// assert_eq!(config.step_budget, Some(100_000_000));
+/// assert_eq!(config.memory_budget, Some(4 << 30));
 /// let deep = Config { max_stack_depth: 10_000, ..Config::with_mode(Mode::Stackless) };
 /// # let _ = deep;
 /// ```
@@ -46,13 +58,37 @@ pub enum Mode {
 pub struct Config {
     /// Interpreter. Default: [`Mode::FullVm`].
     pub mode: Mode,
-    /// Maximum frames on any variable's stack, the return-address stack included (full VM),
-    /// or nested calls (stackless); a run that needs more fails with a typed error. Default:
-    /// 256.
+    /// The most frames of recursive functions a lane may have in progress at once: its
+    /// recursion depth. A function is recursive when it can call itself, directly or through
+    /// others; each of its runs that has not returned yet is a frame, tail calls
+    /// (`return f(x)`) included. Non-recursive functions are not counted (their nesting is
+    /// bounded by the program's text). So `sum_to(n)`, which runs `sum_to` for `n`, `n - 1`,
+    /// ..., `0`, needs a depth of `n + 1`; with a depth of 0 no recursive function runs.
+    ///
+    /// Both modes and [`Executable::run_reference`](crate::Executable::run_reference) count
+    /// alike and fail at the same call with
+    /// [`RuntimeError::RecursionLimit`](crate::RuntimeError::RecursionLimit) (function, lane,
+    /// limit). Any depth within the limit runs on any thread, however small its stack:
+    /// stackless grows its host stack on demand. A hand-lowered program (no functions) counts
+    /// the `push_goto`s in progress instead, and each of its variables may hold at most this
+    /// many frames ([`RuntimeError::StackOverflow`](crate::RuntimeError::StackOverflow)).
+    /// Memory, not this limit, is what bounds a very deep run: see
+    /// [`memory_budget`](Self::memory_budget). Default: 256.
     pub max_stack_depth: usize,
     /// Maximum block executions before the run gives up with a typed error; `None` removes
     /// the limit. Default: `Some(100_000_000)`.
     pub step_budget: Option<u64>,
+    /// The most bytes the run's growing storage may hold at once: the saved frames of stacked
+    /// variables and the full VM's return addresses, the values stackless saves around calls,
+    /// and the rows of `f64` vectors. Past it the run stops with
+    /// [`RuntimeError::MemoryBudget`](crate::RuntimeError::MemoryBudget), naming the variable
+    /// (or the function's calls) that grew. `None` removes the limit. Default:
+    /// `Some(`[`DEFAULT_MEMORY_BUDGET`]`)`, 4 GiB: a fixed number rather than a share of the
+    /// machine's memory, so a run succeeds or fails the same way on every machine; far above
+    /// what a batched sampler needs (1,000 chains of 100-dimensional vectors at tree depth 10
+    /// hold a few hundred MB), and below the memory of a typical workstation, so a runaway
+    /// recursion ends with an error instead of swapping.
+    pub memory_budget: Option<usize>,
     /// Check reads of never-written variables per lane (costs a little per op). Only programs
     /// built lowered by hand need it: for high-level programs the verifier has proven every read
     /// preceded by a write on every path, and lowering preserves that, so the check is skipped.
@@ -71,6 +107,7 @@ impl Default for Config {
             mode: Mode::FullVm,
             max_stack_depth: 256,
             step_budget: Some(100_000_000),
+            memory_budget: Some(DEFAULT_MEMORY_BUDGET),
             safety_checks: true,
             vector_len: None,
             batch_size: None,

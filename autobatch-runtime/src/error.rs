@@ -76,8 +76,9 @@ pub enum RuntimeError {
         /// The length of the first vector input (or the configured one).
         expected: usize,
     },
-    /// A push would exceed the configured maximum stack depth.
-    #[error("stack depth {max_depth} exceeded: variable `{var}` in lane {lane} (block `{block}`)")]
+    /// A push of a hand-lowered program's variable would exceed the configured maximum stack
+    /// depth (programs lowered by the runtime stay within [`RecursionLimit`](Self::RecursionLimit)).
+    #[error("stack depth {max_depth} exceeded: variable `{var}` in lane {lane} (block `{block}`); raise `Config::max_stack_depth` if the program is meant to go deeper")]
     StackOverflow {
         /// Variable being pushed.
         var: String,
@@ -88,17 +89,31 @@ pub enum RuntimeError {
         /// The configured limit.
         max_depth: usize,
     },
-    /// Stackless recursion deeper than the configured maximum.
-    #[error("recursion depth {max_depth} exceeded calling `{function}` from block `{block}` (lane {lane})")]
+    /// A lane would hold more frames of recursive functions than `Config::max_stack_depth`
+    /// allows (see [`Config::max_stack_depth`](crate::Config::max_stack_depth) for how they
+    /// are counted). Both modes and the reference report it at the same call.
+    #[error("lane {lane} recurses deeper than {max_depth} frames calling `{function}`; raise `Config::max_stack_depth` if the recursion is meant to go deeper")]
     RecursionLimit {
-        /// The callee.
+        /// The function whose call went past the limit.
         function: String,
-        /// The calling block.
-        block: String,
-        /// One lane making the call.
+        /// The lowest lane making that call.
         lane: usize,
         /// The configured limit.
         max_depth: usize,
+    },
+    /// The run's stacks and vector rows grew past `Config::memory_budget`.
+    #[error("memory budget of {budget} bytes exceeded in lane {lane} (block `{block}`): {grew} grew the run's stacks and vector rows to {used} bytes; raise `Config::memory_budget` (or set it to `None`) if the run needs that much")]
+    MemoryBudget {
+        /// What grew, in the program's words: a variable or the calls of a function.
+        grew: String,
+        /// The block that made it grow.
+        block: String,
+        /// The lowest lane that made it grow.
+        lane: usize,
+        /// The bytes the run would hold.
+        used: usize,
+        /// The configured budget.
+        budget: usize,
     },
     /// A pop of a stack with no saved frame.
     #[error("pop of empty stack: variable `{var}` in lane {lane} (block `{block}`)")]

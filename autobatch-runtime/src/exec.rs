@@ -218,7 +218,14 @@ impl<'p> Exec<'p> {
         let mut fresh = std::mem::take(&mut self.fresh);
         fresh.clear();
         let fresh_leaves = in_place.iter().filter(|&&p| p).count();
-        self.storage.alloc_fresh(fresh_leaves * n, &mut fresh);
+        if fresh_leaves > 0 {
+            // The first output with vector rows names what grew if the arena passes the budget.
+            let storage = &self.storage;
+            let shared = |v: &Var| storage.leaves(*v).iter().any(Leaf::is_shared);
+            let v = op.outs.iter().copied().find(shared).unwrap_or(op.outs[0]);
+            self.storage
+                .alloc_fresh(fresh_leaves * n, &mut fresh, v, block, lanes)?;
+        }
         let view = self.storage.arena_view();
         let progress = Cell::new(0usize);
         let result = {

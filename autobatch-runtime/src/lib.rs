@@ -32,6 +32,7 @@
 mod codegen;
 mod column;
 mod config;
+mod depth;
 mod error;
 mod exec;
 mod kernel;
@@ -67,7 +68,7 @@ pub mod __private {
 pub use autobatch_ir::passes::{InlineOptions, Passes, Source};
 pub use autobatch_macros::{autobatch, primitive};
 pub use column::{Column, Element};
-pub use config::{Config, Mode};
+pub use config::{Config, Mode, DEFAULT_MEMORY_BUDGET};
 pub use error::{Result, RuntimeError};
 pub use kernel::{
     output_slice, InputRows, Kernel, KernelError, LaneInputs, LaneOutputs, OutputLeaf, VectorOut,
@@ -154,11 +155,11 @@ impl Executable {
                 if matches!(kernels.get(id.index()), Some(Kernel::Batched(_))))
         };
         let prepared = prepare(source, passes, allocations, batched)?;
+        let vm_plan = vm::Plan::new(&prepared.lowered, prepared.high.as_deref());
         let high = prepared.high.map(|high| {
             let plan = stackless::Plan::new(&high, &liveness(&high));
             (high, plan)
         });
-        let vm_plan = vm::Plan::new(&prepared.lowered);
         Ok(Executable {
             source: prepared.source,
             high,
@@ -206,13 +207,24 @@ impl Executable {
             None => vm::STACKS,
             Some(_) => stackless::STACKS,
         };
+        // A hand-lowered program's own pushes are bounded by the limit itself; a program the
+        // runtime lowered holds at most one frame per variable per activation in progress
+        // (the recursive calls the limit counts, each function once more outside them) and a
+        // few at a call's boundary, so its variables never reach their bound first.
+        let frames = match &self.high {
+            None => config.max_stack_depth,
+            Some((high, _)) => config
+                .max_stack_depth
+                .saturating_add(high.functions.len() + FRAME_SLACK),
+        };
         let mut storage = Storage::new(
             program,
             batch,
             vector_len,
-            config.max_stack_depth,
+            frames,
             config.safety_checks && self.high.is_none(),
             stacks,
+            config.memory_budget,
         );
         storage.write_inputs(inputs)?;
         let mut exec = Exec::new(program, &self.kernels, storage);
@@ -233,8 +245,16 @@ impl Executable {
     pub fn run_reference(&self, inputs: &[Column], config: &Config) -> Result<Run> {
         let program = self.source();
         let (batch, vector_len) = check_inputs(program, inputs, config)?;
-        let (outputs, stats) =
-            reference::run(program, &self.kernels, inputs, batch, vector_len, config)?;
+        let lowered = matches!(self.source, VerifiedSource::Lowered(_));
+        let (outputs, stats) = reference::run(
+            program,
+            lowered,
+            &self.kernels,
+            inputs,
+            batch,
+            vector_len,
+            config,
+        )?;
         Ok(Run { outputs, stats })
     }
 
@@ -247,6 +267,10 @@ impl Executable {
         })
     }
 }
+
+/// Frames beyond one per activation a variable of a program the runtime lowered may hold: the
+/// entry's, and those a call's arguments and results hold while it starts and ends.
+const FRAME_SLACK: usize = 4;
 
 /// Checks the inputs against the program's input leaves; returns (batch size, vector length).
 fn check_inputs(program: &Program, inputs: &[Column], config: &Config) -> Result<(usize, usize)> {

@@ -8,6 +8,7 @@
 
 use crate::column::{width_of, Column};
 use crate::config::Config;
+use crate::depth::{counted_entries, limit_error, on_enough_stack, recursive_functions};
 use crate::error::{function_name, Result, RuntimeError};
 use crate::kernel::{Kernel, KernelError, LaneInputs, LaneOutputs};
 use crate::stats::Stats;
@@ -28,15 +29,23 @@ struct Interp<'a> {
     vector_len: usize,
     lane: usize,
     steps: u64,
+    /// Per function: whether its calls count against the depth limit.
+    counted: Vec<bool>,
+    /// Per block of a hand-lowered program: the function a lane entering it calls, if counted.
+    entries: Vec<Option<String>>,
+    /// A hand-lowered program's bound on each variable's frames (the full VM's).
+    frame_bound: Option<usize>,
 }
 
-/// Runs `program` on one lane: `inputs` holds one single-row column per input leaf.
+/// Runs `program` (hand-lowered if `lowered`) on one lane: `inputs` holds one single-row
+/// column per input leaf.
 pub(crate) fn run_lane(
     program: &Program,
     kernels: &[Kernel],
     inputs: &[Column],
     vector_len: usize,
     lane: usize,
+    lowered: bool,
     config: &Config,
 ) -> Result<Vec<Column>> {
     let mut interp = Interp {
@@ -46,6 +55,13 @@ pub(crate) fn run_lane(
         vector_len,
         lane,
         steps: 0,
+        counted: recursive_functions(program),
+        entries: if lowered {
+            counted_entries(program, None)
+        } else {
+            vec![None; program.blocks.len()]
+        },
+        frame_bound: lowered.then_some(config.max_stack_depth),
     };
     let main = program.main_function();
     let mut args = Vec::new();
@@ -76,13 +92,31 @@ impl Interp<'_> {
             })
     }
 
-    fn write(&self, frame: &mut Frame, v: Var, value: Value, push: bool) {
+    /// Writes `value` into `v` (in `block`), pushing first if `push`; a hand-lowered
+    /// program's variable may hold at most `max_stack_depth` frames, its unset one included.
+    fn write(
+        &self,
+        frame: &mut Frame,
+        v: Var,
+        value: Value,
+        push: bool,
+        block: Block,
+    ) -> Result<()> {
         let stack = &mut frame.stacks[v.index()];
         if push || stack.is_empty() {
+            if self.frame_bound.is_some_and(|max| stack.len() >= max) {
+                return Err(RuntimeError::StackOverflow {
+                    var: self.program.var(v).name.clone(),
+                    lane: self.lane,
+                    block: self.block_name(block),
+                    max_depth: self.config.max_stack_depth,
+                });
+            }
             stack.push(Some(value));
         } else if let Some(top) = stack.last_mut() {
             *top = Some(value);
         }
+        Ok(())
     }
 
     fn call(&mut self, func: FuncId, args: Vec<Value>, depth: usize) -> Result<Vec<Value>> {
@@ -92,11 +126,20 @@ impl Interp<'_> {
             stacks: vec![vec![None]; program.vars.len()],
         };
         for (&p, value) in f.params.iter().zip(args) {
-            self.write(&mut frame, p, value, true);
+            self.write(&mut frame, p, value, true, f.entry())?;
         }
-        let mut returns: Vec<Block> = Vec::new();
+        // A hand-lowered program's return addresses, each with the depth to return to.
+        let mut returns: Vec<(Block, usize)> = Vec::new();
+        let mut inner = depth;
+        let max_depth = self.config.max_stack_depth;
         let mut block = f.entry();
         loop {
+            if let Some(function) = &self.entries[block.index()] {
+                if inner >= max_depth {
+                    return Err(limit_error(function, self.lane, max_depth));
+                }
+                inner += 1;
+            }
             self.steps += 1;
             if self.steps > self.config.step_budget.unwrap_or(u64::MAX) {
                 return Err(RuntimeError::StepBudget {
@@ -122,27 +165,25 @@ impl Interp<'_> {
                             }
                             let (value, tail) = rest.split_at(n);
                             let in_place = prim.is_in_place(v);
-                            self.write(&mut frame, v, value.to_vec(), !in_place);
+                            self.write(&mut frame, v, value.to_vec(), !in_place, block)?;
                             rest = tail;
                         }
                     }
                     Op::Call(c) => {
-                        if depth + 1 >= self.config.max_stack_depth {
-                            return Err(RuntimeError::RecursionLimit {
-                                function: function_name(program, c.func),
-                                block: data.name.clone(),
-                                lane: self.lane,
-                                max_depth: self.config.max_stack_depth,
-                            });
+                        let counted = self.counted[c.func.index()];
+                        if counted && depth >= max_depth {
+                            let function = function_name(program, c.func);
+                            return Err(limit_error(&function, self.lane, max_depth));
                         }
                         let args = c
                             .ins
                             .iter()
                             .map(|&v| self.read(&frame, v, block))
                             .collect::<Result<Vec<_>>>()?;
-                        let results = self.call(c.func, args, depth + 1)?;
+                        let depth = depth + usize::from(counted);
+                        let results = on_enough_stack(|| self.call(c.func, args, depth))?;
                         for (&v, value) in c.outs.iter().zip(results) {
-                            self.write(&mut frame, v, value, true);
+                            self.write(&mut frame, v, value, true, block)?;
                         }
                     }
                     Op::Pop(vars) => {
@@ -172,19 +213,14 @@ impl Interp<'_> {
                 }
                 Terminator::Return => break,
                 Terminator::PushGoto { ret, target } => {
-                    if returns.len() + 1 >= self.config.max_stack_depth {
-                        return Err(RuntimeError::StackOverflow {
-                            var: autobatch_ir::PC_NAME.to_string(),
-                            lane: self.lane,
-                            block: data.name.clone(),
-                            max_depth: self.config.max_stack_depth,
-                        });
-                    }
-                    returns.push(*ret);
+                    returns.push((*ret, inner));
                     *target
                 }
                 Terminator::IndirectGoto => match returns.pop() {
-                    Some(r) => r,
+                    Some((r, d)) => {
+                        inner = d;
+                        r
+                    }
                     None => break,
                 },
             };
@@ -244,9 +280,11 @@ impl Interp<'_> {
     }
 }
 
-/// Runs every lane separately through the reference interpreter and stacks the results.
+/// Runs every lane separately through the reference interpreter (on a hand-lowered program if
+/// `lowered`) and stacks the results.
 pub(crate) fn run(
     program: &Program,
+    lowered: bool,
     kernels: &[Kernel],
     inputs: &[Column],
     batch: usize,
@@ -262,6 +300,7 @@ pub(crate) fn run(
             &lane_inputs,
             vector_len,
             lane,
+            lowered,
             config,
         )?);
     }

@@ -5,9 +5,11 @@
 //! merges lanes waiting at the same block, so lanes re-converge after branches and loops. All
 //! variables behave as registers. Around a call, the values the callee may overwrite and the
 //! caller still needs (live across the call and FULL) are saved for the calling lanes and
-//! restored afterwards, so a call costs in proportion to its lanes, not to the batch.
+//! restored afterwards, so a call costs in proportion to its lanes, not to the batch. The host
+//! stack grows on demand, so recursion as deep as the configured limit runs on any thread.
 
 use crate::config::Config;
+use crate::depth::{limit_error, on_enough_stack, recursive_functions};
 use crate::error::{function_name, Result, RuntimeError};
 use crate::exec::Exec;
 use crate::policy::{dead_vectors, partition_lanes};
@@ -30,6 +32,8 @@ pub(crate) struct Plan {
     saves: Vec<Vec<Vec<Var>>>,
     /// Per block: vector variables dead at its end, whose rows are released there.
     dead_vectors: Vec<Vec<Var>>,
+    /// Per function: whether its calls count against the depth limit (it is recursive).
+    counted: Vec<bool>,
 }
 
 impl Plan {
@@ -68,6 +72,7 @@ impl Plan {
             position,
             saves,
             dead_vectors,
+            counted: recursive_functions(program),
         }
     }
 }
@@ -167,13 +172,11 @@ impl Activation<'_> {
         depth: usize,
     ) -> Result<()> {
         let program = exec.program;
-        if depth + 1 >= self.config.max_stack_depth {
-            return Err(RuntimeError::RecursionLimit {
-                function: function_name(program, call.func),
-                block: program.block(block).name.clone(),
-                lane: lanes.first().copied().unwrap_or(0),
-                max_depth: self.config.max_stack_depth,
-            });
+        let counted = self.plan.counted[call.func.index()];
+        if counted && depth >= self.config.max_stack_depth {
+            let function = function_name(program, call.func);
+            let lane = lanes.first().copied().unwrap_or(0);
+            return Err(limit_error(&function, lane, self.config.max_stack_depth));
         }
         let callee = program.function(call.func);
         // Arguments and the caller's live values are held before any formal is written (a
@@ -191,7 +194,8 @@ impl Activation<'_> {
         for (&formal, value) in callee.params.iter().zip(args) {
             exec.storage.restore(formal, lanes, value, block)?;
         }
-        self.run_function(exec, stats, call.func, lanes.to_vec(), depth + 1)?;
+        let depth = depth + usize::from(counted);
+        on_enough_stack(|| self.run_function(exec, stats, call.func, lanes.to_vec(), depth))?;
         let results = callee
             .returns
             .iter()

@@ -8,13 +8,14 @@
 //! Return addresses live on per-lane stacks (the program counter's stack), with "halt" beneath.
 
 use crate::config::Config;
+use crate::depth::{counted_entries, limit_error};
 use crate::error::{Result, RuntimeError};
 use crate::exec::Exec;
 use crate::policy::{dead_vectors, partition_lanes};
 use crate::stats::Stats;
 use crate::storage::Stacks;
 use autobatch_ir::passes::liveness;
-use autobatch_ir::{Allocation, Block, LoweredProgram, Op, Terminator, Var, PC_NAME};
+use autobatch_ir::{Allocation, Block, LoweredProgram, Op, Program, Terminator, Var};
 
 /// The full VM keeps FULL variables' saved frames in storage: pushes and pops act on them.
 pub(crate) const STACKS: Stacks = Stacks::Honour;
@@ -30,11 +31,14 @@ pub(crate) struct Plan {
     /// the variable is next overwritten: the arena then holds live values only, and a row is
     /// handed out again while it is still in cache.
     dead_vectors: Vec<Vec<Var>>,
+    /// Per block: the function a lane entering it calls, if that call counts against the
+    /// depth limit (see [`counted_entries`]).
+    entries: Vec<Option<String>>,
 }
 
 impl Plan {
-    /// The plan of lowered `program`.
-    pub(crate) fn new(program: &LoweredProgram) -> Plan {
+    /// The plan of lowered `program`, lowered from `high` (`None` if written lowered).
+    pub(crate) fn new(program: &LoweredProgram, high: Option<&Program>) -> Plan {
         let pops = program
             .blocks
             .iter()
@@ -55,13 +59,14 @@ impl Plan {
         Plan {
             pops,
             dead_vectors: dead_vectors(program, &liveness(program), STACKS),
+            entries: counted_entries(program, high),
         }
     }
 }
 
-/// Frames the reference's program-counter stack holds before the first call (an unset value and
-/// the halt address); counted so `max_stack_depth` means what it means in the reference.
-const PC_BASE_FRAMES: usize = 2;
+/// One return address: the block to return to and the caller's call depth, restored on return
+/// (a tail call enters its callee without a return address of its own).
+type Return = (Block, u32);
 
 /// Runs the lowered `exec.program` from its entry until every lane halts.
 pub(crate) fn run(
@@ -77,7 +82,10 @@ pub(crate) fn run(
     let all: Vec<usize> = (0..batch).collect();
     waiting[program.main_function().entry().index()].extend(&all);
     let mut lanes = Vec::with_capacity(batch);
-    let mut returns: Vec<Vec<Block>> = vec![Vec::new(); batch];
+    let mut returns: Vec<Vec<Return>> = vec![Vec::new(); batch];
+    let mut frames = 0usize;
+    let mut depth: Vec<u32> = vec![0; batch];
+    let max_depth = config.max_stack_depth;
     let budget = config.step_budget.unwrap_or(u64::MAX);
     let mut cond_true = Vec::new();
     let mut cond_false = Vec::new();
@@ -91,6 +99,14 @@ pub(crate) fn run(
         waiting[index].take_into(&mut lanes);
         stats.record(index, lanes.len());
         let data = program.block(block);
+        if let Some(function) = &plan.entries[index] {
+            if let Some(&lane) = lanes.iter().find(|&&l| depth[l] as usize >= max_depth) {
+                return Err(limit_error(function, lane, max_depth));
+            }
+            lanes
+                .iter()
+                .for_each(|&l| depth[l] = depth[l].saturating_add(1));
+        }
         for (i, op) in data.ops.iter().enumerate() {
             match op {
                 Op::Prim(prim) => exec.run_prim(prim, &lanes, block, stats)?,
@@ -115,26 +131,30 @@ pub(crate) fn run(
             }
             Terminator::Return => {}
             Terminator::PushGoto { ret, target } => {
+                frames += lanes.len();
+                let bytes = frames * std::mem::size_of::<Return>();
+                exec.storage.note_call_stack(bytes, block, &lanes, || {
+                    let callee = plan.entries[target.index()].as_deref();
+                    let callee = callee.unwrap_or(&program.block(*target).name);
+                    format!("the return addresses of calls to `{callee}`")
+                })?;
                 for &lane in &lanes {
-                    if returns[lane].len() + PC_BASE_FRAMES + 1 >= config.max_stack_depth {
-                        return Err(RuntimeError::StackOverflow {
-                            var: PC_NAME.to_string(),
-                            lane,
-                            block: data.name.clone(),
-                            max_depth: config.max_stack_depth,
-                        });
-                    }
-                    returns[lane].push(*ret);
+                    returns[lane].push((*ret, depth[lane]));
                 }
                 waiting[target.index()].extend(&lanes);
             }
             Terminator::IndirectGoto => {
                 for &lane in &lanes {
                     // An empty return stack is the "halt" address beneath main.
-                    if let Some(ret) = returns[lane].pop() {
+                    if let Some((ret, d)) = returns[lane].pop() {
+                        frames -= 1;
+                        depth[lane] = d;
                         waiting[ret.index()].insert(lane);
                     }
                 }
+                let bytes = frames * std::mem::size_of::<Return>();
+                exec.storage
+                    .note_call_stack(bytes, block, &lanes, String::new)?;
             }
         }
     }

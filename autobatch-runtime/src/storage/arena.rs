@@ -229,6 +229,11 @@ impl Arena {
         self.gather_into(handles, lanes, Column::zeros(DType::F64, 0, self.width))
     }
 
+    /// Bytes the arena holds: its row buffer and a count per row.
+    pub(crate) fn bytes(&self) -> usize {
+        self.data.len() * std::mem::size_of::<f64>() + self.counts.len() * 4
+    }
+
     /// The most rows held at once so far, the zero row included (freed rows are reused
     /// before new ones are made).
     pub(crate) fn peak(&self) -> usize {

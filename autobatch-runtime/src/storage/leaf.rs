@@ -37,7 +37,25 @@ pub(crate) enum Held {
     Shared(Vec<u32>),
 }
 
+/// Bytes of one element of `dtype`.
+fn dtype_bytes(dtype: DType) -> usize {
+    match dtype {
+        DType::Bool => 1,
+        DType::I32 | DType::F32 => 4,
+        DType::I64 | DType::F64 => 8,
+        DType::Key => std::mem::size_of::<crate::random::Key>(),
+    }
+}
+
 impl Held {
+    /// Bytes held outside the arena (a dense copy, or one handle per lane).
+    pub(crate) fn bytes(&self) -> usize {
+        match self {
+            Held::Dense(c) => c.rows() * c.width() * dtype_bytes(c.dtype()),
+            Held::Shared(handles) => handles.len() * 4,
+        }
+    }
+
     /// Lets go of what is held (the value is not put back anywhere).
     pub(crate) fn release(self, arena: &mut Arena) {
         if let Held::Shared(handles) = self {
@@ -87,6 +105,14 @@ impl Leaf {
         match self {
             Leaf::Dense { rows, .. } => Some(rows),
             Leaf::Shared { .. } => None,
+        }
+    }
+
+    /// Bytes one saved row of this leaf takes (a shared leaf saves a 4-byte handle).
+    pub(crate) fn saved_row_bytes(&self) -> usize {
+        match self {
+            Leaf::Dense { saved, .. } => saved.width() * dtype_bytes(saved.dtype()),
+            Leaf::Shared { .. } => 4,
         }
     }
 

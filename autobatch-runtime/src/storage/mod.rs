@@ -45,6 +45,13 @@ struct VarStore {
 /// the stackless interpreter, around calls). Shared vector rows are held, not copied.
 pub(crate) struct Snapshot(Vec<Held>);
 
+impl Snapshot {
+    /// Bytes it holds outside the arena.
+    fn bytes(&self) -> usize {
+        self.0.iter().map(Held::bytes).sum()
+    }
+}
+
 /// "`dtype` with `width` elements per lane" for a column, in error messages.
 fn describe_column(c: &Column) -> String {
     format!("{} with {} elements per lane", c.dtype(), c.width())
@@ -58,15 +65,25 @@ pub(crate) struct Storage<'p> {
     arena: Arena,
     batch: usize,
     vector_len: usize,
+    /// Pushes that would give a lane more saved frames than this fail.
     max_depth: usize,
     safety: bool,
     stacks: Stacks,
+    /// `Config::memory_budget`.
+    memory_budget: Option<usize>,
+    /// Bytes of saved-frame room of every stacked leaf.
+    stack_bytes: usize,
+    /// Bytes of the snapshots taken and not yet restored.
+    held_bytes: usize,
+    /// Bytes of the interpreter's own call stack (the full VM's return addresses).
+    call_stack_bytes: usize,
 }
 
 impl<'p> Storage<'p> {
     /// Storage for every variable of `program` over `batch` lanes, vectors of `vector_len`
     /// elements; pushes past `max_depth` frames fail; `safety` checks every read for a prior
-    /// write in its lanes.
+    /// write in its lanes; growth past `memory_budget` bytes of stacks, snapshots and vector
+    /// rows fails.
     pub(crate) fn new(
         program: &'p Program,
         batch: usize,
@@ -74,6 +91,7 @@ impl<'p> Storage<'p> {
         max_depth: usize,
         safety: bool,
         stacks: Stacks,
+        memory_budget: Option<usize>,
     ) -> Self {
         let vars = program
             .vars
@@ -111,7 +129,62 @@ impl<'p> Storage<'p> {
             max_depth,
             safety,
             stacks,
+            memory_budget,
+            stack_bytes: 0,
+            held_bytes: 0,
+            call_stack_bytes: 0,
         }
+    }
+
+    /// Bytes of stacks, snapshots, call stack and vector rows held now.
+    fn used(&self) -> usize {
+        self.arena.bytes() + self.stack_bytes + self.held_bytes + self.call_stack_bytes
+    }
+
+    /// Fails if holding `extra` more bytes would pass the memory budget; `grew` says what grew,
+    /// in `block`, for `lanes`.
+    fn check_memory(
+        &self,
+        extra: usize,
+        block: Block,
+        lanes: &[usize],
+        grew: impl FnOnce() -> String,
+    ) -> Result<()> {
+        let Some(budget) = self.memory_budget else {
+            return Ok(());
+        };
+        let used = self.used().saturating_add(extra);
+        if used <= budget {
+            return Ok(());
+        }
+        Err(RuntimeError::MemoryBudget {
+            grew: grew(),
+            block: self.block_name(block),
+            lane: lanes.iter().copied().min().unwrap_or(0),
+            used,
+            budget,
+        })
+    }
+
+    /// Records that the interpreter's call stack now takes `bytes`; fails, naming what
+    /// `grew`, if that passes the memory budget.
+    pub(crate) fn note_call_stack(
+        &mut self,
+        bytes: usize,
+        block: Block,
+        lanes: &[usize],
+        grew: impl FnOnce() -> String,
+    ) -> Result<()> {
+        let before = std::mem::replace(&mut self.call_stack_bytes, bytes);
+        if bytes > before {
+            self.check_memory(0, block, lanes, grew)?;
+        }
+        Ok(())
+    }
+
+    /// "variable `v`", for memory errors.
+    fn variable(&self, v: Var) -> String {
+        format!("variable `{}`", self.name(v))
     }
 
     /// Lanes in the batch.
@@ -162,9 +235,18 @@ impl<'p> Storage<'p> {
         self.arena.view()
     }
 
-    /// Appends `count` fresh arena rows (unwritten, held once) to `out`.
-    pub(crate) fn alloc_fresh(&mut self, count: usize, out: &mut Vec<u32>) {
+    /// Appends `count` fresh arena rows (unwritten, held once) to `out`, for `v` (an output
+    /// of an op in `block` at `lanes`); fails if the arena grows past the memory budget.
+    pub(crate) fn alloc_fresh(
+        &mut self,
+        count: usize,
+        out: &mut Vec<u32>,
+        v: Var,
+        block: Block,
+        lanes: &[usize],
+    ) -> Result<()> {
         out.extend((0..count).map(|_| self.arena.alloc_fresh()));
+        self.check_memory(0, block, lanes, || self.variable(v))
     }
 
     /// Lets go of arena rows that nothing installed.
@@ -209,32 +291,37 @@ impl<'p> Storage<'p> {
             return Ok(());
         }
         let (max, batch) = (self.max_depth, self.batch);
-        let arena = &mut self.arena;
-        let VarStore {
-            leaves,
-            levels,
-            depth,
-            ..
-        } = &mut self.vars[v.index()];
+        let store = &self.vars[v.index()];
         let mut need = 0;
         for &lane in lanes {
-            let d = depth[lane] as usize + 1;
+            let d = store.depth[lane] as usize + 1;
             if d >= max {
                 return Err(RuntimeError::StackOverflow {
-                    var: self.program.var(v).name.clone(),
+                    var: self.name(v),
                     lane,
-                    block: self.program.block(block).name.clone(),
+                    block: self.block_name(block),
                     max_depth: max,
                 });
             }
             need = need.max(d);
         }
-        if need > *levels {
-            *levels = need.max(2 * *levels).min(max);
-            leaves
+        if need > store.levels {
+            let grown = need.max(2 * store.levels).min(max);
+            let row_bytes: usize = store.leaves.iter().map(Leaf::saved_row_bytes).sum();
+            let extra = (grown - store.levels)
+                .saturating_mul(batch)
+                .saturating_mul(row_bytes);
+            self.check_memory(extra, block, lanes, || self.variable(v))?;
+            self.stack_bytes += extra;
+            let store = &mut self.vars[v.index()];
+            store.levels = grown;
+            store
+                .leaves
                 .iter_mut()
-                .for_each(|l| l.grow_saved(*levels * batch));
+                .for_each(|l| l.grow_saved(grown * batch));
         }
+        let arena = &mut self.arena;
+        let VarStore { leaves, depth, .. } = &mut self.vars[v.index()];
         for leaf in leaves.iter_mut() {
             leaf.push(arena, lanes, depth, batch);
         }
@@ -320,7 +407,7 @@ impl<'p> Storage<'p> {
             }
         }
         self.mark_written(v, lanes);
-        Ok(())
+        self.check_memory(0, block, lanes, || self.variable(v))
     }
 
     /// Like [`write`](Self::write) for values the caller no longer needs: with every lane
@@ -450,7 +537,11 @@ impl<'p> Storage<'p> {
             .iter()
             .map(|leaf| leaf.take(arena, lanes))
             .collect();
-        Ok(Snapshot(held))
+        let snapshot = Snapshot(held);
+        let bytes = snapshot.bytes();
+        self.check_memory(bytes, block, lanes, || self.variable(v))?;
+        self.held_bytes += bytes;
+        Ok(snapshot)
     }
 
     /// Writes a snapshot (of `v` or of a variable of the same type) into `v` at `lanes` (the
@@ -463,6 +554,7 @@ impl<'p> Storage<'p> {
         snapshot: Snapshot,
         block: Block,
     ) -> Result<()> {
+        self.held_bytes = self.held_bytes.saturating_sub(snapshot.bytes());
         let arena = &mut self.arena;
         let store = &mut self.vars[v.index()];
         let null = store.alloc == Allocation::Null;
@@ -557,7 +649,7 @@ mod tests {
     fn a_value_of_another_type_is_a_typed_error_naming_the_variable() {
         let (program, x) = program();
         let entry = program.main_function().entry();
-        let mut storage = Storage::new(&program, 2, 0, 256, true, Stacks::Honour);
+        let mut storage = Storage::new(&program, 2, 0, 256, true, Stacks::Honour, None);
         let floats = Column::from_scalars(&[1.0f64, 2.0]);
         match storage.write(x, &[0, 1], &[floats], false, entry) {
             Err(RuntimeError::ValueType {
@@ -582,7 +674,7 @@ mod tests {
     fn a_branch_on_a_non_bool_is_a_condition_type_error() {
         let (program, x) = program();
         let entry = program.main_function().entry();
-        let mut storage = Storage::new(&program, 2, 0, 256, false, Stacks::Honour);
+        let mut storage = Storage::new(&program, 2, 0, 256, false, Stacks::Honour, None);
         storage
             .write(
                 x,
