@@ -8,6 +8,7 @@ use crate::error::{Result, RuntimeError};
 use crate::kernel::{
     BatchedFn, FreshRows, Kernel, KernelError, LaneInputs, LaneOutputs, LaneWiseFn, OutLeaf,
 };
+use crate::panics::catch_quietly;
 use crate::pool::ColumnPool;
 use crate::stats::Stats;
 use crate::storage::leaf::{Leaf, LeafView};
@@ -16,7 +17,6 @@ use autobatch_ir::{Block, KernelRef, PrimOp, Program, TensorType, Var};
 use smallvec::SmallVec;
 use std::borrow::Cow;
 use std::cell::Cell;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
 
 /// Runs the ops of one program on one batch's storage.
@@ -252,7 +252,7 @@ impl<'p> Exec<'p> {
                 .collect();
             let mut outs = LaneOutputs::from_leaves(leaves);
             let start = Instant::now();
-            let r = catch_unwind(AssertUnwindSafe(|| f(&ins, &mut outs)));
+            let r = catch_quietly(|| f(&ins, &mut outs));
             stats.record_kernel(id, n, start.elapsed(), false);
             r
         };
@@ -338,7 +338,7 @@ impl<'p> Exec<'p> {
                         })
                         .collect();
                     let refs: SmallVec<[&Column; 8]> = dense.iter().map(|c| c.as_ref()).collect();
-                    let r = catch_unwind(AssertUnwindSafe(|| f(&refs, &mut outputs)));
+                    let r = catch_quietly(|| f(&refs, &mut outputs));
                     stats.record_kernel(id, lanes.len(), start.elapsed(), true);
                     drop(refs);
                     for c in dense {

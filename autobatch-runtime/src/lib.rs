@@ -36,6 +36,7 @@ mod depth;
 mod error;
 mod exec;
 mod kernel;
+mod panics;
 mod policy;
 mod pool;
 mod prefetch;

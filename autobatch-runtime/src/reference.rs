@@ -11,10 +11,10 @@ use crate::config::Config;
 use crate::depth::{counted_entries, limit_error, on_enough_stack, recursive_functions};
 use crate::error::{function_name, Result, RuntimeError};
 use crate::kernel::{Kernel, KernelError, LaneInputs, LaneOutputs};
+use crate::panics::catch_quietly;
 use crate::stats::Stats;
 use autobatch_ir::{Block, FuncId, KernelRef, Op, PrimOp, Program, Terminator, Var};
 use std::cell::Cell;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 type Value = Vec<Column>;
 
@@ -262,13 +262,13 @@ impl Interp<'_> {
                         })?;
                 let refs: Vec<&Column> = inputs.iter().collect();
                 let progress = Cell::new(0);
-                let result = catch_unwind(AssertUnwindSafe(|| match kernel {
+                let result = catch_quietly(|| match kernel {
                     Kernel::LaneWise(f) => f(
                         &LaneInputs::new(&refs, &[0], &progress),
                         &mut LaneOutputs::new(&mut outputs),
                     ),
                     Kernel::Batched(f) => f(&refs, &mut outputs),
-                }));
+                });
                 match result {
                     Ok(Ok(())) => {}
                     Ok(Err(KernelError { message, .. })) => return Err(kernel_error(message)),
