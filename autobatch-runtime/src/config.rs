@@ -39,6 +39,7 @@ pub const DEFAULT_MEMORY_BUDGET: usize = {
 /// | [`max_stack_depth`](Self::max_stack_depth) | 256 |
 /// | [`step_budget`](Self::step_budget) | `Some(100_000_000)` (10^8 block executions) |
 /// | [`memory_budget`](Self::memory_budget) | `Some(4 GiB)` ([`DEFAULT_MEMORY_BUDGET`] bytes of stacks and vector rows) |
+/// | [`lane_isolation`](Self::lane_isolation) | `false` (one failing lane fails the run) |
 /// | [`safety_checks`](Self::safety_checks) | `true` |
 /// | [`vector_len`](Self::vector_len) | `None` (taken from the vector inputs; 0 without any) |
 /// | [`batch_size`](Self::batch_size) | `None` (taken from the inputs; 1 without any) |
@@ -75,8 +76,10 @@ pub struct Config {
     /// Memory, not this limit, is what bounds a very deep run: see
     /// [`memory_budget`](Self::memory_budget). Default: 256.
     pub max_stack_depth: usize,
-    /// Maximum block executions before the run gives up with a typed error; `None` removes
-    /// the limit. Default: `Some(100_000_000)`.
+    /// Maximum block executions (one block run for any number of lanes is one) before the run
+    /// gives up with a typed error naming the lanes still running; with
+    /// [`lane_isolation`](Self::lane_isolation), the most any one lane may run. `None`
+    /// removes the limit. Default: `Some(100_000_000)`.
     pub step_budget: Option<u64>,
     /// The most bytes the run's growing storage may hold at once: the saved frames of stacked
     /// variables and the full VM's return addresses, the values stackless saves around calls,
@@ -89,6 +92,17 @@ pub struct Config {
     /// hold a few hundred MB), and below the memory of a typical workstation, so a runaway
     /// recursion ends with an error instead of swapping.
     pub memory_budget: Option<usize>,
+    /// Whether a failure that belongs to some lanes (a kernel's error or panic, the depth
+    /// limit, the memory budget, the step budget, see
+    /// [`RuntimeError::lanes`](crate::RuntimeError::lanes)) fails only those lanes: the run
+    /// then returns every other lane's results, bit-identical to a run without the failed
+    /// lanes, and lists the failures in [`Run::failed`](crate::Run::failed) (their rows hold
+    /// zeros). Each failure re-runs the batch without its lanes, so a run with `k` failing
+    /// lanes costs up to `k + 1` runs. Failures of the whole run (invalid inputs) are still
+    /// errors. The [`step_budget`](Self::step_budget) then counts each lane's own block
+    /// executions, as the reference interpreter does, so a lane fails for its own steps only.
+    /// Default: `false`.
+    pub lane_isolation: bool,
     /// Check reads of never-written variables per lane (costs a little per op). Only programs
     /// built lowered by hand need it: for high-level programs the verifier has proven every read
     /// preceded by a write on every path, and lowering preserves that, so the check is skipped.
@@ -108,6 +122,7 @@ impl Default for Config {
             max_stack_depth: 256,
             step_budget: Some(100_000_000),
             memory_budget: Some(DEFAULT_MEMORY_BUDGET),
+            lane_isolation: false,
             safety_checks: true,
             vector_len: None,
             batch_size: None,

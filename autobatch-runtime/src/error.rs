@@ -127,13 +127,17 @@ pub enum RuntimeError {
     },
     /// The step budget ran out before every lane halted.
     #[error(
-        "step budget of {budget} block executions exhausted with {running} lanes still running"
+        "step budget of {budget} block executions exhausted with {running} lanes still running ({}); raise `Config::step_budget` (or set it to `None`) if they are meant to run longer",
+        list_lanes(lanes)
     )]
     StepBudget {
         /// The configured budget.
         budget: u64,
         /// Lanes that had not halted.
         running: usize,
+        /// Those lanes, lowest first. Stackless also counts lanes that finished a loop or a
+        /// call and wait for the lanes still in it.
+        lanes: Vec<usize>,
     },
     /// A read of a NULL-allocated variable.
     #[error("block `{block}` reads variable `{var}`, which is allocated NULL")]
@@ -202,6 +206,56 @@ pub enum RuntimeError {
         /// What it was.
         found: String,
     },
+}
+
+/// "lanes 0, 4 and 7", the first ten of `lanes` for longer lists.
+fn list_lanes(lanes: &[usize]) -> String {
+    let shown: Vec<String> = lanes.iter().take(10).map(usize::to_string).collect();
+    let more = lanes.len().saturating_sub(shown.len());
+    match (shown.as_slice(), more) {
+        ([], _) => "no lane".to_string(),
+        ([one], _) => format!("lane {one}"),
+        (_, 0) => {
+            let (last, rest) = shown.split_last().unwrap_or((&shown[0], &[]));
+            format!("lanes {} and {last}", rest.join(", "))
+        }
+        _ => format!("lanes {} and {more} more", shown.join(", ")),
+    }
+}
+
+impl RuntimeError {
+    /// The lanes a failure belongs to (the lane a per-lane error names, the lanes still
+    /// running for [`StepBudget`](Self::StepBudget)); empty for failures of the whole run
+    /// (invalid program or inputs).
+    pub fn lanes(&self) -> Vec<usize> {
+        match self {
+            RuntimeError::StackOverflow { lane, .. }
+            | RuntimeError::RecursionLimit { lane, .. }
+            | RuntimeError::MemoryBudget { lane, .. }
+            | RuntimeError::PopEmpty { lane, .. }
+            | RuntimeError::ReadUnset { lane, .. }
+            | RuntimeError::Kernel { lane, .. } => vec![*lane],
+            RuntimeError::StepBudget { lanes, .. } => lanes.clone(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The same error with its lanes renumbered through `map` (lane `i` of a run on a subset
+    /// of a batch is lane `map[i]` of the batch).
+    pub(crate) fn renumber(mut self, map: &[usize]) -> Self {
+        let at = |l: &mut usize| *l = map.get(*l).copied().unwrap_or(*l);
+        match &mut self {
+            RuntimeError::StackOverflow { lane, .. }
+            | RuntimeError::RecursionLimit { lane, .. }
+            | RuntimeError::MemoryBudget { lane, .. }
+            | RuntimeError::PopEmpty { lane, .. }
+            | RuntimeError::ReadUnset { lane, .. }
+            | RuntimeError::Kernel { lane, .. } => at(lane),
+            RuntimeError::StepBudget { lanes, .. } => lanes.iter_mut().for_each(at),
+            _ => {}
+        }
+        self
+    }
 }
 
 /// Shorthand for results of the runtime.

@@ -90,8 +90,38 @@ use storage::Storage;
 pub struct Run {
     /// One column per leaf of each output variable, rows in lane order.
     pub outputs: Vec<Column>,
-    /// Execution statistics.
+    /// Execution statistics (of the last run, with [`Config::lane_isolation`]: the one
+    /// without the failed lanes).
     pub stats: Stats,
+    /// The lanes that failed, lowest first, each with its error; empty unless
+    /// [`Config::lane_isolation`] is on. Their output rows hold zeros.
+    pub failed: Vec<LaneFailure>,
+}
+
+/// One lane that failed in a run with [`Config::lane_isolation`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct LaneFailure {
+    /// The lane, in the batch as given.
+    pub lane: usize,
+    /// Why it failed (lanes in it numbered as in the batch given).
+    pub error: RuntimeError,
+}
+
+impl Run {
+    /// This run if every lane succeeded, or the first failed lane's error: for callers that
+    /// want all lanes or nothing whatever the configuration.
+    pub fn complete(mut self) -> Result<Run> {
+        if self.failed.is_empty() {
+            Ok(self)
+        } else {
+            Err(self.failed.swap_remove(0).error)
+        }
+    }
+
+    /// Whether `lane` has a result (it did not fail).
+    pub fn succeeded(&self, lane: usize) -> bool {
+        !self.failed.iter().any(|f| f.lane == lane)
+    }
 }
 
 /// A program ready to run: verified, allocated, lowered for the full VM, with its kernels.
@@ -194,8 +224,49 @@ impl Executable {
         &self.kernels
     }
 
-    /// Runs the program on a batch: `inputs` holds one column per input leaf.
+    /// Runs the program on a batch: `inputs` holds one column per input leaf. With
+    /// [`Config::lane_isolation`], lanes that fail are listed in [`Run::failed`] and the others
+    /// keep their results.
     pub fn run(&self, inputs: &[Column], config: &Config) -> Result<Run> {
+        if !config.lane_isolation {
+            return self.run_batch(inputs, config);
+        }
+        let program = match config.mode {
+            Mode::FullVm => &self.lowered,
+            Mode::Stackless => self.high_program()?.0,
+        };
+        let (batch, _) = check_inputs(program, inputs, config)?;
+        // `alive[i]`: the batch lane that is lane `i` of the current run.
+        let mut alive: Vec<usize> = (0..batch).collect();
+        let mut failed: Vec<LaneFailure> = Vec::new();
+        loop {
+            let subset: Vec<Column> = inputs.iter().map(|c| c.gather(&alive)).collect();
+            // Still isolating: the interpreters count each lane's steps on its own.
+            let config = Config {
+                batch_size: Some(alive.len()),
+                ..config.clone()
+            };
+            let error = match self.run_batch(&subset, &config) {
+                Ok(run) => return Ok(spread(run, &alive, batch, failed)),
+                Err(error) => error,
+            };
+            let gone: Vec<usize> = (error.lanes().iter())
+                .filter_map(|&l| alive.get(l).copied())
+                .collect();
+            if gone.is_empty() {
+                return Err(error.renumber(&alive));
+            }
+            let error = error.renumber(&alive);
+            failed.extend(gone.iter().map(|&lane| LaneFailure {
+                lane,
+                error: error.clone(),
+            }));
+            alive.retain(|l| !gone.contains(l));
+        }
+    }
+
+    /// Runs every lane of the batch; the first failure fails the run.
+    fn run_batch(&self, inputs: &[Column], config: &Config) -> Result<Run> {
         let (program, stackless_plan): (&Program, _) = match config.mode {
             Mode::FullVm => (&self.lowered, None),
             Mode::Stackless => {
@@ -237,7 +308,11 @@ impl Executable {
         }
         stats.vector_rows = exec.storage.vector_rows();
         let outputs = exec.storage.read_outputs()?;
-        Ok(Run { outputs, stats })
+        Ok(Run {
+            outputs,
+            stats,
+            failed: Vec::new(),
+        })
     }
 
     /// Runs every lane on its own through the single-lane reference interpreter (the oracle),
@@ -256,7 +331,11 @@ impl Executable {
             vector_len,
             config,
         )?;
-        Ok(Run { outputs, stats })
+        Ok(Run {
+            outputs,
+            stats,
+            failed: Vec::new(),
+        })
     }
 
     fn high_program(&self) -> Result<(&Program, &stackless::Plan)> {
@@ -266,6 +345,28 @@ impl Executable {
                 "stackless needs a high-level program; this one was built lowered".to_string(),
             )
         })
+    }
+}
+
+/// `run` of the surviving lanes `alive` spread back over a batch of `batch` lanes (failed lanes'
+/// rows zero), with the failures sorted by lane.
+fn spread(run: Run, alive: &[usize], batch: usize, mut failed: Vec<LaneFailure>) -> Run {
+    let outputs = run
+        .outputs
+        .iter()
+        .map(|col| {
+            let mut full = Column::zeros(col.dtype(), batch, col.width());
+            for (i, &lane) in alive.iter().enumerate() {
+                full.copy_row_from(lane, col, i);
+            }
+            full
+        })
+        .collect();
+    failed.sort_by_key(|f| f.lane);
+    Run {
+        outputs,
+        stats: run.stats,
+        failed,
     }
 }
 

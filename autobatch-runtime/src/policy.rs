@@ -1,6 +1,9 @@
 //! What both interpreters decide the same way about a block: which vector variables it lets
-//! go of when it ends, and how a branch splits its lanes.
+//! go of when it ends, how a branch splits its lanes, and (with lane isolation) which lanes ran
+//! past the step budget.
 
+use crate::config::Config;
+use crate::error::{Result, RuntimeError};
 use crate::storage::leaf::Leaf;
 use crate::storage::Stacks;
 use autobatch_ir::passes::Liveness;
@@ -55,5 +58,43 @@ pub(crate) fn partition_lanes(
         } else {
             else_.push(lane);
         }
+    }
+}
+
+/// Block executions per lane, with [`Config::lane_isolation`]: each lane's own count is held
+/// against the step budget (as the reference counts it), so the lanes that fail are exactly
+/// those that ran too long, whatever the others did.
+pub(crate) struct LaneSteps {
+    counts: Vec<u64>,
+    budget: u64,
+}
+
+impl LaneSteps {
+    /// Counters for `batch` lanes if `config` isolates lanes and has a step budget.
+    pub(crate) fn new(config: &Config, batch: usize) -> Option<LaneSteps> {
+        let budget = config.step_budget.filter(|_| config.lane_isolation)?;
+        Some(LaneSteps {
+            counts: vec![0; batch],
+            budget,
+        })
+    }
+
+    /// Counts one block execution for each of `lanes`; fails with the lanes past the budget.
+    pub(crate) fn run(&mut self, lanes: &[usize]) -> Result<()> {
+        let mut over = Vec::new();
+        for &l in lanes {
+            self.counts[l] += 1;
+            if self.counts[l] > self.budget {
+                over.push(l);
+            }
+        }
+        if over.is_empty() {
+            return Ok(());
+        }
+        Err(RuntimeError::StepBudget {
+            budget: self.budget,
+            running: over.len(),
+            lanes: over,
+        })
     }
 }

@@ -145,6 +145,7 @@ impl Interp<'_> {
                 return Err(RuntimeError::StepBudget {
                     budget: self.config.step_budget.unwrap_or(u64::MAX),
                     running: 1,
+                    lanes: vec![self.lane],
                 });
             }
             let data = program.block(block);

@@ -12,11 +12,12 @@ use crate::config::Config;
 use crate::depth::{limit_error, on_enough_stack, recursive_functions};
 use crate::error::{function_name, Result, RuntimeError};
 use crate::exec::Exec;
-use crate::policy::{dead_vectors, partition_lanes};
+use crate::policy::{dead_vectors, partition_lanes, LaneSteps};
 use crate::stats::Stats;
 use crate::storage::Stacks;
 use autobatch_ir::passes::Liveness;
 use autobatch_ir::{Allocation, Block, CallOp, FuncId, HighProgram, Op, Terminator, Var};
+use std::cell::RefCell;
 use std::collections::BTreeSet;
 
 /// Stackless keeps no saved frames in storage: every variable behaves as a register, and the
@@ -86,12 +87,55 @@ pub(crate) fn run(
 ) -> Result<()> {
     let lanes: Vec<usize> = (0..exec.storage.batch()).collect();
     let main = exec.program.main;
-    Activation { plan, config }.run_function(exec, stats, main, lanes, 0)
+    let lane_steps = RefCell::new(LaneSteps::new(config, lanes.len()));
+    let activation = Activation {
+        plan,
+        config,
+        lane_steps,
+    };
+    let run = activation.run_function(exec, stats, main, lanes, 0);
+    run.map_err(|e| match e {
+        RuntimeError::StepBudget {
+            budget, mut lanes, ..
+        } => {
+            lanes.sort_unstable();
+            lanes.dedup();
+            let running = lanes.len();
+            RuntimeError::StepBudget {
+                budget,
+                running,
+                lanes,
+            }
+        }
+        other => other,
+    })
+}
+
+/// A step-budget error passing out of an activation: its lanes waiting at other blocks are
+/// still running too (sorted and counted once the error leaves the entry function).
+fn with_waiting(e: RuntimeError, waiting: &[Vec<usize>]) -> RuntimeError {
+    match e {
+        RuntimeError::StepBudget {
+            budget,
+            running,
+            mut lanes,
+        } => {
+            waiting.iter().for_each(|w| lanes.extend_from_slice(w));
+            RuntimeError::StepBudget {
+                budget,
+                running,
+                lanes,
+            }
+        }
+        other => other,
+    }
 }
 
 struct Activation<'a> {
     plan: &'a Plan,
     config: &'a Config,
+    /// Per-lane step counts, with lane isolation (then the global budget is not checked).
+    lane_steps: RefCell<Option<LaneSteps>>,
 }
 
 impl Activation<'_> {
@@ -114,20 +158,35 @@ impl Activation<'_> {
         pending.insert(0);
         let budget = self.config.step_budget.unwrap_or(u64::MAX);
         while let Some(pos) = pending.pop_first() {
-            if stats.steps >= budget {
-                let running = waiting.iter().map(Vec::len).sum::<usize>();
-                return Err(RuntimeError::StepBudget { budget, running });
+            let per_lane = self.lane_steps.borrow().is_some();
+            if !per_lane && stats.steps >= budget {
+                let lanes = Vec::new();
+                let running = 0;
+                let out_of_steps = RuntimeError::StepBudget {
+                    budget,
+                    running,
+                    lanes,
+                };
+                return Err(with_waiting(out_of_steps, &waiting));
             }
             let block = blocks[pos];
             let mut lanes = std::mem::take(&mut waiting[pos]);
             lanes.sort_unstable();
+            if let Some(steps) = self.lane_steps.borrow_mut().as_mut() {
+                steps.run(&lanes)?;
+            }
             stats.record(block.index(), lanes.len());
             let data = program.block(block);
             for (i, op) in data.ops.iter().enumerate() {
                 match op {
                     Op::Prim(prim) => exec.run_prim(prim, &lanes, block, stats)?,
                     Op::Pop(_) => {}
-                    Op::Call(call) => self.call(exec, stats, call, &lanes, block, i, depth)?,
+                    Op::Call(call) => self
+                        .call(exec, stats, call, &lanes, block, i, depth)
+                        .map_err(|e| match per_lane {
+                            true => e,
+                            false => with_waiting(e, &waiting),
+                        })?,
                 }
             }
             for &v in &self.plan.dead_vectors[block.index()] {

@@ -11,7 +11,7 @@ use crate::config::Config;
 use crate::depth::{counted_entries, limit_error};
 use crate::error::{Result, RuntimeError};
 use crate::exec::Exec;
-use crate::policy::{dead_vectors, partition_lanes};
+use crate::policy::{dead_vectors, partition_lanes, LaneSteps};
 use crate::stats::Stats;
 use crate::storage::Stacks;
 use autobatch_ir::passes::liveness;
@@ -90,13 +90,28 @@ pub(crate) fn run(
     let mut cond_true = Vec::new();
     let mut cond_false = Vec::new();
     let mut values = Vec::new();
+    let mut values_lanes = Vec::new();
+    let mut lane_steps = LaneSteps::new(config, batch);
     while let Some(index) = waiting.iter().position(|w| !w.is_empty()) {
-        if stats.steps >= budget {
-            let running = waiting.iter().map(LaneSet::len).sum();
-            return Err(RuntimeError::StepBudget { budget, running });
+        if lane_steps.is_none() && stats.steps >= budget {
+            let mut lanes = Vec::new();
+            for set in &mut waiting {
+                set.take_into(&mut values_lanes);
+                lanes.extend_from_slice(&values_lanes);
+            }
+            lanes.sort_unstable();
+            let running = lanes.len();
+            return Err(RuntimeError::StepBudget {
+                budget,
+                running,
+                lanes,
+            });
         }
         let block = Block::new(index);
         waiting[index].take_into(&mut lanes);
+        if let Some(steps) = &mut lane_steps {
+            steps.run(&lanes)?;
+        }
         stats.record(index, lanes.len());
         let data = program.block(block);
         if let Some(function) = &plan.entries[index] {
@@ -133,7 +148,13 @@ pub(crate) fn run(
             Terminator::PushGoto { ret, target } => {
                 frames += lanes.len();
                 let bytes = frames * std::mem::size_of::<Return>();
-                exec.storage.note_call_stack(bytes, block, &lanes, || {
+                // Blamed on the deepest lane (the lowest of them) if it passes the budget.
+                let deepest = lanes
+                    .iter()
+                    .copied()
+                    .max_by_key(|&l| (returns[l].len(), std::cmp::Reverse(l)));
+                let blamed = deepest.as_slice();
+                exec.storage.note_call_stack(bytes, block, blamed, || {
                     let callee = plan.entries[target.index()].as_deref();
                     let callee = callee.unwrap_or(&program.block(*target).name);
                     format!("the return addresses of calls to `{callee}`")
@@ -185,10 +206,6 @@ impl LaneSet {
         self.count == 0
     }
 
-    fn len(&self) -> usize {
-        self.count
-    }
-
     /// Adds `lane` (not already waiting here: a lane waits at one block at a time).
     fn insert(&mut self, lane: usize) {
         let w = lane / 64;
@@ -236,7 +253,7 @@ mod tests {
         let mut s = LaneSet::new(200);
         s.extend(&[130, 3, 64, 199]);
         s.insert(0);
-        assert_eq!(s.len(), 5);
+        assert_eq!(s.count, 5);
         let mut out = vec![42];
         s.take_into(&mut out);
         assert_eq!(out, vec![0, 3, 64, 130, 199]);

@@ -265,7 +265,8 @@ fn step_budget_ends_a_long_loop() {
                 // Stackless counts the finished lane too: it waits at the loop exit.
                 RuntimeError::StepBudget {
                     budget: 50,
-                    running: 1..=2
+                    running: 1..=2,
+                    ..
                 }
             ),
             "{mode:?}: {err}"

@@ -402,7 +402,7 @@ pub fn function(
             /// Like [`batch`], also returning the run's statistics.
             pub fn batch_with_stats(#(#param_names: #param_views,)* config: &#rtp::Config) -> ::std::result::Result<(#ret_array, #rtp::Stats), #rtp::RuntimeError> {
                 let __inputs: ::std::vec::Vec<#rtp::Column> = ::std::vec![#(#inputs),*];
-                let __run = executable()?.run(&__inputs, config)?;
+                let __run = executable()?.run(&__inputs, config)?.complete()?;
                 ::std::result::Result::Ok((#outputs, __run.stats))
             }
         }

@@ -292,7 +292,8 @@ impl<'p> Storage<'p> {
         }
         let (max, batch) = (self.max_depth, self.batch);
         let store = &self.vars[v.index()];
-        let mut need = 0;
+        // The deepest lane (the lowest of them) is the one a growth is blamed on.
+        let (mut need, mut deepest) = (0, 0);
         for &lane in lanes {
             let d = store.depth[lane] as usize + 1;
             if d >= max {
@@ -303,7 +304,9 @@ impl<'p> Storage<'p> {
                     max_depth: max,
                 });
             }
-            need = need.max(d);
+            if d > need {
+                (need, deepest) = (d, lane);
+            }
         }
         if need > store.levels {
             let grown = need.max(2 * store.levels).min(max);
@@ -311,7 +314,7 @@ impl<'p> Storage<'p> {
             let extra = (grown - store.levels)
                 .saturating_mul(batch)
                 .saturating_mul(row_bytes);
-            self.check_memory(extra, block, lanes, || self.variable(v))?;
+            self.check_memory(extra, block, &[deepest], || self.variable(v))?;
             self.stack_bytes += extra;
             let store = &mut self.vars[v.index()];
             store.levels = grown;
