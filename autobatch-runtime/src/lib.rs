@@ -60,7 +60,7 @@ pub mod __private {
     pub use crate::prefetch::PREFETCH_AHEAD;
     pub use crate::primitive::{check_agreement, AgreementError, Tolerance};
     pub use crate::{
-        Column, Config, Executable, Kernel, KernelError, Key, LaneInputs, LaneOutputs,
+        Column, Config, Executable, Isolated, Kernel, KernelError, Key, LaneInputs, LaneOutputs,
         RuntimeError, Stats, Vector, VectorOut,
     };
     pub use autobatch_ir as ir;
@@ -105,6 +105,34 @@ pub struct LaneFailure {
     pub lane: usize,
     /// Why it failed (lanes in it numbered as in the batch given).
     pub error: RuntimeError,
+}
+
+/// What a generated `batch_isolated` entry point returns: the typed outputs (rows of failed
+/// lanes hold zeros), the lanes that failed with their errors, and the run's statistics.
+///
+/// ```
+/// use autobatch_runtime::{autobatch, Config};
+/// use autobatch_runtime::ndarray::array;
+///
+/// #[autobatch]
+/// fn ratio(a: i64, b: i64) -> i64 {
+///     a / b
+/// }
+///
+/// let run = ratio::batch_isolated(array![6, 1, 8].view(), array![3, 0, 2].view(), &Config::default())
+///     .unwrap();
+/// assert_eq!(run.failed.len(), 1);
+/// assert_eq!(run.failed[0].lane, 1);
+/// assert_eq!((run.outputs[0], run.outputs[2]), (2, 4));
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct Isolated<T> {
+    /// The outputs, one row per lane.
+    pub outputs: T,
+    /// The lanes that failed, lowest first, each with its error.
+    pub failed: Vec<LaneFailure>,
+    /// Execution statistics of the run without the failed lanes.
+    pub stats: Stats,
 }
 
 impl Run {

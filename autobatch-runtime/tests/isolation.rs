@@ -172,6 +172,20 @@ fn several_kinds_at_once_and_all_lanes_failing() {
 }
 
 #[test]
+fn batch_isolated_returns_results_and_failed_lanes() {
+    let n = Array1::from(vec![3i64, 2, 30, 1]);
+    let d = Array1::from(vec![1i64, 0, 5, 4]);
+    let config = Config {
+        max_stack_depth: 10,
+        ..Config::default()
+    };
+    let run = risky::batch_isolated(n.view(), d.view(), &config).unwrap();
+    let failed: Vec<usize> = run.failed.iter().map(|f| f.lane).collect();
+    assert_eq!(failed, vec![1, 2]);
+    assert_eq!((run.outputs[0], run.outputs[3]), (risky(3, 1), risky(1, 4)));
+}
+
+#[test]
 fn batch_entry_points_stay_all_or_nothing() {
     let n = Array1::from(vec![3i64, 2]);
     let d = Array1::from(vec![1i64, 0]);

@@ -399,6 +399,15 @@ pub fn function(
                 batch_with_stats(#(#param_names,)* config).map(|(__out, _)| __out)
             }
 
+            /// Like [`batch`] with [`Config::lane_isolation`](#rtp::Config::lane_isolation) on: lanes
+            /// that fail are listed in `failed` (their rows hold zeros), the others keep their results.
+            pub fn batch_isolated(#(#param_names: #param_views,)* config: &#rtp::Config) -> ::std::result::Result<#rtp::Isolated<#ret_array>, #rtp::RuntimeError> {
+                let __inputs: ::std::vec::Vec<#rtp::Column> = ::std::vec![#(#inputs),*];
+                let __config = #rtp::Config { lane_isolation: true, ..::std::clone::Clone::clone(config) };
+                let __run = executable()?.run(&__inputs, &__config)?;
+                ::std::result::Result::Ok(#rtp::Isolated { outputs: #outputs, failed: __run.failed, stats: __run.stats })
+            }
+
             /// Like [`batch`], also returning the run's statistics.
             pub fn batch_with_stats(#(#param_names: #param_views,)* config: &#rtp::Config) -> ::std::result::Result<(#ret_array, #rtp::Stats), #rtp::RuntimeError> {
                 let __inputs: ::std::vec::Vec<#rtp::Column> = ::std::vec![#(#inputs),*];
