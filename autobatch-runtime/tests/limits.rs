@@ -273,3 +273,28 @@ fn a_zero_memory_budget_is_a_typed_error_or_the_result() {
         }
     }
 }
+
+/// Begins with a loop (its entry block may hold no op) and tail-calls itself.
+#[autobatch]
+fn loop_first(n: i64, acc: i64) -> i64 {
+    let mut k = acc;
+    while k > 1000 {
+        k -= 1000;
+    }
+    if n <= 0 {
+        k
+    } else {
+        loop_first(n - 1, k + n)
+    }
+}
+
+#[test]
+fn a_tail_call_to_a_function_that_begins_with_a_loop_counts_alike() {
+    let exe = loop_first::executable().unwrap();
+    for limit in [1usize, 3, 12] {
+        let k = limit as i64;
+        assert!(agreed(exe, &[i64s(&[k - 1]), i64s(&[2500])], limit).is_ok());
+        let err = agreed(exe, &[i64s(&[k]), i64s(&[2500])], limit).unwrap_err();
+        assert!(matches!(err, RuntimeError::RecursionLimit { .. }), "{err}");
+    }
+}
