@@ -265,7 +265,8 @@ proptest! {
     }
 }
 
-/// Notes 9.2, through the macro.
+/// The reference front end's conformance checks (docs/reference-semantics.md, "Conformance
+/// programs"), through the macro.
 #[test]
 fn reference_frontend_conformance() {
     use autobatch_runtime::ndarray::array;
