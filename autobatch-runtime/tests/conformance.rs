@@ -194,9 +194,10 @@ fn pea_nuts_runs_and_matches_the_reference() {
     assert_eq!((run.outputs[0].rows(), run.outputs[0].width()), (4, 3));
 }
 
-/// (docs/reference-semantics.md, "The full VM"): with the full VM, lanes re-converge across recursion depths, so the addition in
-/// the sync-test fibonacci runs exactly as often as fib(7) alone needs (20 times) on [3, 7, 4, 5]
-/// (with the reference's blocks, and with ours after inlining and block simplification).
+/// With the full VM, lanes re-converge across recursion depths (docs/reference-semantics.md,
+/// "The full VM"), so the addition in the sync-test fibonacci runs exactly as often as fib(7)
+/// alone needs (20 times) on [3, 7, 4, 5] (with the reference's blocks, and with ours after
+/// inlining and block simplification).
 #[test]
 fn full_vm_synchronises_additions_across_depths() {
     for passes in [Passes::none(), Passes::default()] {
@@ -214,8 +215,8 @@ fn full_vm_synchronises_additions_across_depths() {
     }
 }
 
-/// (docs/reference-semantics.md, "The full VM"): fibonacci through calls on [5, 6, 8, 9] runs the addition 54 times (fib(9)'s own
-/// count) and the base case 55 times on the full VM; stackless cannot merge lanes at different
+/// Fibonacci through calls on [5, 6, 8, 9] (docs/reference-semantics.md, "The full VM") runs
+/// the addition 54 times (fib(9)'s own count) and the base case 55 times on the full VM; stackless cannot merge lanes at different
 /// depths and runs the base case 94 times. The same with the reference's blocks and with ours.
 #[test]
 fn full_vm_merges_lanes_across_depths() {
