@@ -213,7 +213,10 @@ pub fn quantile(draws: ArrayView2<f64>, p: f64) -> f64 {
     if draws.is_empty() || draws.iter().any(|x| x.is_nan()) {
         return f64::NAN;
     }
-    quantile_of_sorted(&sorted_values(&draws.iter().copied().collect::<Vec<_>>()), p)
+    quantile_of_sorted(
+        &sorted_values(&draws.iter().copied().collect::<Vec<_>>()),
+        p,
+    )
 }
 
 /// Every diagnostic of one scalar quantity (`[chains, draws]`), sharing the work between

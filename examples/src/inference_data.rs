@@ -81,7 +81,11 @@ fn write_group(
 fn coordinates(store: &mut Store, group: &str, chains: usize, n: usize) -> Result<(), ZarrError> {
     for (name, len) in [("chain", chains), ("draw", n)] {
         let index = Array1::from_iter(0..len as i64).into_dyn();
-        store.array(&format!("{group}/{name}"), &[name], Array::I64(index.view()))?;
+        store.array(
+            &format!("{group}/{name}"),
+            &[name],
+            Array::I64(index.view()),
+        )?;
     }
     Ok(())
 }

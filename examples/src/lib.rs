@@ -7,4 +7,5 @@ pub mod diagnostics;
 pub mod inference_data;
 pub mod npy;
 pub mod nuts;
+pub mod plot;
 pub mod zarr;

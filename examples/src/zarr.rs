@@ -269,14 +269,24 @@ mod tests {
     fn writes_metadata_and_little_endian_chunks() {
         let dir = temp("layout");
         let mut store = Store::create(&dir).unwrap();
-        store.group("posterior", &[("note", "a \"quoted\"\nline")]).unwrap();
+        store
+            .group("posterior", &[("note", "a \"quoted\"\nline")])
+            .unwrap();
         let x = Array3::from_shape_fn((2, 3, 2), |(c, d, i)| (c * 100 + d * 10 + i) as f64);
         store
-            .array("posterior/x", &["chain", "draw", "x_dim_0"], Array::F64(x.view().into_dyn()))
+            .array(
+                "posterior/x",
+                &["chain", "draw", "x_dim_0"],
+                Array::F64(x.view().into_dyn()),
+            )
             .unwrap();
         let flags = ArrayD::from_shape_vec(IxDyn(&[2, 2]), vec![true, false, false, true]).unwrap();
         store
-            .array("posterior/flag", &["chain", "draw"], Array::Bool(flags.view()))
+            .array(
+                "posterior/flag",
+                &["chain", "draw"],
+                Array::Bool(flags.view()),
+            )
             .unwrap();
         store.finish().unwrap();
 
@@ -300,9 +310,17 @@ mod tests {
             .map(|b| f64::from_le_bytes(b.try_into().unwrap()))
             .collect();
         assert_eq!(values, x.iter().copied().collect::<Vec<_>>());
-        assert_eq!(fs::read(dir.join("posterior/flag/0.0")).unwrap(), [1, 0, 0, 1]);
+        assert_eq!(
+            fs::read(dir.join("posterior/flag/0.0")).unwrap(),
+            [1, 0, 0, 1]
+        );
         let consolidated = read(".zmetadata");
-        for key in [".zgroup", "posterior/.zattrs", "posterior/x/.zarray", "posterior/flag/.zattrs"] {
+        for key in [
+            ".zgroup",
+            "posterior/.zattrs",
+            "posterior/x/.zarray",
+            "posterior/flag/.zattrs",
+        ] {
             assert!(consolidated.contains(&format!("\"{key}\": {{")), "{key}");
         }
         fs::remove_dir_all(&dir).unwrap();
@@ -315,10 +333,15 @@ mod tests {
         // Rows of 256 bytes: four per 1 KiB chunk (in tests), so 9 rows make chunks 0, 1, 2.
         let row = 32;
         let data = ArrayD::from_elem(IxDyn(&[9, row]), 1i64);
-        store.array("big", &["a", "b"], Array::I64(data.view())).unwrap();
+        store
+            .array("big", &["a", "b"], Array::I64(data.view()))
+            .unwrap();
         let meta = fs::read_to_string(dir.join("big/.zarray")).unwrap();
         assert!(meta.contains(&format!("\"chunks\": [4, {row}]")), "{meta}");
-        assert_eq!(fs::metadata(dir.join("big/2.0")).unwrap().len(), 8 * row as u64);
+        assert_eq!(
+            fs::metadata(dir.join("big/2.0")).unwrap().len(),
+            8 * row as u64
+        );
         assert!(!dir.join("big/3.0").exists());
         fs::remove_dir_all(&dir).unwrap();
     }
@@ -328,8 +351,17 @@ mod tests {
         let dir = temp("errors");
         let mut store = Store::create(&dir).unwrap();
         let data = ArrayD::from_elem(IxDyn(&[2, 2]), 0.0);
-        let err = store.array("x", &["a"], Array::F64(data.view())).unwrap_err();
-        assert!(matches!(err, ZarrError::Dimensions { axes: 2, names: 1, .. }));
+        let err = store
+            .array("x", &["a"], Array::F64(data.view()))
+            .unwrap_err();
+        assert!(matches!(
+            err,
+            ZarrError::Dimensions {
+                axes: 2,
+                names: 1,
+                ..
+            }
+        ));
         fs::remove_dir_all(&dir).unwrap();
         let err = Store::create(Path::new("/nonexistent-dir/sub/x.zarr")).unwrap_err();
         assert!(err.to_string().contains("/nonexistent-dir"), "{err}");

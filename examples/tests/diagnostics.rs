@@ -34,8 +34,8 @@
 //! ```
 
 use autobatch_examples::diagnostics::{
-    bulk_ess, ess, mcse_mean, mcse_sd, mean, quantile, rank_normalized_split_rhat, sd,
-    split_rhat, summarize, summarize_all, tail_ess, Summary, SUMMARY_QUANTILES,
+    bulk_ess, ess, mcse_mean, mcse_sd, mean, quantile, rank_normalized_split_rhat, sd, split_rhat,
+    summarize, summarize_all, tail_ess, Summary, SUMMARY_QUANTILES,
 };
 use ndarray::{Array2, Array3, Axis};
 
@@ -175,7 +175,11 @@ fn arviz_four_mixed_chains() {
             mcse_mean: 0.10810964308869096,
             ess_tail: 214.23458431332443,
             mcse_sd: 0.041583415752873824,
-            quantiles: [-1.4120321365953954, 0.014234603140921231, 1.8737509789818418],
+            quantiles: [
+                -1.4120321365953954,
+                0.014234603140921231,
+                1.8737509789818418,
+            ],
         },
     );
 }
@@ -366,7 +370,11 @@ fn arviz_too_few_draws() {
             mcse_mean: f64::NAN,
             ess_tail: f64::NAN,
             mcse_sd: f64::NAN,
-            quantiles: [-1.8109069998206948, -0.054246994399671955, 1.0141679791299565],
+            quantiles: [
+                -1.8109069998206948,
+                -0.054246994399671955,
+                1.0141679791299565,
+            ],
         },
     );
 }
@@ -379,7 +387,13 @@ fn nan_and_empty_inputs_give_nan() {
     for value in [s.r_hat, s.split_r_hat, s.ess_bulk, s.ess_mean, s.mcse_mean] {
         assert!(value.is_nan());
     }
-    for value in [s.ess_tail, s.mcse_sd, s.quantiles[0], s.quantiles[1], s.quantiles[2]] {
+    for value in [
+        s.ess_tail,
+        s.mcse_sd,
+        s.quantiles[0],
+        s.quantiles[1],
+        s.quantiles[2],
+    ] {
         assert!(value.is_nan());
     }
     let empty = Array2::<f64>::zeros((0, 10));

@@ -499,7 +499,10 @@ fn warmup_and_energy_are_recorded_without_changing_the_draws() {
     let kept = sample(target.clone(), &settings, |_| {}).unwrap();
     assert_eq!(kept.warmup.q.dim(), (6, 30, 4));
     assert_eq!(kept.warmup.recorded, 6 * 30);
-    assert_eq!(bits(plain.draws.q.iter().copied()), bits(kept.draws.q.iter().copied()));
+    assert_eq!(
+        bits(plain.draws.q.iter().copied()),
+        bits(kept.draws.q.iter().copied())
+    );
     assert_eq!(plain.draws.energy, kept.draws.energy);
     assert!(kept.warmup.n_leapfrog.iter().all(|&n| n >= 1));
     let (lp, _) = target.logp_grad(kept.draws.q.slice(s![.., 5, ..]));

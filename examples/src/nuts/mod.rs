@@ -222,7 +222,8 @@ impl Settings {
     pub fn memory_estimate(&self, dim: usize) -> u128 {
         let (chains, dim_bytes) = (self.chains as u128, 8 * dim as u128);
         let kept = if self.save_warmup { self.warmup } else { 0 };
-        let draws = Draws::bytes(self.chains, self.draws, dim) + Draws::bytes(self.chains, kept, dim);
+        let draws =
+            Draws::bytes(self.chains, self.draws, dim) + Draws::bytes(self.chains, kept, dim);
         let state = chains * (STATE_ROWS_PER_CHAIN as u128 * dim_bytes);
         let inputs = chains * (8 * dim_bytes + 256);
         draws + state + inputs
