@@ -116,7 +116,7 @@ where
     Ok(())
 }
 
-/// Per chain: the count of its draws in each of [`BINS`] equal rank bins over the expected
+/// Per chain: the count of its draws in each of 20 equal rank bins over the expected
 /// count (ranks among all chains' draws; ties broken by position, which is enough for a plot).
 pub fn rank_histograms(draws: ArrayView2<f64>) -> Vec<Vec<f64>> {
     let (chains, n) = draws.dim();
