@@ -180,6 +180,9 @@ pub enum Refusal {
         /// A hint about --save-warmup, if it is set.
         warmup: &'static str,
     },
+    /// Any other error the sampler's checks report.
+    #[error(transparent)]
+    Sampler(SampleError),
     /// An output path cannot be written.
     #[error("{flag} {}: {why}", path.display())]
     Output {
@@ -192,16 +195,16 @@ pub enum Refusal {
     },
 }
 
-impl Refusal {
+impl From<SampleError> for Refusal {
     /// A sampler setting error, named as the flag that sets it.
-    pub fn from_setting(error: SampleError) -> Result<Self, SampleError> {
+    fn from(error: SampleError) -> Self {
         match error {
-            SampleError::Setting { name, value, why } => Ok(Refusal::Flag {
+            SampleError::Setting { name, value, why } => Refusal::Flag {
                 flag: format!("--{}", name.replace('_', "-")),
                 value,
                 why,
-            }),
-            other => Err(other),
+            },
+            other => Refusal::Sampler(other),
         }
     }
 }
@@ -464,6 +467,18 @@ mod tests {
         for r in [0.4, 812.0, 9_999.0, 41_234.0, 999_999.0, 1.3e6, 9.9e7] {
             assert!(rate(r).len() <= 5, "{r}: {}", rate(r));
         }
+    }
+
+    #[test]
+    fn sampler_setting_errors_name_the_flag_as_typed() {
+        let error = SampleError::Setting {
+            name: "target_accept",
+            value: "1".into(),
+            why: "strictly between 0 and 1",
+        };
+        let message = Refusal::from(error).to_string();
+        assert!(message.contains("'--target-accept'"), "{message}");
+        assert!(!message.contains("target_accept"), "{message}");
     }
 
     #[test]

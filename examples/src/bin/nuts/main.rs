@@ -24,7 +24,7 @@ fn main() -> ExitCode {
     let target: Rc<dyn autobatch_examples::nuts::Target> = Rc::from(args.target.build());
     let checked = settings
         .validate()
-        .map_err(|e| Refusal::from_setting(e).expect("validate only reports settings"))
+        .map_err(Refusal::from)
         .and_then(|()| cli::check_memory(&settings, target.dim()))
         .and_then(|()| Outputs::prepare(&args));
     let outputs = match checked {
