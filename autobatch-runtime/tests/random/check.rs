@@ -2,56 +2,40 @@
 //! compares each lane with the one-lane reference interpreter, bit for bit.
 
 use super::build::{build, Built};
-use super::spec::{Batch, Input, Spec};
+use super::prims::Ty;
+use super::spec::{Batch, Spec};
 use autobatch_runtime::ndarray::Array2;
 use autobatch_runtime::{
     Column, Config, Executable, InlineOptions, Key, Mode, Passes, Run, RuntimeError,
 };
 use proptest::test_runner::TestCaseError;
 
-/// The input columns of a batch: the counter, then each entry parameter.
-pub fn columns(batch: &Batch) -> Vec<Column> {
-    let lanes = batch.counter.len();
-    let mut cols = vec![Column::from_scalars(&batch.counter)];
-    for values in &batch.params {
-        cols.push(match values.first() {
-            Some(Input::I(_)) => Column::from_scalars(&pick(values, |v| match v {
-                Input::I(x) => Some(*x),
-                _ => None,
-            })),
-            Some(Input::F(_)) => Column::from_scalars(&pick(values, |v| match v {
-                Input::F(x) => Some(*x),
-                _ => None,
-            })),
-            Some(Input::B(_)) => Column::from_scalars(&pick(values, |v| match v {
-                Input::B(x) => Some(*x),
-                _ => None,
-            })),
-            Some(Input::K(_)) => Column::from_scalars(&pick(values, |v| match v {
-                Input::K(seed) => Some(Input::key(*seed)),
-                _ => None,
-            })),
-            Some(Input::V(_)) | None => {
-                let rows: Vec<f64> = (values.iter())
-                    .flat_map(|v| match v {
-                        Input::V(x) => x.clone(),
-                        _ => Vec::new(),
-                    })
-                    .collect();
-                let rows = Array2::from_shape_vec((lanes, batch.len), rows)
-                    .expect("every vector input has the run's length");
+/// The input columns of a batch for an entry taking `params`: the counter, then each parameter.
+pub fn columns(batch: &Batch, params: &[Ty]) -> Vec<Column> {
+    let lanes = &batch.lanes;
+    let mut cols = vec![Column::from_scalars(
+        &lanes.iter().map(|l| l.counter).collect::<Vec<_>>(),
+    )];
+    for (j, &t) in params.iter().enumerate() {
+        let slots = lanes.iter().map(|l| &l.slots[j]);
+        cols.push(match t {
+            Ty::Int => Column::from_scalars(&slots.map(|s| s.int).collect::<Vec<_>>()),
+            Ty::Float => Column::from_scalars(&slots.map(|s| s.float).collect::<Vec<_>>()),
+            Ty::Bool => Column::from_scalars(&slots.map(|s| s.bool).collect::<Vec<_>>()),
+            Ty::Key => Column::from_scalars(
+                &slots
+                    .map(|s| Key::new(s.key).fold_in(j as u64))
+                    .collect::<Vec<_>>(),
+            ),
+            Ty::Vector => {
+                let rows: Vec<f64> = slots.flat_map(|s| s.vector[..batch.len].to_vec()).collect();
+                let rows = Array2::from_shape_vec((lanes.len(), batch.len), rows)
+                    .expect("one row per lane");
                 Column::from_view2(rows.view())
             }
         });
     }
     cols
-}
-
-fn pick<T>(values: &[Input], f: impl Fn(&Input) -> Option<T>) -> Vec<T> {
-    values
-        .iter()
-        .map(|v| f(v).expect("one type per input"))
-        .collect()
 }
 
 /// Every combination of the optional passes; "inline" inlines every non-recursive function
@@ -132,8 +116,8 @@ pub fn run(
 /// the reference interpreter's results, lane by lane, bit for bit.
 pub fn agree(spec: &Spec, batch: &Batch) -> Result<(), TestCaseError> {
     let built = build(spec, batch.len);
-    let inputs = columns(batch);
-    let lanes = batch.counter.len();
+    let inputs = columns(batch, &spec.funcs[0].params);
+    let lanes = batch.lanes.len();
     let reference = Executable::with_passes(
         built.program.clone(),
         built.kernels.clone(),
@@ -178,3 +162,93 @@ pub fn agree(spec: &Spec, batch: &Batch) -> Result<(), TestCaseError> {
 /// The stack limit of the main property: far above the deepest recursion a random program
 /// makes, so no run fails.
 pub const LIMIT: usize = 4096;
+
+/// Whether `e` says a run went deeper than the configured stack limit.
+pub fn is_depth_error(e: &RuntimeError) -> bool {
+    matches!(
+        e,
+        RuntimeError::StackOverflow { .. } | RuntimeError::RecursionLimit { .. }
+    )
+}
+
+/// How closely the interpreters' depth errors must follow the reference interpreter's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Depth {
+    /// Exactly: a depth error where the reference has one, its results where it has them.
+    Exact,
+    /// Up to what is known: the full VM counts two frames more than the reference, and a tail
+    /// call (a jump in the full VM) takes no frame there, so a run the reference stops may
+    /// complete, but then with the results the reference gives without a limit.
+    Known,
+}
+
+/// At a small stack limit `limit`, prepared without inlining (which removes calls, and so
+/// frames: an inlined program may rightly go deeper than its source): where the reference
+/// interpreter stops with a depth error, every way stops with one; where it completes, every
+/// way gives its results (see [`Depth`] for how closely).
+pub fn agree_at_limit(
+    spec: &Spec,
+    batch: &Batch,
+    limit: usize,
+    depth: Depth,
+) -> Result<(), TestCaseError> {
+    let built = build(spec, batch.len);
+    let inputs = columns(batch, &spec.funcs[0].params);
+    let exe = Executable::with_passes(
+        built.program.clone(),
+        built.kernels.clone(),
+        &Passes::none(),
+    )
+    .map_err(|e| TestCaseError::fail(format!("prepare: {e}\n{}", context(&built, batch))))?;
+    let reference = exe.run_reference(&inputs, &config(Mode::FullVm, batch, limit));
+    if let Err(e) = &reference {
+        if !is_depth_error(e) {
+            return Err(TestCaseError::fail(format!(
+                "reference: {e}\n{}",
+                context(&built, batch)
+            )));
+        }
+    }
+    let unlimited = exe.run_reference(&inputs, &config(Mode::FullVm, batch, LIMIT));
+    let same = |want: &Result<Run, RuntimeError>, have: &Run| match want {
+        Ok(want) => {
+            (0..batch.lanes.len()).all(|l| lane(&want.outputs, l) == lane(&have.outputs, l))
+        }
+        Err(_) => false,
+    };
+    let mut failures: Vec<String> = Vec::new();
+    for passes in variants(false).into_iter().filter(|p| p.inline.is_none()) {
+        for mode in [Mode::FullVm, Mode::Stackless] {
+            let known = depth == Depth::Known && mode == Mode::FullVm;
+            let at = if reference.is_ok() && known {
+                limit + 2
+            } else {
+                limit
+            };
+            let got = run(&built, &passes, &config(mode, batch, at), &inputs);
+            let agrees = match (&reference, &got) {
+                (Ok(_), Ok(have)) => same(&reference, have),
+                (Err(_), Err(e)) => is_depth_error(e),
+                (Err(_), Ok(have)) => known && same(&unlimited, have),
+                (Ok(_), Err(_)) => false,
+            };
+            if !agrees {
+                let got = got.map(|_| "results");
+                let want = reference.as_ref().map(|_| "results");
+                failures.push(format!(
+                    "{mode:?}, {passes:?} at {at}: {got:?}, the reference: {want:?}"
+                ));
+            }
+        }
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(TestCaseError::fail(format!(
+            "at stack limit {limit}, {} of 8 ways disagree with the reference:\n{}\n{}",
+            failures.len(),
+            failures.join("\n"),
+            context(&built, batch)
+        )))
+    }
+}

@@ -4,7 +4,6 @@
 //! proptest can shrink any part of it freely.
 
 use super::prims::{Prim, Ty, CATALOGUE};
-use autobatch_runtime::Key;
 use proptest::prelude::*;
 
 /// A program: `funcs[0]` is the entry (`main`, never called); the others are called with a
@@ -108,31 +107,45 @@ pub enum Stmt {
     },
 }
 
-/// A batch of inputs for a program: `counter` for the entry's recursion counter, then one
-/// column of values per entry parameter.
+/// The most parameters a function has.
+pub const MAX_PARAMS: usize = 3;
+
+/// The most elements a vector has.
+pub const MAX_LEN: usize = 3;
+
+/// A batch of inputs, drawn independently of the program (so each shrinks on its own): per
+/// lane the recursion counter and, per parameter position, a value of every type; the entry's
+/// parameter types pick which.
 #[derive(Clone, Debug)]
 pub struct Batch {
     /// Vector length of the run.
     pub len: usize,
-    /// The counter per lane.
-    pub counter: Vec<i64>,
-    /// Per entry parameter, one value per lane.
-    pub params: Vec<Vec<Input>>,
+    /// The lanes.
+    pub lanes: Vec<Lane>,
 }
 
-/// One lane's value of one input.
+/// One lane's inputs.
 #[derive(Clone, Debug)]
-pub enum Input {
-    /// `i64`.
-    I(i64),
-    /// `f64`.
-    F(f64),
-    /// `bool`.
-    B(bool),
-    /// A vector.
-    V(Vec<f64>),
-    /// A key, by its seed.
-    K(u64),
+pub struct Lane {
+    /// The entry's recursion counter.
+    pub counter: i64,
+    /// Per parameter position, a value of each type.
+    pub slots: Vec<Slot>,
+}
+
+/// A value of each type for one parameter of one lane.
+#[derive(Clone, Debug)]
+pub struct Slot {
+    /// If the parameter is an `i64`.
+    pub int: i64,
+    /// If it is an `f64`.
+    pub float: f64,
+    /// If it is a `bool`.
+    pub bool: bool,
+    /// If it is a vector: its first `len` elements.
+    pub vector: Vec<f64>,
+    /// If it is a key: its seed.
+    pub key: u64,
 }
 
 fn ty() -> impl Strategy<Value = Ty> {
@@ -188,7 +201,7 @@ fn stmts(depth: u32) -> BoxedStrategy<Vec<Stmt>> {
 
 fn func() -> impl Strategy<Value = FuncSpec> {
     (
-        prop::collection::vec(ty(), 0..4),
+        prop::collection::vec(ty(), 0..=MAX_PARAMS),
         prop::collection::vec(ty(), 1..3),
         operands(2),
         stmts(2),
@@ -235,54 +248,42 @@ fn float() -> impl Strategy<Value = f64> {
     ]
 }
 
-fn input(t: Ty, len: usize) -> BoxedStrategy<Input> {
-    match t {
-        Ty::Int => prop_oneof![
+fn slot() -> impl Strategy<Value = Slot> {
+    (
+        prop_oneof![
             4 => -5i64..40,
             1 => prop::sample::select(vec![i64::MIN, i64::MAX, -1, 0]),
             1 => any::<i64>(),
-        ]
-        .prop_map(Input::I)
-        .boxed(),
-        Ty::Float => float().prop_map(Input::F).boxed(),
-        Ty::Bool => any::<bool>().prop_map(Input::B).boxed(),
-        Ty::Vector => prop::collection::vec(float(), len..=len)
-            .prop_map(Input::V)
-            .boxed(),
-        Ty::Key => any::<u64>().prop_map(Input::K).boxed(),
-    }
+        ],
+        float(),
+        any::<bool>(),
+        prop::collection::vec(float(), MAX_LEN..=MAX_LEN),
+        any::<u64>(),
+    )
+        .prop_map(|(int, float, bool, vector, key)| Slot {
+            int,
+            float,
+            bool,
+            vector,
+            key,
+        })
 }
 
-/// A batch of 1 to 64 lanes for a program whose entry takes `params`.
-pub fn batch(params: Vec<Ty>) -> impl Strategy<Value = Batch> {
-    (1usize..=64, 0usize..4).prop_flat_map(move |(lanes, len)| {
-        let counter = prop::collection::vec(
-            prop_oneof![4 => -2i64..12, 1 => 12i64..80, 1 => any::<i64>()],
-            lanes..=lanes,
-        );
-        let params: Vec<_> = params
-            .iter()
-            .map(|&t| prop::collection::vec(input(t, len), lanes..=lanes))
-            .collect();
-        (counter, params).prop_map(move |(counter, params)| Batch {
-            len,
-            counter,
-            params,
-        })
-    })
+fn lane() -> impl Strategy<Value = Lane> {
+    (
+        prop_oneof![4 => -2i64..12, 1 => 12i64..80, 1 => any::<i64>()],
+        prop::collection::vec(slot(), MAX_PARAMS..=MAX_PARAMS),
+    )
+        .prop_map(|(counter, slots)| Lane { counter, slots })
+}
+
+/// A batch of 1 to 64 lanes, vectors of length 0 to [`MAX_LEN`].
+pub fn batch() -> impl Strategy<Value = Batch> {
+    (0..=MAX_LEN, prop::collection::vec(lane(), 1..=64))
+        .prop_map(|(len, lanes)| Batch { len, lanes })
 }
 
 /// A program (sharing what `sharing` allows) and a batch of inputs for it.
 pub fn case(sharing: Vec<Sharing>) -> impl Strategy<Value = (Spec, Batch)> {
-    spec(sharing).prop_flat_map(|s| {
-        let params = s.funcs[0].params.clone();
-        (Just(s), batch(params))
-    })
-}
-
-impl Input {
-    /// The key of a seed input.
-    pub fn key(seed: u64) -> Key {
-        Key::new(seed).fold_in(1)
-    }
+    (spec(sharing), batch())
 }
