@@ -9,9 +9,9 @@ use autobatch_runtime::Kernel;
 use std::collections::HashMap;
 
 /// The most calls one lane may make (the entry's recursion counter is clamped to keep under it).
-const CALL_BUDGET: u64 = 300;
+const CALL_BUDGET: u64 = 1000;
 /// The deepest recursion the clamp allows.
-const DEPTH_MAX: i64 = 40;
+const DEPTH_MAX: i64 = 60;
 
 /// A built program.
 pub struct Built {
@@ -49,6 +49,21 @@ struct Builder<'s> {
 struct Current {
     index: usize,
     name: String,
+    /// Loops around the statement being built.
+    loops: std::cell::Cell<usize>,
+    /// Calls built so far.
+    calls: std::cell::Cell<usize>,
+}
+
+impl Current {
+    /// Whether a call may be built here (see [`Spec::linear`]); counts it if so.
+    fn may_call(&self, linear: bool) -> bool {
+        let ok = !linear || (self.loops.get() == 0 && self.calls.get() == 0);
+        if ok {
+            self.calls.set(self.calls.get() + 1);
+        }
+        ok
+    }
 }
 
 /// Builds `spec` for runs whose vectors have length `len`.
@@ -108,13 +123,16 @@ fn func_name(i: usize) -> String {
 }
 
 /// Calls per level: the most calls one activation of a function makes (loops multiply).
-fn calls(stmts: &[Stmt], times: u64) -> u64 {
+fn calls(stmts: &[Stmt], times: u64, linear: bool) -> u64 {
+    if linear {
+        return 1;
+    }
     stmts
         .iter()
         .map(|s| match s {
             Stmt::Call { .. } | Stmt::TailCall { .. } => times,
-            Stmt::If(_, t, e) => calls(t, times) + calls(e, times),
-            Stmt::Loop { max, body, .. } => calls(body, times * *max as u64),
+            Stmt::If(_, t, e) => calls(t, times, false) + calls(e, times, false),
+            Stmt::Loop { max, body, .. } => calls(body, times * *max as u64, false),
             _ => 0,
         })
         .sum()
@@ -123,10 +141,10 @@ fn calls(stmts: &[Stmt], times: u64) -> u64 {
 /// The largest recursion counter the entry may pass on so that a lane makes at most
 /// [`CALL_BUDGET`] calls.
 fn recursion_cap(spec: &Spec) -> i64 {
-    let entry = calls(&spec.funcs[0].body, 1);
+    let entry = calls(&spec.funcs[0].body, 1, spec.linear);
     let fanout = spec.funcs[1..]
         .iter()
-        .map(|f| calls(&f.body, 1))
+        .map(|f| calls(&f.body, 1, spec.linear))
         .max()
         .unwrap_or(0);
     let mut cap = 0;
@@ -251,6 +269,8 @@ impl Builder<'_> {
         let f = Current {
             index,
             name: func_name(index),
+            loops: Default::default(),
+            calls: Default::default(),
         };
         let (counter, params, _) = self.sigs[index].clone();
         let mut scope: Scope = vec![InScope {
@@ -378,6 +398,9 @@ impl Builder<'_> {
                     let Some(g) = self.callee(*func, None) else {
                         continue;
                     };
+                    if !f.may_call(self.spec.linear) {
+                        continue;
+                    }
                     let ins = self.call_args(f, at, &scope, g, args, *dec);
                     let types = self.spec.funcs[g].returns.clone();
                     let outs = self.targets(f, &mut scope, &types, outs);
@@ -423,9 +446,11 @@ impl Builder<'_> {
                     };
                     let mut in_body = scope.clone();
                     in_body.push(counter);
+                    f.loops.set(f.loops.get() + 1);
                     if let Some((end, _)) = self.stmts(f, inner, in_body, body) {
                         self.b.goto(end, head);
                     }
+                    f.loops.set(f.loops.get() - 1);
                     scope.push(counter);
                     at = exit;
                 }
@@ -436,13 +461,13 @@ impl Builder<'_> {
                 Stmt::TailCall { func, args, dec } => {
                     let returns = self.spec.funcs[f.index].returns.clone();
                     match self.callee(*func, Some(&returns)) {
-                        Some(g) => {
+                        Some(g) if f.may_call(self.spec.linear) => {
                             let ins = self.call_args(f, at, &scope, g, args, *dec);
                             let rets = self.sigs[f.index].2.clone();
                             self.b.call(at, self.funcs[g], &ins, &rets);
                             self.b.ret(at);
                         }
-                        None => self.ret(f, at, &scope, args),
+                        _ => self.ret(f, at, &scope, args),
                     }
                     return None;
                 }

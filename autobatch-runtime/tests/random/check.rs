@@ -92,6 +92,9 @@ pub fn config(mode: Mode, batch: &Batch, max_stack_depth: usize) -> Config {
         mode,
         max_stack_depth,
         vector_len: Some(batch.len),
+        // Far above what a random program runs (its calls are bounded), so a program that
+        // failed to terminate fails fast.
+        step_budget: Some(5_000_000),
         ..Config::default()
     }
 }
