@@ -1,5 +1,6 @@
 //! Runs a random program every way (each combination of `Passes`, both interpreters) and
-//! compares each lane with the one-lane reference interpreter, bit for bit.
+//! compares each lane with the one-lane reference interpreter, bit for bit; at small stack
+//! limits, compares where the runs stop with depth errors.
 
 use super::build::{build, Built};
 use super::prims::Ty;
