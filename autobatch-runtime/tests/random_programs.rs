@@ -45,7 +45,7 @@ fn config(default: u32) -> ProptestConfig {
 }
 
 proptest! {
-    #![proptest_config(config(2500))]
+    #![proptest_config(config(2000))]
 
     /// Every way of running a random program agrees with the reference interpreter.
     #[test]

@@ -209,10 +209,17 @@ impl Builder<'_> {
         if !of.is_empty() {
             return of[i as usize % of.len()];
         }
-        let prim = Prim::constant(t);
-        let ins = self.operands(f, at, scope, &prim.sig().0, &[i]);
         let v = self.fresh_var(f, t);
-        self.prim(at, prim, false, &[v], &ins);
+        match Prim::constant(t) {
+            Some(prim) => {
+                let ins = self.operands(f, at, scope, &prim.sig().0, &[i]);
+                self.prim(at, prim, false, &[v], &ins);
+            }
+            None => {
+                let ins = self.operands(f, at, scope, &[Ty::Int, Ty::Float], &[i, i]);
+                self.b.assign(at, &[v], &ins);
+            }
+        }
         v
     }
 
@@ -371,6 +378,16 @@ impl Builder<'_> {
                     let idx: Vec<Option<u8>> = outs.iter().map(|&i| Some(i)).collect();
                     let outs = self.targets(f, &mut scope, &tout, &idx);
                     self.prim(at, *prim, *batched, &outs, &ins);
+                }
+                Stmt::Pack(i, x) => {
+                    let ins = self.operands(f, at, &scope, &[Ty::Int, Ty::Float], &[*i, *x]);
+                    let outs = self.targets(f, &mut scope, &[Ty::Pair], &[]);
+                    self.b.assign(at, &outs, &ins);
+                }
+                Stmt::Unpack(t, outs) => {
+                    let pair = self.operand(f, at, &scope, Ty::Pair, *t);
+                    let outs = self.targets(f, &mut scope, &[Ty::Int, Ty::Float], outs);
+                    self.b.assign(at, &outs, &[pair]);
                 }
                 Stmt::Copy(pairs) => {
                     let (mut outs, mut ins) = (Vec::new(), Vec::new());

@@ -11,32 +11,41 @@ use autobatch_runtime::{
 };
 use proptest::test_runner::TestCaseError;
 
-/// The input columns of a batch for an entry taking `params`: the counter, then each parameter.
+/// The input columns of a batch for an entry taking `params`: the counter, then each
+/// parameter's leaves (a pair's are the `i64` and the `f64` its position holds).
 pub fn columns(batch: &Batch, params: &[Ty]) -> Vec<Column> {
-    let lanes = &batch.lanes;
-    let mut cols = vec![Column::from_scalars(
-        &lanes.iter().map(|l| l.counter).collect::<Vec<_>>(),
-    )];
+    let counters: Vec<i64> = batch.lanes.iter().map(|l| l.counter).collect();
+    let mut cols = vec![Column::from_scalars(&counters)];
     for (j, &t) in params.iter().enumerate() {
-        let slots = lanes.iter().map(|l| &l.slots[j]);
-        cols.push(match t {
-            Ty::Int => Column::from_scalars(&slots.map(|s| s.int).collect::<Vec<_>>()),
-            Ty::Float => Column::from_scalars(&slots.map(|s| s.float).collect::<Vec<_>>()),
-            Ty::Bool => Column::from_scalars(&slots.map(|s| s.bool).collect::<Vec<_>>()),
-            Ty::Key => Column::from_scalars(
-                &slots
-                    .map(|s| Key::new(s.key).fold_in(j as u64))
-                    .collect::<Vec<_>>(),
-            ),
-            Ty::Vector => {
-                let rows: Vec<f64> = slots.flat_map(|s| s.vector[..batch.len].to_vec()).collect();
-                let rows = Array2::from_shape_vec((lanes.len(), batch.len), rows)
-                    .expect("one row per lane");
-                Column::from_view2(rows.view())
-            }
-        });
+        match t {
+            Ty::Pair => cols.extend([leaf(batch, j, Ty::Int), leaf(batch, j, Ty::Float)]),
+            t => cols.push(leaf(batch, j, t)),
+        }
     }
     cols
+}
+
+/// The column of parameter position `j` as leaf type `t`.
+fn leaf(batch: &Batch, j: usize, t: Ty) -> Column {
+    let lanes = &batch.lanes;
+    let slots = lanes.iter().map(|l| &l.slots[j]);
+    match t {
+        Ty::Int => Column::from_scalars(&slots.map(|s| s.int).collect::<Vec<_>>()),
+        Ty::Float => Column::from_scalars(&slots.map(|s| s.float).collect::<Vec<_>>()),
+        Ty::Bool => Column::from_scalars(&slots.map(|s| s.bool).collect::<Vec<_>>()),
+        Ty::Key => Column::from_scalars(
+            &slots
+                .map(|s| Key::new(s.key).fold_in(j as u64))
+                .collect::<Vec<_>>(),
+        ),
+        Ty::Vector => {
+            let rows: Vec<f64> = slots.flat_map(|s| s.vector[..batch.len].to_vec()).collect();
+            let rows =
+                Array2::from_shape_vec((lanes.len(), batch.len), rows).expect("one row per lane");
+            Column::from_view2(rows.view())
+        }
+        Ty::Pair => unreachable!("a pair is two columns"),
+    }
 }
 
 /// Every combination of the optional passes; "inline" inlines every non-recursive function

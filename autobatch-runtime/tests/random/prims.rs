@@ -16,11 +16,14 @@ pub enum Ty {
     Vector,
     /// A counter-based random key.
     Key,
+    /// A tuple `(i64, f64)`: two leaves, which assignments pack and unpack, calls pass and
+    /// return, and no kernel takes whole.
+    Pair,
 }
 
 impl Ty {
     /// Every type, in a fixed order.
-    pub const ALL: [Ty; 5] = [Ty::Int, Ty::Float, Ty::Bool, Ty::Vector, Ty::Key];
+    pub const ALL: [Ty; 6] = [Ty::Int, Ty::Float, Ty::Bool, Ty::Vector, Ty::Key, Ty::Pair];
 
     /// The IR type.
     pub fn ir(self) -> autobatch_runtime::ir::Type {
@@ -31,6 +34,7 @@ impl Ty {
             Ty::Bool => Type::BOOL,
             Ty::Vector => Type::vector(DType::F64),
             Ty::Key => Type::KEY,
+            Ty::Pair => Type::Tuple(vec![Type::I64, Type::F64]),
         }
     }
 
@@ -42,6 +46,7 @@ impl Ty {
             Ty::Bool => "b",
             Ty::Vector => "v",
             Ty::Key => "k",
+            Ty::Pair => "t",
         }
     }
 }
@@ -308,14 +313,16 @@ impl Prim {
         (ins.to_vec(), outs.to_vec())
     }
 
-    /// A constant of type `t` (for an operand no variable in scope can supply).
-    pub fn constant(t: Ty) -> Prim {
+    /// A constant of leaf type `t` (for an operand no variable in scope can supply); `None`
+    /// for a pair, which is packed from leaves instead.
+    pub fn constant(t: Ty) -> Option<Prim> {
         match t {
-            Ty::Int => Prim::ConstI(3),
-            Ty::Float => Prim::ConstF(0.5f64.to_bits()),
-            Ty::Bool => Prim::ConstB(true),
-            Ty::Vector => Prim::Splat,
-            Ty::Key => Prim::ConstKey(7),
+            Ty::Int => Some(Prim::ConstI(3)),
+            Ty::Float => Some(Prim::ConstF(0.5f64.to_bits())),
+            Ty::Bool => Some(Prim::ConstB(true)),
+            Ty::Vector => Some(Prim::Splat),
+            Ty::Key => Some(Prim::ConstKey(7)),
+            Ty::Pair => None,
         }
     }
 
@@ -464,6 +471,11 @@ fn wrong(what: &str) -> KernelError {
     KernelError::whole(format!("a column of the wrong dtype for {what}"))
 }
 
+/// No primitive takes or makes a whole pair (see [`Ty::Pair`]).
+fn not_a_leaf() -> KernelError {
+    KernelError::whole("a pair is two leaves, not one")
+}
+
 /// Row `r` of a dense column of type `t`.
 fn read_dense(c: &Column, t: Ty, r: usize) -> Result<Val, KernelError> {
     Ok(match t {
@@ -471,6 +483,7 @@ fn read_dense(c: &Column, t: Ty, r: usize) -> Result<Val, KernelError> {
         Ty::Float => Val::F(c.as_array::<f64>().ok_or_else(|| wrong("f64"))?[[r, 0]]),
         Ty::Bool => Val::B(c.as_array::<bool>().ok_or_else(|| wrong("bool"))?[[r, 0]]),
         Ty::Key => Val::K(c.as_array::<Key>().ok_or_else(|| wrong("key"))?[[r, 0]]),
+        Ty::Pair => return Err(not_a_leaf()),
         Ty::Vector => Val::V(
             c.as_array::<f64>()
                 .ok_or_else(|| wrong("vector"))?
@@ -515,6 +528,7 @@ impl<'a> Reader<'a> {
             Ty::Bool => Reader::Bool(inputs.rows(i)?),
             Ty::Vector => Reader::Vector(inputs.rows(i)?),
             Ty::Key => Reader::Key(inputs.rows(i)?),
+            Ty::Pair => return Err(not_a_leaf()),
         })
     }
 
@@ -568,6 +582,7 @@ fn writers<'a>(
                     let mut rows = leaf.vectors()?;
                     Box::new(move |k, v: Val| rows.row_mut(k).copy_from_slice(v.v()))
                 }
+                Ty::Pair => return Err(not_a_leaf()),
             })
         })
         .collect()

@@ -72,6 +72,10 @@ pub enum Stmt {
         /// Run it as a batched kernel.
         batched: bool,
     },
+    /// A new pair from an `i64` and an `f64` operand (an assignment).
+    Pack(u8, u8),
+    /// A pair's two leaves into variables (new, or in scope to overwrite): an assignment.
+    Unpack(u8, Vec<Option<u8>>),
     /// A parallel copy (one assignment op): `(target, source, type)` triples.
     Copy(Vec<(u8, u8, Ty)>),
     /// A call; the callee's counter is this function's minus `dec`.
@@ -177,6 +181,9 @@ fn leaf() -> impl Strategy<Value = Stmt> {
         4 => (prim(), operands(3), operands(3), prop::bool::weighted(0.2))
             .prop_map(|(prim, ins, outs, batched)| Stmt::Set { prim, ins, outs, batched }),
         1 => prop::collection::vec((any::<u8>(), any::<u8>(), ty()), 1..4).prop_map(Stmt::Copy),
+        1 => (any::<u8>(), any::<u8>()).prop_map(|(i, x)| Stmt::Pack(i, x)),
+        1 => (any::<u8>(), prop::collection::vec(prop::option::of(any::<u8>()), 2))
+            .prop_map(|(t, outs)| Stmt::Unpack(t, outs)),
         3 => (any::<u8>(), operands(4), prop::collection::vec(prop::option::of(any::<u8>()), 3), 1u8..=2)
             .prop_map(|(func, args, outs, dec)| Stmt::Call { func, args, outs, dec }),
         1 => operands(3).prop_map(Stmt::Return),
