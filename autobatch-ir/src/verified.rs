@@ -62,21 +62,9 @@ pub type HighProgram = Verified<High>;
 pub type LoweredProgram = Verified<Lowered>;
 
 impl<F: Form> Verified<F> {
-    /// Wraps a program the caller has verified for `F`, or that a pass made from a verified
-    /// program (a pass's output satisfies its form's invariants by construction). Debug builds
-    /// check it (not counted as a verification: see [`crate::verify::verifications`]).
-    pub(crate) fn trusted(program: Program) -> Self {
-        #[cfg(debug_assertions)]
-        if let Err(e) = crate::verify::check(&program, F::KIND) {
-            panic!("a pass produced a program that does not verify:\n{e}\n{program}");
-        }
-        Verified {
-            program,
-            form: PhantomData,
-        }
-    }
-
-    /// Wraps a program [`crate::verify::check`] accepted for `F`.
+    /// Wraps a program the verifier accepted for `F` (only [`crate::verify`] makes one, through
+    /// [`verify_high`](crate::verify_high), [`verify_lowered`](crate::verify_lowered) and the
+    /// passes' trusted outputs).
     pub(crate) fn checked(program: Program) -> Self {
         Verified {
             program,

@@ -117,6 +117,17 @@ pub fn verify_lowered(program: Program) -> Result<LoweredProgram, VerifyErrors> 
     counted(program)
 }
 
+/// Wraps a program that a pass made from a verified program (a pass's output satisfies its
+/// form's invariants by construction). Debug builds check it (not counted as a verification:
+/// see [`verifications`]).
+pub(crate) fn trusted<F: Form>(program: Program) -> Verified<F> {
+    #[cfg(debug_assertions)]
+    if let Err(e) = check(&program, F::KIND) {
+        panic!("a pass produced a program that does not verify:\n{e}\n{program}");
+    }
+    Verified::checked(program)
+}
+
 fn counted<F: Form>(program: Program) -> Result<Verified<F>, VerifyErrors> {
     VERIFICATIONS.with(|n| n.set(n.get() + 1));
     check(&program, F::KIND)?;

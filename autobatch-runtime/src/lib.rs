@@ -1,32 +1,4 @@
-//! Executes autobatch Programs over a batch of lanes: stackless and the full VM, on ndarray.
-//!
-//! Build an [`Executable`] from a [`Program`] and its kernel table once, then
-//! [`run`](Executable::run) it on batches. Inputs and outputs are [`Column`]s, one per leaf of
-//! each input / output variable, with one row per lane.
-//!
-//! ```
-//! use autobatch_ir::{KernelId, ProgramBuilder, Type};
-//! use autobatch_runtime::{Column, Config, Executable, Kernel, Mode};
-//!
-//! // double(x) = x + x
-//! let mut b = ProgramBuilder::new();
-//! let x = b.var("x", Type::I64);
-//! let y = b.var("y", Type::I64);
-//! let f = b.function("double");
-//! b.signature(f, &[x], &[y]);
-//! let e = b.block(f, "entry");
-//! b.prim(e, &[y], &[x, x], KernelId::new(0), "x + x");
-//! b.ret(e);
-//! let program = b.finish(f).unwrap();
-//!
-//! let exe = Executable::new(program, vec![Kernel::map2(|a: i64, b: i64| a + b)]).unwrap();
-//! let input = Column::from_scalars(&[1i64, 2, 3]);
-//! for mode in [Mode::FullVm, Mode::Stackless] {
-//!     let run = exe.run(&[input.clone()], &Config::with_mode(mode)).unwrap();
-//!     assert_eq!(run.outputs[0].as_slice::<i64>().unwrap(), &[2, 4, 6]);
-//! }
-//! ```
-
+#![doc = include_str!("../docs/crate.md")]
 #![warn(missing_docs)]
 
 mod codegen;

@@ -91,6 +91,7 @@ fn scalar_loop(chains: usize) -> (Timing, Vec<f64>) {
     let ((_, counts), draws) = with_sink(
         (chains, DRAWS, DIM),
         0,
+        0,
         |_| {},
         || {
             with_target(target, || {
@@ -117,7 +118,7 @@ fn scalar_loop(chains: usize) -> (Timing, Vec<f64>) {
     };
     (
         timing,
-        draws.q.slice(s![0, .., ..]).iter().copied().collect(),
+        draws.draws.q.slice(s![0, .., ..]).iter().copied().collect(),
     )
 }
 

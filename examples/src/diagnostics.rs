@@ -1,9 +1,10 @@
-//! MCMC diagnostics: split R-hat, rank-normalized R-hat, bulk and mean effective sample size.
+//! MCMC diagnostics: split R-hat, rank-normalized R-hat, bulk, tail and mean effective sample
+//! size, Monte Carlo standard errors of the mean and the sd, quantiles.
 //!
 //! Everything here follows Vehtari, Gelman, Simpson, Carpenter and Bürkner (2021),
 //! "Rank-normalization, folding, and localization: an improved R-hat for assessing
-//! convergence of MCMC", and reproduces ArviZ 0.22 (`az.rhat`, `az.ess`, `az.mcse`) to
-//! rounding error; the integration tests pin the ArviZ outputs.
+//! convergence of MCMC", and reproduces ArviZ 0.22 (`az.rhat`, `az.ess`, `az.mcse`,
+//! `az.summary`) to rounding error; the integration tests pin the ArviZ outputs.
 //!
 //! Every function takes the draws of one scalar quantity as an [`ArrayView2`] shaped
 //! `[chains, draws]`. [`summarize`] computes all diagnostics of one quantity at once
@@ -15,13 +16,15 @@
 //! * **Split chains.** Each chain is cut into a first and a last half of `⌊draws/2⌋` draws;
 //!   with an odd number of draws the middle draw is left out (of the diagnostics only:
 //!   [`mean`] and [`sd`] use every draw).
-//! * **Too few draws** (fewer than 4 per chain, or no chain at all): every diagnostic is NaN.
+//! * **Too few draws** (fewer than 4 per chain, or no chain at all): every diagnostic is NaN
+//!   (the mean, sd and quantiles are still computed from the draws there are).
 //! * **NaN anywhere in the draws**: every diagnostic is NaN.
 //! * **One chain**: both R-hats are NaN (ArviZ asks for at least two chains); the ESS
 //!   functions still work on the two halves of the single chain.
 //! * **Constant draws** (largest minus smallest value below `1e-15`, NumPy's
 //!   `finfo(float).resolution`): R-hat is NaN (0/0), an ESS is the number of split draws,
-//!   `chains * 2 * ⌊draws/2⌋`, and [`mcse_mean`] is 0. One constant chain among varying
+//!   `chains * 2 * ⌊draws/2⌋`, [`mcse_mean`] is 0 and [`mcse_sd`] NaN (0/0). One constant
+//!   chain among varying
 //!   ones is not special: the between-chain term simply sees its mean.
 //! * **Infinite values**: rank-based diagnostics treat them as the largest/smallest
 //!   values; the others come out NaN.
@@ -53,15 +56,24 @@ pub struct Summary {
     pub sd: f64,
     /// Monte Carlo standard error of the mean, `sd / sqrt(ess_mean)`.
     pub mcse_mean: f64,
+    /// Monte Carlo standard error of the sd, see [`mcse_sd`].
+    pub mcse_sd: f64,
     /// Bulk effective sample size (rank-normalized split chains), see [`bulk_ess`].
     pub ess_bulk: f64,
+    /// Tail effective sample size (of the 5% and 95% quantiles), see [`tail_ess`].
+    pub ess_tail: f64,
     /// Effective sample size of the plain split chains, see [`ess`].
     pub ess_mean: f64,
     /// Rank-normalized split R-hat (the 2021 R-hat), see [`rank_normalized_split_rhat`].
     pub r_hat: f64,
     /// Classic split R-hat on the plain draws, see [`split_rhat`].
     pub split_r_hat: f64,
+    /// The 5%, 50% and 95% quantiles of all draws, see [`quantile`].
+    pub quantiles: [f64; 3],
 }
+
+/// The probabilities of [`Summary::quantiles`].
+pub const SUMMARY_QUANTILES: [f64; 3] = [0.05, 0.5, 0.95];
 
 /// Mean over all chains and draws; NaN if there are no draws.
 pub fn mean(draws: ArrayView2<f64>) -> f64 {
@@ -169,6 +181,44 @@ pub fn mcse_mean(draws: ArrayView2<f64>) -> f64 {
     sd(draws) / ess(draws).sqrt()
 }
 
+/// Tail effective sample size: the smaller ESS of the indicators `x <= q05` and `x <= q95`
+/// (the 5% and 95% [`quantile`]s of all draws) on split chains (Vehtari et al. 2021), ArviZ
+/// `ess(method="tail")`. It measures how well the tails are explored, which is what the
+/// 5% / 95% quantiles and intervals rest on; it can be much lower than [`bulk_ess`].
+///
+/// NaN with fewer than four draws or any NaN draw (see the module documentation).
+pub fn tail_ess(draws: ArrayView2<f64>) -> f64 {
+    if !valid(draws, 1) {
+        return f64::NAN;
+    }
+    let draws = draws.as_standard_layout();
+    let sorted = sorted_values(draws.as_slice().expect("standard layout"));
+    tail_ess_core(&Split::new(draws.view()), &sorted)
+}
+
+/// Monte Carlo standard error of the standard deviation, ArviZ `mcse(method="sd")`: from the
+/// squared deviations `s = (x - mean)^2`, `sqrt(((mean(s^2) - mean(s)^2) / ess(s)) / mean(s) / 4)`
+/// with [`ess`] of `s` (the delta method). NaN where [`ess`] is, and for constant draws.
+pub fn mcse_sd(draws: ArrayView2<f64>) -> f64 {
+    if !valid(draws, 1) {
+        return f64::NAN;
+    }
+    mcse_sd_around(draws, mean(draws))
+}
+
+/// The `p`-quantile of all draws by linear interpolation between order statistics (R's type 7,
+/// NumPy's default, the one ArviZ uses); NaN without draws, with any NaN draw, or for `p`
+/// outside `[0, 1]`.
+pub fn quantile(draws: ArrayView2<f64>, p: f64) -> f64 {
+    if draws.is_empty() || draws.iter().any(|x| x.is_nan()) {
+        return f64::NAN;
+    }
+    quantile_of_sorted(
+        &sorted_values(&draws.iter().copied().collect::<Vec<_>>()),
+        p,
+    )
+}
+
 /// Every diagnostic of one scalar quantity (`[chains, draws]`), sharing the work between
 /// them: one sort of the draws serves both R-hats and the bulk ESS.
 ///
@@ -184,18 +234,37 @@ pub fn summarize(draws: ArrayView2<f64>) -> Summary {
         mean,
         sd,
         mcse_mean: f64::NAN,
+        mcse_sd: f64::NAN,
         ess_bulk: f64::NAN,
+        ess_tail: f64::NAN,
         ess_mean: f64::NAN,
         r_hat: f64::NAN,
         split_r_hat: f64::NAN,
+        quantiles: [f64::NAN; 3],
     };
+    if draws.is_empty() || draws.iter().any(|x| x.is_nan()) {
+        return out;
+    }
+    let all = draws.as_slice().expect("standard layout");
     if !valid(draws, 1) {
+        let sorted = sorted_values(all);
+        out.quantiles = SUMMARY_QUANTILES.map(|p| quantile_of_sorted(&sorted, p));
         return out;
     }
     let split = Split::new(draws);
     out.ess_mean = ess_core(&split);
     out.mcse_mean = sd / out.ess_mean.sqrt();
+    out.mcse_sd = mcse_sd_around(draws, mean);
     let order = sorted_order(&split.values);
+    // With an even number of draws per chain the split chains hold every draw, so their sort
+    // is the sort of all draws; otherwise the middle draws need their own.
+    let sorted: Vec<f64> = if split.values.len() == all.len() {
+        order.iter().map(|&(v, _)| v).collect()
+    } else {
+        sorted_values(all)
+    };
+    out.quantiles = SUMMARY_QUANTILES.map(|p| quantile_of_sorted(&sorted, p));
+    out.ess_tail = tail_ess_core(&split, &sorted);
     let mut normalizer = RankNormalizer::new(split.values.len());
     let z_split = split.with_values(normalizer.z_scores(&order));
     out.ess_bulk = ess_core(&z_split);
@@ -369,6 +438,58 @@ fn python_max(a: f64, b: f64) -> f64 {
     } else {
         a
     }
+}
+
+/// [`mcse_sd`] given the mean, for valid draws.
+fn mcse_sd_around(draws: ArrayView2<f64>, m: f64) -> f64 {
+    let squares = draws.mapv(|x| (x - m) * (x - m));
+    let ess = ess_core(&Split::new(squares.view()));
+    let n = squares.len() as f64;
+    let evar = squares.sum() / n;
+    let varvar = (squares.iter().map(|s| s * s).sum::<f64>() / n - evar * evar) / ess;
+    (varvar / evar / 4.0).sqrt()
+}
+
+/// [`tail_ess`] from the split chains and all draws in ascending order: Python's
+/// `min(ess(x <= q05), ess(x <= q95))`.
+fn tail_ess_core(split: &Split, sorted: &[f64]) -> f64 {
+    let indicator_ess = |p: f64| {
+        let q = quantile_of_sorted(sorted, p);
+        let hits = split
+            .values
+            .iter()
+            .map(|&x| if x <= q { 1.0 } else { 0.0 })
+            .collect();
+        ess_core(&split.with_values(hits))
+    };
+    let (low, high) = (indicator_ess(0.05), indicator_ess(0.95));
+    if high < low {
+        high
+    } else {
+        low
+    }
+}
+
+/// The `p`-quantile of values in ascending order (not empty, no NaN), as SciPy's
+/// `mquantiles(alphap=1, betap=1)` (R's type 7) computes it, which ArviZ uses.
+fn quantile_of_sorted(sorted: &[f64], p: f64) -> f64 {
+    if !(0.0..=1.0).contains(&p) {
+        return f64::NAN;
+    }
+    let n = sorted.len();
+    if n == 1 {
+        return sorted[0];
+    }
+    let aleph = n as f64 * p + (1.0 - p);
+    let k = aleph.clamp(1.0, (n - 1) as f64).floor();
+    let gamma = (aleph - k).clamp(0.0, 1.0);
+    let k = k as usize;
+    (1.0 - gamma) * sorted[k - 1] + gamma * sorted[k]
+}
+
+/// The values in ascending order (NaN must have been excluded).
+fn sorted_values(values: &[f64]) -> Vec<f64> {
+    sorted_order(values).into_iter().map(|(v, _)| v).collect()
 }
 
 /// Split chains stored row-major as `[chains, len]`: the first halves of the original
@@ -832,5 +953,23 @@ mod tests {
         assert_eq!(s.mcse_mean, mcse_mean(draws.view()));
         assert_eq!(s.r_hat, rank_normalized_split_rhat(draws.view()));
         assert_eq!(s.split_r_hat, split_rhat(draws.view()));
+        assert_eq!(s.ess_tail, tail_ess(draws.view()));
+        assert_eq!(s.mcse_sd, mcse_sd(draws.view()));
+        for (q, p) in s.quantiles.iter().zip(SUMMARY_QUANTILES) {
+            assert_eq!(*q, quantile(draws.view(), p));
+        }
+    }
+
+    #[test]
+    fn quantiles_interpolate_between_order_statistics() {
+        let sorted = [1.0, 2.0, 4.0, 8.0, 16.0];
+        assert_eq!(quantile_of_sorted(&sorted, 0.0), 1.0);
+        assert_eq!(quantile_of_sorted(&sorted, 0.5), 4.0);
+        assert_eq!(quantile_of_sorted(&sorted, 1.0), 16.0);
+        // (n - 1) p = 0.2: a fifth of the way from 1 to 2; 3.6: from 8 towards 16.
+        assert!((quantile_of_sorted(&sorted, 0.05) - 1.2).abs() < 1e-15);
+        assert!((quantile_of_sorted(&sorted, 0.9) - 12.8).abs() < 1e-12);
+        assert_eq!(quantile_of_sorted(&[3.0], 0.95), 3.0);
+        assert!(quantile_of_sorted(&sorted, 1.5).is_nan());
     }
 }

@@ -29,12 +29,13 @@
 //!     return out
 //! # per case: np.mean(a), np.std(a, ddof=1), az.rhat(a, method="rank"),
 //! # az.rhat(a, method="split"), az.ess(a, method="bulk"), az.ess(a, method="mean"),
-//! # az.mcse(a, method="mean")
+//! # az.mcse(a, method="mean"), az.ess(a, method="tail"), az.mcse(a, method="sd"),
+//! # np.quantile(a, [0.05, 0.5, 0.95])
 //! ```
 
 use autobatch_examples::diagnostics::{
-    bulk_ess, ess, mcse_mean, mean, rank_normalized_split_rhat, sd, split_rhat, summarize,
-    summarize_all, Summary,
+    bulk_ess, ess, mcse_mean, mcse_sd, mean, quantile, rank_normalized_split_rhat, sd, split_rhat,
+    summarize, summarize_all, tail_ess, Summary, SUMMARY_QUANTILES,
 };
 use ndarray::{Array2, Array3, Axis};
 
@@ -93,6 +94,9 @@ struct Reference {
     ess_bulk: f64,
     ess_mean: f64,
     mcse_mean: f64,
+    ess_tail: f64,
+    mcse_sd: f64,
+    quantiles: [f64; 3],
 }
 
 const RELATIVE_TOLERANCE: f64 = 1e-6;
@@ -138,6 +142,14 @@ fn check(name: &str, draws: &Array2<f64>, r: Reference) {
         s.mcse_mean,
         r.mcse_mean,
     );
+    assert_close(&format!("{name} ess tail"), tail_ess(v), r.ess_tail);
+    assert_close(&format!("{name} mcse sd"), mcse_sd(v), r.mcse_sd);
+    assert_close(&format!("{name} summary ess_tail"), s.ess_tail, r.ess_tail);
+    assert_close(&format!("{name} summary mcse_sd"), s.mcse_sd, r.mcse_sd);
+    for ((p, want), got) in SUMMARY_QUANTILES.iter().zip(r.quantiles).zip(s.quantiles) {
+        assert_close(&format!("{name} quantile {p}"), quantile(v, *p), want);
+        assert_close(&format!("{name} summary quantile {p}"), got, want);
+    }
 }
 
 #[test]
@@ -161,6 +173,13 @@ fn arviz_four_mixed_chains() {
             ess_bulk: 96.33189541464154,
             ess_mean: 96.99931109198792,
             mcse_mean: 0.10810964308869096,
+            ess_tail: 214.23458431332443,
+            mcse_sd: 0.041583415752873824,
+            quantiles: [
+                -1.4120321365953954,
+                0.014234603140921231,
+                1.8737509789818418,
+            ],
         },
     );
 }
@@ -179,6 +198,9 @@ fn arviz_shifted_chains_odd_draws() {
             ess_bulk: 26.355684844954514,
             ess_mean: 26.54008509486757,
             mcse_mean: 0.2950214344322891,
+            ess_tail: 82.5575424731543,
+            mcse_sd: 0.11005601211982194,
+            quantiles: [-1.4210872885649035, 0.907432182347345, 3.360814305944702],
         },
     );
 }
@@ -197,6 +219,9 @@ fn arviz_two_short_chains() {
             ess_bulk: 12.9501749525715,
             ess_mean: 12.9501749525715,
             mcse_mean: 0.27107949060069886,
+            ess_tail: 12.0,
+            mcse_sd: 0.2173474584888648,
+            quantiles: [-0.9697362755832661, 0.08648435299684465, 1.7398411173383317],
         },
     );
 }
@@ -215,6 +240,9 @@ fn arviz_many_ties() {
             ess_bulk: 35.13029005489669,
             ess_mean: 34.10869268033659,
             mcse_mean: 0.2846885034310518,
+            ess_tail: 57.13776873171351,
+            mcse_sd: 0.1856998841130614,
+            quantiles: [-3.025, 0.0, 3.0],
         },
     );
 }
@@ -233,6 +261,9 @@ fn arviz_one_chain() {
             ess_bulk: 1.7486287764601622,
             ess_mean: 1.680587862816285,
             mcse_mean: 1.4708619217737269,
+            ess_tail: 21.6310293386375,
+            mcse_sd: 0.26478871670055715,
+            quantiles: [-3.0052003061908876, 0.27187479070177517, 3.052619442264134],
         },
     );
 }
@@ -252,6 +283,9 @@ fn arviz_one_constant_chain() {
             ess_bulk: 52.93962274979224,
             ess_mean: 48.338155137111634,
             mcse_mean: 0.12504110001824784,
+            ess_tail: 76.90983699988598,
+            mcse_sd: 0.14308785303700353,
+            quantiles: [-1.632668594339298, 0.25, 1.2673413953507398],
         },
     );
 }
@@ -270,6 +304,9 @@ fn arviz_long_autocorrelated_chains() {
             ess_bulk: 217.35431447999386,
             ess_mean: 216.5820052637417,
             mcse_mean: 0.22152891963238902,
+            ess_tail: 428.2017893997272,
+            mcse_sd: 0.11410066611889985,
+            quantiles: [-5.069000541935736, 0.16866578350428857, 5.758144214801668],
         },
     );
 }
@@ -289,6 +326,9 @@ fn arviz_one_stuck_chain() {
             ess_bulk: 8.000562497722104,
             ess_mean: 6.339146509178872,
             mcse_mean: 0.6929986391618019,
+            ess_tail: 81.07067205854034,
+            mcse_sd: 0.25205175867876667,
+            quantiles: [-1.9768433663540934, 0.16581581359548553, 3.0],
         },
     );
 }
@@ -307,6 +347,9 @@ fn arviz_constant_draws() {
             ess_bulk: 30.0,
             ess_mean: 30.0,
             mcse_mean: 0.0,
+            ess_tail: 30.0,
+            mcse_sd: f64::NAN,
+            quantiles: [2.5, 2.5, 2.5],
         },
     );
 }
@@ -325,6 +368,13 @@ fn arviz_too_few_draws() {
             ess_bulk: f64::NAN,
             ess_mean: f64::NAN,
             mcse_mean: f64::NAN,
+            ess_tail: f64::NAN,
+            mcse_sd: f64::NAN,
+            quantiles: [
+                -1.8109069998206948,
+                -0.054246994399671955,
+                1.0141679791299565,
+            ],
         },
     );
 }
@@ -335,6 +385,15 @@ fn nan_and_empty_inputs_give_nan() {
     a[[2, 7]] = f64::NAN;
     let s = summarize(a.view());
     for value in [s.r_hat, s.split_r_hat, s.ess_bulk, s.ess_mean, s.mcse_mean] {
+        assert!(value.is_nan());
+    }
+    for value in [
+        s.ess_tail,
+        s.mcse_sd,
+        s.quantiles[0],
+        s.quantiles[1],
+        s.quantiles[2],
+    ] {
         assert!(value.is_nan());
     }
     let empty = Array2::<f64>::zeros((0, 10));

@@ -149,6 +149,7 @@ fn the_scalar_sampler_gives_the_batched_draws() {
                 with_sink(
                     shape,
                     0,
+                    0,
                     |_| {},
                     || {
                         with_target(target.clone(), || {
@@ -174,17 +175,17 @@ fn the_scalar_sampler_gives_the_batched_draws() {
                 bits(batched.inverse_metric.row(k).iter().copied())
             );
             assert_eq!(
-                bits(draws.q.slice(s![k, .., ..]).iter().copied()),
+                bits(draws.draws.q.slice(s![k, .., ..]).iter().copied()),
                 bits(batched.draws.q.slice(s![k, .., ..]).iter().copied()),
                 "{} chain {k}",
                 target.name()
             );
-            assert_eq!(draws.depth.row(k), batched.draws.depth.row(k));
+            assert_eq!(draws.draws.depth.row(k), batched.draws.depth.row(k));
         }
     }
 }
 
-/// Tuple results travel element by element: the tree builder returns its 14 results in 14
+/// Tuple results travel element by element: the tree builder returns its 15 results in 15
 /// variables, each recursive call binds them straight to the pattern that takes them apart,
 /// and no variable of the linked sampler holds a tuple (so no tuple is copied whole and then
 /// again leaf by leaf).
@@ -199,7 +200,7 @@ fn tuple_results_are_bound_element_by_element() {
         .collect();
     assert!(tuples.is_empty(), "tuple variables: {tuples:?}\n{program}");
     let tree = program.function(program.function_named("build_tree").unwrap());
-    assert_eq!(tree.returns.len(), 14);
+    assert_eq!(tree.returns.len(), 15);
     let text = program.to_string();
     let calls: Vec<&str> = text
         .lines()
@@ -212,7 +213,7 @@ fn tuple_results_are_bound_element_by_element() {
     );
     for call in calls {
         let outs = call.trim().split(" = ").next().unwrap();
-        assert_eq!(outs.split(", ").count(), 14, "{call}");
+        assert_eq!(outs.split(", ").count(), 15, "{call}");
         assert!(
             !outs.contains(".t."),
             "call results bound to the pattern: {call}"
@@ -286,8 +287,9 @@ fn one_transition_from_exact_draws_keeps_the_target() {
         let (logp, grad) = target.logp_grad(q.view());
         let keys = Array1::from_iter((0..n as u64).map(|c| chain_key(seed + 100, c)));
         let minv = Array2::from_elem(q.dim(), 1.0);
-        let (((q1, _, _, _, n_leapfrog, divergent, _, _), _), _) = with_sink(
+        let (((q1, _, _, _, _, n_leapfrog, divergent, _, _), _), _) = with_sink(
             (1, 1, 1),
+            0,
             0,
             |_| {},
             || {
@@ -480,4 +482,34 @@ fn progress_reaches_the_total() {
     assert_eq!(last.done, last.total);
     assert_eq!(last.total, (6 * (20 + 30)) as u64);
     assert!(seen.windows(2).all(|w| w[0].done < w[1].done));
+}
+
+/// Keeping warmup stores every warmup transition and changes no draw; each draw's energy is
+/// at least its negative log density (the kinetic energy is not negative), and the log
+/// density recorded is the target's at the draw.
+#[test]
+fn warmup_and_energy_are_recorded_without_changing_the_draws() {
+    let target = CorrelatedGaussian::new(4, 0.5);
+    let plain = sample(target.clone(), &small_run(Mode::FullVm), |_| {}).unwrap();
+    assert!(plain.warmup.is_empty());
+    let settings = Settings {
+        save_warmup: true,
+        ..small_run(Mode::FullVm)
+    };
+    let kept = sample(target.clone(), &settings, |_| {}).unwrap();
+    assert_eq!(kept.warmup.q.dim(), (6, 30, 4));
+    assert_eq!(kept.warmup.recorded, 6 * 30);
+    assert_eq!(
+        bits(plain.draws.q.iter().copied()),
+        bits(kept.draws.q.iter().copied())
+    );
+    assert_eq!(plain.draws.energy, kept.draws.energy);
+    assert!(kept.warmup.n_leapfrog.iter().all(|&n| n >= 1));
+    let (lp, _) = target.logp_grad(kept.draws.q.slice(s![.., 5, ..]));
+    for c in 0..6 {
+        assert_eq!(lp[c].to_bits(), kept.draws.lp[[c, 5]].to_bits());
+    }
+    for (e, lp) in kept.draws.energy.iter().zip(&kept.draws.lp) {
+        assert!(*e >= -lp, "energy {e} below -lp {}", -lp);
+    }
 }

@@ -49,7 +49,8 @@ use crate::entity::EntityVec;
 use crate::passes::allocation::transitive_writes;
 use crate::passes::liveness::liveness;
 use crate::program::{KernelRef, Op, PrimOp, Program, Terminator, VarData};
-use crate::verified::{HighProgram, Verified};
+use crate::verified::HighProgram;
+use crate::verify::trusted;
 use crate::{Block, Var};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -70,7 +71,7 @@ pub fn propagate_copies(program: &HighProgram) -> HighProgram {
         }
     }
     merge_assignments(&mut p);
-    Verified::trusted(p)
+    trusted(p)
 }
 
 /// Facts the rewrites never change.

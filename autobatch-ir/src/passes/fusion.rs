@@ -2,7 +2,8 @@
 //! of the same variable becomes an in-place update.
 
 use crate::program::{Op, PrimOp};
-use crate::verified::{LoweredProgram, Verified};
+use crate::verified::LoweredProgram;
+use crate::verify::trusted;
 use crate::Var;
 
 /// Fuses pops with following writes into in-place updates; returns a new program.
@@ -69,5 +70,5 @@ pub fn fuse_pop_push(program: &LoweredProgram) -> LoweredProgram {
         }
         block.ops = ops;
     }
-    Verified::trusted(out)
+    trusted(out)
 }

@@ -38,7 +38,8 @@ use crate::entity::{Block, FuncId, Var};
 use crate::program::{
     BlockData, CallOp, FunctionData, KernelRef, Op, PrimOp, Program, Terminator, VarData,
 };
-use crate::verified::{HighProgram, Verified};
+use crate::verified::HighProgram;
+use crate::verify::trusted;
 use std::collections::{HashMap, HashSet};
 
 /// Knobs for [`inline_calls`].
@@ -89,7 +90,7 @@ pub fn inline_calls(program: &HighProgram, options: &InlineOptions) -> HighProgr
     if !work.inlined {
         return program.clone();
     }
-    Verified::trusted(work.finish(program, &calls))
+    trusted(work.finish(program, &calls))
 }
 
 /// The functions each function calls, in order of first call, without repeats.

@@ -21,8 +21,8 @@
 use crate::passes::allocation::is_tail_call;
 use crate::passes::liveness::{liveness, Liveness, VarSet};
 use crate::program::{BlockData, FunctionData, KernelRef, Op, PrimOp, Program, Terminator};
-use crate::verified::{HighProgram, LoweredProgram, Verified};
-use crate::verify::{Location, VerifyError, VerifyErrors};
+use crate::verified::{HighProgram, LoweredProgram};
+use crate::verify::{trusted, Location, VerifyError, VerifyErrors};
 use crate::{Block, FuncId, Var};
 use std::collections::{HashMap, HashSet};
 
@@ -485,7 +485,7 @@ pub fn lower(program: &HighProgram) -> Result<LoweredProgram, VerifyErrors> {
         returns: main.returns.clone(),
         blocks: (0..blocks.len()).map(Block::new).collect(),
     };
-    Ok(Verified::trusted(Program {
+    Ok(trusted(Program {
         vars: p.vars.clone(),
         blocks: blocks.into(),
         functions: vec![function].into(),

@@ -1,7 +1,8 @@
 //! Block priority ordering for the full VM (docs/reference-semantics.md, "Block priority").
 
 use crate::program::{Op, PrimOp, Program};
-use crate::verified::{LoweredProgram, Verified};
+use crate::verified::LoweredProgram;
+use crate::verify::trusted;
 use crate::Block;
 
 /// The block's weight: 0 if it holds no primitive op (only pops, or nothing), 2 if it holds
@@ -60,5 +61,5 @@ pub fn prioritize_blocks_deferring(
         f.blocks = f.blocks.iter().map(|&b| remap(b)).collect();
     }
     out.functions[program.main].blocks = (0..order.len()).map(Block::new).collect();
-    Verified::trusted(out)
+    trusted(out)
 }

@@ -32,6 +32,7 @@
 
 use crate::program::{BlockData, Program, Terminator};
 use crate::verified::{Form, Verified};
+use crate::verify::trusted;
 use crate::Block;
 
 /// Every block a terminator may hand a lane to, a `push_goto`'s return address included (in the
@@ -153,7 +154,7 @@ pub fn simplify_blocks<F: Form>(program: &Verified<F>) -> Verified<F> {
             break;
         }
     }
-    Verified::trusted(compact(program, blocks))
+    trusted(compact(program, blocks))
 }
 
 /// Which blocks lanes can reach: from each function's entry along every edge.

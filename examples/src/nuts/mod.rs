@@ -12,7 +12,7 @@ pub mod record;
 pub mod sampler;
 pub mod target;
 
-pub use record::{Draws, Progress};
+pub use record::{Draws, Progress, Recorded};
 pub use target::{with_target, CorrelatedGaussian, GradientCounts, LogisticRegression, Target};
 
 use crate::diagnostics::{self, Summary};
@@ -48,6 +48,8 @@ pub struct Settings {
     pub init_radius: f64,
     /// Full VM or stackless.
     pub mode: Mode,
+    /// Keep every warmup transition (in [`Run::warmup`]) as well as the draws.
+    pub save_warmup: bool,
 }
 
 impl Default for Settings {
@@ -64,6 +66,7 @@ impl Default for Settings {
             target_accept: 0.8,
             init_radius: 2.0,
             mode: Mode::FullVm,
+            save_warmup: false,
         }
     }
 }
@@ -119,6 +122,9 @@ pub enum SampleError {
 pub struct Run {
     /// Every draw with its statistics.
     pub draws: Draws,
+    /// The warmup transitions with their statistics if [`Settings::save_warmup`] was set
+    /// (else empty).
+    pub warmup: Draws,
     /// Each chain's adapted step size.
     pub step_size: Array1<f64>,
     /// Each chain's adapted diagonal inverse metric: `[chains, dim]`.
@@ -152,7 +158,8 @@ impl Run {
         self.gradients.rows as f64 / self.elapsed.as_secs_f64()
     }
 
-    /// Per-coordinate summaries (mean, sd, MCSE, bulk ESS, R-hat) of the draws.
+    /// Per-coordinate summaries (mean, sd, MCSEs, bulk and tail ESS, quantiles, R-hat) of the
+    /// draws.
     pub fn summaries(&self) -> Vec<Summary> {
         diagnostics::summarize_all(self.draws.q.view())
     }
@@ -206,7 +213,27 @@ impl Settings {
         }
         Ok(())
     }
+
+    /// Bytes a run of these settings on a `dim`-dimensional target needs at least: the draws
+    /// and their statistics (and the warmup transitions if kept), the interpreter's vector
+    /// state (about [`STATE_ROWS_PER_CHAIN`] rows per chain at the deepest trees), and the
+    /// per-chain inputs and gradient buffers. An estimate to refuse hopeless runs early, not
+    /// a bound.
+    pub fn memory_estimate(&self, dim: usize) -> u128 {
+        let (chains, dim_bytes) = (self.chains as u128, 8 * dim as u128);
+        let kept = if self.save_warmup { self.warmup } else { 0 };
+        let draws =
+            Draws::bytes(self.chains, self.draws, dim) + Draws::bytes(self.chains, kept, dim);
+        let state = chains * (STATE_ROWS_PER_CHAIN as u128 * dim_bytes);
+        let inputs = chains * (8 * dim_bytes + 256);
+        draws + state + inputs
+    }
 }
+
+/// Vector rows the sampler's state holds per chain, at most, in the estimate of
+/// [`Settings::memory_estimate`]: positions, momenta and gradients of both trajectory ends and
+/// of the proposal at every level of a tree of depth 10, with the metric and adaptation state.
+pub const STATE_ROWS_PER_CHAIN: usize = 120;
 
 fn bad_setting<T>(name: &'static str, value: String, why: &'static str) -> Result<T, SampleError> {
     Err(SampleError::Setting { name, value, why })
@@ -311,8 +338,14 @@ pub fn sample_chains(
     let config = Config::with_mode(settings.mode);
     let total = (chains * (settings.warmup + settings.draws)) as u64;
     let start = Instant::now();
+    let keep_warmup = if settings.save_warmup {
+        settings.warmup
+    } else {
+        0
+    };
+    let shape = (chains, settings.draws, dim);
     let ((result, gradients), recorded) =
-        record::with_sink((chains, settings.draws, dim), total, progress, || {
+        record::with_sink(shape, keep_warmup, total, progress, || {
             with_target(target.clone(), || {
                 sampler::chain::batch_with_stats(
                     init.view(),
@@ -332,7 +365,8 @@ pub fn sample_chains(
     let elapsed = start.elapsed();
     let ((_, step_size, inverse_metric), stats) = result?;
     Ok(Run {
-        draws: recorded,
+        draws: recorded.draws,
+        warmup: recorded.warmup,
         step_size,
         inverse_metric,
         stats,

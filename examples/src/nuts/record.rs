@@ -6,7 +6,7 @@
 //! a chain's transitions (chains at different tree depths keep the batch busy instead of
 //! meeting at every draw) and still hand every draw back.
 
-use autobatch_runtime::ndarray::{Array2, Array3};
+use autobatch_runtime::ndarray::{s, Array2, Array3, ArrayView1};
 use autobatch_runtime::{primitive, Vector};
 use std::cell::RefCell;
 
@@ -25,6 +25,10 @@ pub struct Draws {
     pub accept: Array2<f64>,
     /// The step size the transition used.
     pub step_size: Array2<f64>,
+    /// Log density at the draw.
+    pub lp: Array2<f64>,
+    /// Energy (Hamiltonian) of the draw with the momentum that reached it.
+    pub energy: Array2<f64>,
     /// How many draws were recorded (a complete run records `chains * draws`).
     pub recorded: u64,
 }
@@ -39,9 +43,64 @@ impl Draws {
             divergent: Array2::from_elem((chains, draws), false),
             accept: Array2::zeros((chains, draws)),
             step_size: Array2::zeros((chains, draws)),
+            lp: Array2::zeros((chains, draws)),
+            energy: Array2::zeros((chains, draws)),
             recorded: 0,
         }
     }
+
+    /// Draws per chain this holds room for.
+    pub fn len(&self) -> usize {
+        self.q.dim().1
+    }
+
+    /// Whether this holds no draws (e.g. warmup that was not kept).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes of every array of `chains x draws` draws in `dim` dimensions (memory estimates).
+    pub fn bytes(chains: usize, draws: usize, dim: usize) -> u128 {
+        // q, then accept, step size, lp, energy (f64), depth and n_leapfrog (i64), divergent.
+        let (cells, dim) = ((chains as u128) * (draws as u128), dim as u128);
+        cells * (8 * dim + 6 * 8 + 1)
+    }
+
+    /// Stores one transition's draw and statistics at `[chain, draw]`.
+    fn store(&mut self, c: usize, d: usize, q: &Vector, stats: DrawStats) {
+        self.q
+            .slice_mut(s![c, d, ..])
+            .assign(&ArrayView1::from(q.as_slice()));
+        self.depth[[c, d]] = stats.depth;
+        self.n_leapfrog[[c, d]] = stats.n_leapfrog;
+        self.divergent[[c, d]] = stats.divergent;
+        self.accept[[c, d]] = stats.accept;
+        self.step_size[[c, d]] = stats.step_size;
+        self.lp[[c, d]] = stats.lp;
+        self.energy[[c, d]] = stats.energy;
+        self.recorded += 1;
+    }
+}
+
+/// One transition's statistics, as [`record()`] receives them.
+struct DrawStats {
+    depth: i64,
+    n_leapfrog: i64,
+    divergent: bool,
+    accept: f64,
+    step_size: f64,
+    lp: f64,
+    energy: f64,
+}
+
+/// What a sink recorded: the draws kept, and the warmup transitions if it was asked to keep
+/// them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Recorded {
+    /// The draws after warmup.
+    pub draws: Draws,
+    /// The warmup transitions, `[chains, warmup, ..]`; empty unless kept.
+    pub warmup: Draws,
 }
 
 /// Progress of a run: transitions finished (warmup included) out of the total.
@@ -54,7 +113,7 @@ pub struct Progress {
 }
 
 struct Sink {
-    draws: Draws,
+    recorded: Recorded,
     progress: Progress,
     report_every: u64,
     report: Box<dyn FnMut(Progress)>,
@@ -65,14 +124,16 @@ thread_local! {
 }
 
 /// Runs `f` with a sink for `chains x draws` draws in `dim` dimensions installed on this
-/// thread, calling `report` about a hundred times as `total` transitions finish; returns
-/// `f`'s result and the draws recorded. A sink already installed is restored afterwards.
+/// thread (and for the last `keep_warmup` warmup transitions of each chain: 0 keeps none),
+/// calling `report` about a hundred times as `total` transitions finish; returns `f`'s result
+/// and what was recorded. A sink already installed is restored afterwards.
 pub fn with_sink<R>(
     shape: (usize, usize, usize),
+    keep_warmup: usize,
     total: u64,
     report: impl FnMut(Progress) + 'static,
     f: impl FnOnce() -> R,
-) -> (R, Draws) {
+) -> (R, Recorded) {
     /// Puts the previous sink back, also when `f` panics.
     struct Restore(Option<Sink>);
     impl Drop for Restore {
@@ -82,7 +143,10 @@ pub fn with_sink<R>(
     }
     let (chains, draws, dim) = shape;
     let sink = Sink {
-        draws: Draws::new(chains, draws, dim),
+        recorded: Recorded {
+            draws: Draws::new(chains, draws, dim),
+            warmup: Draws::new(chains, keep_warmup, dim),
+        },
         progress: Progress { done: 0, total },
         report_every: (total / 100).max(1),
         report: Box::new(report),
@@ -91,13 +155,14 @@ pub fn with_sink<R>(
     let result = f();
     let ours = SINK.with(|s| s.borrow_mut().take());
     drop(restore);
-    let draws = ours.expect("the sink installed above").draws;
-    (result, draws)
+    let recorded = ours.expect("the sink installed above").recorded;
+    (result, recorded)
 }
 
-/// Records draw number `draw` of chain `chain` (a negative `draw` is a warmup transition: it
-/// only counts towards progress). Returns whether a sink stored it; without a sink installed
-/// (a plain call of the scalar sampler outside [`super::sample`]) this does nothing.
+/// Records draw number `draw` of chain `chain` with its statistics (a negative `draw` is a
+/// warmup transition, `-1` the last: stored only if the sink keeps warmup that far back, and
+/// always counted towards progress). Returns whether a sink stored it; without a sink
+/// installed (a plain call of the scalar sampler outside [`super::sample`]) this does nothing.
 ///
 /// # Panics
 /// If `chain` or `draw` is outside the sink's shape (the runtime reports it as a kernel error).
@@ -112,6 +177,8 @@ pub fn record(
     divergent: bool,
     accept: f64,
     step_size: f64,
+    lp: f64,
+    energy: f64,
 ) -> bool {
     SINK.with(|s| {
         let mut guard = s.borrow_mut();
@@ -123,26 +190,31 @@ pub fn record(
         {
             (sink.report)(sink.progress);
         }
-        if draw < 0 {
-            return false;
-        }
-        let (c, d) = (chain as usize, draw as usize);
-        let draws = &mut sink.draws;
+        let (draws, d) = if draw < 0 {
+            let warmup = &mut sink.recorded.warmup;
+            match warmup.len().checked_sub(draw.unsigned_abs() as usize) {
+                Some(d) => (warmup, d),
+                None => return false,
+            }
+        } else {
+            (&mut sink.recorded.draws, draw as usize)
+        };
+        let c = chain as usize;
         let (chains, n, _) = draws.q.dim();
         assert!(
             chain >= 0 && c < chains && d < n,
             "draw ({chain}, {draw}) is outside the run's {chains} chains x {n} draws"
         );
-        draws
-            .q
-            .slice_mut(autobatch_runtime::ndarray::s![c, d, ..])
-            .assign(&autobatch_runtime::ndarray::ArrayView1::from(q.as_slice()));
-        draws.depth[[c, d]] = depth;
-        draws.n_leapfrog[[c, d]] = n_leapfrog;
-        draws.divergent[[c, d]] = divergent;
-        draws.accept[[c, d]] = accept;
-        draws.step_size[[c, d]] = step_size;
-        draws.recorded += 1;
+        let stats = DrawStats {
+            depth,
+            n_leapfrog,
+            divergent,
+            accept,
+            step_size,
+            lp,
+            energy,
+        };
+        draws.store(c, d, q, stats);
         true
     })
 }

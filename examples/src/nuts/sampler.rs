@@ -19,7 +19,7 @@ use autobatch_runtime::{autobatch, Key, Vector};
 /// `(q, p, g)`, for a trajectory that started at energy `h0`.
 ///
 /// Returns the subtree's far end `(q, p, g)`; its proposal `(q, logp, g)` drawn
-/// multinomially with weights `exp(h0 - H)`; the momentum of its first state; the sum of its
+/// multinomially with weights `exp(h0 - H)`, and the proposal's energy `H`; the momentum of its first state; the sum of its
 /// momenta; the log of its summed weights; the sum of its acceptance probabilities; its
 /// leapfrog count; whether it is valid (no U-turn or divergence inside); whether it diverged;
 /// and the advanced key. An invalid subtree is returned as soon as it is found.
@@ -41,6 +41,7 @@ pub fn build_tree(
     Vector,
     f64,
     Vector,
+    f64,
     Vector,
     Vector,
     f64,
@@ -76,6 +77,7 @@ pub fn build_tree(
             q1,
             logp1,
             g1,
+            h,
             p1.clone(),
             p1,
             log_weight,
@@ -94,6 +96,7 @@ pub fn build_tree(
         prop_q,
         prop_logp,
         prop_g,
+        prop_h,
         p_begin,
         rho_init,
         lsw_init,
@@ -105,8 +108,8 @@ pub fn build_tree(
     ) = build_tree(depth - 1, q, p, g, eps, minv.clone(), h0, key);
     if !valid {
         return (
-            q, p, g, prop_q, prop_logp, prop_g, p_begin, rho_init, lsw_init, acc_init, n_init,
-            false, divergent, key,
+            q, p, g, prop_q, prop_logp, prop_g, prop_h, p_begin, rho_init, lsw_init, acc_init,
+            n_init, false, divergent, key,
         );
     }
     let p_init_end = p.clone();
@@ -118,6 +121,7 @@ pub fn build_tree(
         final_q,
         final_logp,
         final_g,
+        final_h,
         p_final_begin,
         rho_final,
         lsw_final,
@@ -131,18 +135,18 @@ pub fn build_tree(
     let n = n_init + n_final;
     if !valid {
         return (
-            q, p, g, prop_q, prop_logp, prop_g, p_begin, rho_init, lsw_final, accept, n, false,
-            divergent, key,
+            q, p, g, prop_q, prop_logp, prop_g, prop_h, p_begin, rho_init, lsw_final, accept, n,
+            false, divergent, key,
         );
     }
     // Multinomial sample between the halves.
     let lsw: f64 = log_add_exp(lsw_init, lsw_final);
     let (u, key) = key.uniform();
     let take_final = u < (lsw_final - lsw).exp();
-    let (prop_q, prop_logp, prop_g) = if take_final {
-        (final_q, final_logp, final_g)
+    let (prop_q, prop_logp, prop_g, prop_h) = if take_final {
+        (final_q, final_logp, final_g, final_h)
     } else {
-        (prop_q, prop_logp, prop_g)
+        (prop_q, prop_logp, prop_g, prop_h)
     };
     // The generalised U-turn criterion over the merged subtree and across its seam.
     let rho = &rho_init + &rho_final;
@@ -159,7 +163,8 @@ pub fn build_tree(
         && ps_init_end.dot(&rho_right) > 0.0
         && ps_end.dot(&rho_right) > 0.0;
     (
-        q, p, g, prop_q, prop_logp, prop_g, p_begin, rho, lsw, accept, n, persist, false, key,
+        q, p, g, prop_q, prop_logp, prop_g, prop_h, p_begin, rho, lsw, accept, n, persist, false,
+        key,
     )
 }
 
@@ -175,9 +180,10 @@ pub fn log_add_exp(a: f64, b: f64) -> f64 {
 }
 
 /// One NUTS transition from `(q, logp, g)` with step size `eps`, inverse metric `minv` and
-/// at most `max_depth` doublings: the next state `(q, logp, g)`, the tree depth, the leapfrog
-/// count, whether the trajectory diverged, the mean acceptance probability over the
-/// trajectory (what step-size adaptation targets), and the advanced key.
+/// at most `max_depth` doublings: the next state `(q, logp, g)`, its energy (the Hamiltonian
+/// with the momentum it was reached with), the tree depth, the leapfrog count, whether the
+/// trajectory diverged, the mean acceptance probability over the trajectory (what step-size
+/// adaptation targets), and the advanced key.
 #[autobatch]
 #[allow(clippy::type_complexity)]
 pub fn transition(
@@ -188,7 +194,7 @@ pub fn transition(
     minv: Vector,
     max_depth: i64,
     key: Key,
-) -> (Vector, f64, Vector, i64, i64, bool, f64, Key) {
+) -> (Vector, f64, Vector, f64, i64, i64, bool, f64, Key) {
     let (z, key) = key.normals_like(&q);
     let p = &z / &minv.map(f64::sqrt);
     let h0 = -logp + 0.5 * p.dot(&(&minv * &p));
@@ -204,6 +210,7 @@ pub fn transition(
     let mut sample_q = q;
     let mut sample_logp = logp;
     let mut sample_g = g;
+    let mut sample_h = h0;
     let mut rho = p;
     let mut lsw = 0.0;
     let mut depth = 0;
@@ -239,6 +246,7 @@ pub fn transition(
             prop_q,
             prop_logp,
             prop_g,
+            prop_h,
             p_begin,
             rho_sub,
             lsw_sub,
@@ -254,6 +262,7 @@ pub fn transition(
             Vector,
             f64,
             Vector,
+            f64,
             Vector,
             Vector,
             f64,
@@ -278,6 +287,7 @@ pub fn transition(
             sample_q = prop_q;
             sample_logp = prop_logp;
             sample_g = prop_g;
+            sample_h = prop_h;
         }
         lsw = log_add_exp(lsw, lsw_sub);
         // The U-turn criterion over the whole tree and across the seam with the subtree.
@@ -313,6 +323,7 @@ pub fn transition(
         sample_q,
         sample_logp,
         sample_g,
+        sample_h,
         depth,
         n_leapfrog,
         divergent,
@@ -321,8 +332,9 @@ pub fn transition(
     )
 }
 
-/// Runs one chain for `warmup + draws` transitions from `q` and records every draw after
-/// warmup (with its statistics) through [`record()`] under chain index `chain`.
+/// Runs one chain for `warmup + draws` transitions from `q` and records every transition
+/// (with its statistics) through [`record()`] under chain index `chain`: warmup transitions
+/// as draws `-warmup..0`, the draws kept as `0..draws`.
 ///
 /// During warmup, `adapt_step` tunes the step size by dual averaging towards a mean
 /// acceptance of `target_accept` (Stan's constants: gamma 0.05, t0 10, kappa 0.75), and
@@ -374,10 +386,11 @@ pub fn chain(
     let mut w_m2 = Vector::filled_like(0.0, &q);
     let mut i = 0;
     while i < warmup + draws {
-        let (q1, logp1, g1, depth, n_leapfrog, divergent, accept, k): (
+        let (q1, logp1, g1, energy, depth, n_leapfrog, divergent, accept, k): (
             Vector,
             f64,
             Vector,
+            f64,
             i64,
             i64,
             bool,
@@ -436,6 +449,8 @@ pub fn chain(
             divergent,
             accept,
             step_used,
+            logp,
+            energy,
         );
         i += 1;
     }

@@ -8,7 +8,7 @@
 
 use autobatch_runtime::ndarray::{linalg::general_mat_mul, Array1, Array2, ArrayView2, Axis, Zip};
 use autobatch_runtime::{primitive, Key, Vector};
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::rc::Rc;
 
 /// A log density with its gradient, evaluated for many points at once.
@@ -55,17 +55,19 @@ pub trait Target {
 
 thread_local! {
     static CURRENT: RefCell<Option<Rc<dyn Target>>> = const { RefCell::new(None) };
-    static CALLS: Cell<u64> = const { Cell::new(0) };
-    static ROWS: Cell<u64> = const { Cell::new(0) };
+    static COUNTS: RefCell<GradientCounts> = RefCell::new(GradientCounts::default());
 }
 
 /// Counts of gradient evaluations made through [`logp_grad()`] on this thread.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GradientCounts {
     /// Calls of the batched kernel (or of the scalar form).
     pub calls: u64,
     /// Rows evaluated: one gradient evaluation each.
     pub rows: u64,
+    /// Rows of each call, in order: how many chains each batched gradient served over the run
+    /// (4 bytes per call).
+    pub rows_per_call: Vec<u32>,
 }
 
 /// Runs `f` with `target` installed as the density [`logp_grad()`] evaluates, and returns its
@@ -79,22 +81,15 @@ pub fn with_target<R>(target: Rc<dyn Target>, f: impl FnOnce() -> R) -> (R, Grad
     impl Drop for Restore {
         fn drop(&mut self) {
             CURRENT.with(|c| *c.borrow_mut() = self.previous.take());
-            CALLS.with(|c| c.set(self.counts.calls));
-            ROWS.with(|c| c.set(self.counts.rows));
+            COUNTS.with(|c| *c.borrow_mut() = std::mem::take(&mut self.counts));
         }
     }
     let restore = Restore {
         previous: CURRENT.with(|c| c.borrow_mut().replace(target)),
-        counts: GradientCounts {
-            calls: CALLS.with(|c| c.replace(0)),
-            rows: ROWS.with(|c| c.replace(0)),
-        },
+        counts: COUNTS.with(|c| c.take()),
     };
     let result = f();
-    let counts = GradientCounts {
-        calls: CALLS.with(Cell::get),
-        rows: ROWS.with(Cell::get),
-    };
+    let counts = COUNTS.with(|c| c.take());
     drop(restore);
     (result, counts)
 }
@@ -117,8 +112,14 @@ pub fn logp_grad_batch(q: ArrayView2<f64>) -> (Array1<f64>, Array2<f64>) {
     let target = CURRENT
         .with(|c| c.borrow().clone())
         .expect("no target installed: sample through nuts::sample or nuts::with_target");
-    CALLS.with(|c| c.set(c.get() + 1));
-    ROWS.with(|c| c.set(c.get() + q.nrows() as u64));
+    COUNTS.with(|c| {
+        let mut counts = c.borrow_mut();
+        counts.calls += 1;
+        counts.rows += q.nrows() as u64;
+        counts
+            .rows_per_call
+            .push(u32::try_from(q.nrows()).unwrap_or(u32::MAX));
+    });
     target.logp_grad(q)
 }
 
