@@ -1,3 +1,5 @@
+// The user-facing crate: the interpreters, the types users name, and `__private` for generated
+// code. Its front page (crate docs) is `docs/crate.md`.
 #![doc = include_str!("../docs/crate.md")]
 #![warn(missing_docs)]
 
