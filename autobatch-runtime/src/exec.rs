@@ -350,6 +350,10 @@ impl<'p> Exec<'p> {
                 }
             }
         };
+        let result = match batched {
+            Some((_, f)) => self.locate(op, f, lanes, block, result)?,
+            None => result,
+        };
         if let Some(e) = self.failure(result, &progress, op, lanes, block) {
             return Err(e);
         }
@@ -364,6 +368,67 @@ impl<'p> Exec<'p> {
         }
         self.pool.recycle(outputs);
         Ok(())
+    }
+
+    /// A batched kernel that failed without naming a lane (it panicked, or returned an error for
+    /// the whole call) is run again on each active lane alone, so the error names the first
+    /// lane that fails by itself (batched kernels are row-wise: a row depends on its own lane
+    /// only). That is what lets lane isolation set aside the lane at fault and no other. If no
+    /// lane fails alone, the error stays one for the whole call. Only a failed call pays for this.
+    fn locate(
+        &mut self,
+        op: &PrimOp,
+        f: &BatchedFn,
+        lanes: &[usize],
+        block: Block,
+        result: std::thread::Result<std::result::Result<(), KernelError>>,
+    ) -> Result<std::thread::Result<std::result::Result<(), KernelError>>> {
+        let message = match result {
+            Ok(Err(e)) if e.position.is_none() => e.message,
+            Err(payload) => panic_message(payload),
+            other => return Ok(other),
+        };
+        for (k, &lane) in lanes.iter().enumerate() {
+            if self.fails_alone(op, f, lane, block)? {
+                return Ok(Ok(Err(KernelError::at(k, message))));
+            }
+        }
+        Ok(Ok(Err(KernelError::whole(message))))
+    }
+
+    /// Whether batched kernel `f` fails (or panics) when `lane` is its only row.
+    fn fails_alone(
+        &mut self,
+        op: &PrimOp,
+        f: &BatchedFn,
+        lane: usize,
+        block: Block,
+    ) -> Result<bool> {
+        let one = [lane];
+        let types: SmallVec<[TensorType; 16]> = op
+            .outs
+            .iter()
+            .flat_map(|&v| self.storage.types(v).iter().copied())
+            .collect();
+        let vector_len = self.storage.vector_len();
+        let mut outputs = self.pool.columns(types.iter().copied(), 1, vector_len);
+        let storage = &self.storage;
+        let mut inputs: Vec<Column> = Vec::new();
+        for &v in &op.ins {
+            for leaf in storage.read(v, &one, block)? {
+                let (dtype, width) = leaf.kind(storage.arena());
+                let out = self.pool.take(dtype, width);
+                inputs.push(leaf.gather_into(storage.arena(), &one, out));
+            }
+        }
+        let refs: Vec<&Column> = inputs.iter().collect();
+        let failed = !matches!(catch_quietly(|| f(&refs, &mut outputs)), Ok(Ok(())));
+        drop(refs);
+        for c in inputs {
+            self.pool.put(c);
+        }
+        self.pool.recycle(outputs);
+        Ok(failed)
     }
 
     /// The error a kernel's `result` means, if any, naming the lane at fault.

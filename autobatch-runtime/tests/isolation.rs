@@ -2,8 +2,30 @@
 //! panic, depth, step budget, memory) is reported for its lanes and every other lane's results
 //! are bit-identical to a run without the failing lanes.
 
-use autobatch_runtime::ndarray::Array1;
-use autobatch_runtime::{autobatch, Column, Config, Executable, Mode, RuntimeError};
+use autobatch_runtime::ndarray::{Array1, ArrayView1};
+use autobatch_runtime::{autobatch, primitive, Column, Config, Executable, Mode, RuntimeError};
+
+/// `1000 / x` per lane; the batched form divides every row of the call at once, so a zero in
+/// one row panics the whole call and names no row.
+#[primitive(batched = inverse_all)]
+fn inverse(x: i64) -> i64 {
+    inverse_all(ArrayView1::from(&[x]))[0]
+}
+
+fn inverse_all(x: ArrayView1<i64>) -> Array1<i64> {
+    x.mapv(|x| 1000 / x)
+}
+
+/// Recurses `n` times around a batched kernel that panics when `d` is 0.
+#[autobatch]
+fn batched_risky(n: i64, d: i64) -> i64 {
+    if n <= 0 {
+        let r: i64 = inverse(d);
+        r
+    } else {
+        batched_risky(n - 1, d) + n
+    }
+}
 
 /// Recurses `n` times, then divides by `d` (a kernel panic when `d` is 0).
 #[autobatch]
@@ -81,6 +103,27 @@ fn a_kernel_panic_fails_its_lanes_only() {
             &inputs,
             &isolated(mode),
             &[1, 3],
+            |e| matches!(e, RuntimeError::Kernel { message, .. } if message.contains("divide by zero")),
+        );
+    }
+}
+
+#[test]
+fn a_batched_kernel_panic_fails_the_lane_at_fault_only() {
+    let exe = batched_risky::executable().unwrap();
+    let inputs = [i64s(&[3, 2, 5, 1, 4, 0]), i64s(&[7, 5, 3, 0, -2, 9])];
+    for mode in [Mode::Stackless, Mode::FullVm] {
+        // Without isolation the error names the lane whose row panics, not the call's first.
+        let plain = Config::with_mode(mode);
+        match exe.run(&inputs, &plain).unwrap_err() {
+            RuntimeError::Kernel { lane, .. } => assert_eq!(lane, 3, "{mode:?}"),
+            other => panic!("{other}"),
+        }
+        check(
+            exe,
+            &inputs,
+            &isolated(mode),
+            &[3],
             |e| matches!(e, RuntimeError::Kernel { message, .. } if message.contains("divide by zero")),
         );
     }
