@@ -298,11 +298,7 @@ impl<'p> Exec<'p> {
         block: Block,
         stats: &mut Stats,
     ) -> Result<()> {
-        let types: SmallVec<[TensorType; 16]> = op
-            .outs
-            .iter()
-            .flat_map(|&v| self.storage.types(v).iter().copied())
-            .collect();
+        let types = self.output_types(op);
         let vector_len = self.storage.vector_len();
         let mut outputs = self
             .pool
@@ -370,6 +366,14 @@ impl<'p> Exec<'p> {
         Ok(())
     }
 
+    /// The tensor leaves `op` writes, in storage order.
+    fn output_types(&self, op: &PrimOp) -> SmallVec<[TensorType; 16]> {
+        op.outs
+            .iter()
+            .flat_map(|&v| self.storage.types(v).iter().copied())
+            .collect()
+    }
+
     /// A batched kernel that failed without naming a lane (it panicked, or returned an error for
     /// the whole call) is run again on each active lane alone, so the error names the first
     /// lane that fails by itself (batched kernels are row-wise: a row depends on its own lane
@@ -405,11 +409,7 @@ impl<'p> Exec<'p> {
         block: Block,
     ) -> Result<bool> {
         let one = [lane];
-        let types: SmallVec<[TensorType; 16]> = op
-            .outs
-            .iter()
-            .flat_map(|&v| self.storage.types(v).iter().copied())
-            .collect();
+        let types = self.output_types(op);
         let vector_len = self.storage.vector_len();
         let mut outputs = self.pool.columns(types.iter().copied(), 1, vector_len);
         let storage = &self.storage;
