@@ -1,10 +1,12 @@
 //! `#[primitive]`: declares a function as a primitive of autobatched code, with its scalar form
 //! and, optionally, a batched kernel that sees every active lane at once.
 
+use crate::generate::context;
 use crate::generate::emit::lane_kernel;
 use crate::generate::runtime::{leaf_paths, Runtime};
 use crate::parse::args::{args, Macro};
 use crate::parse::ast::Ty;
+use crate::parse::context::{self as parse_context, ContextParam};
 use crate::parse::{self, Errors};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
@@ -21,8 +23,13 @@ pub fn expand(attr: TokenStream, item: syn::ItemFn) -> Result<TokenStream, syn::
         );
     }
     let mut params: Vec<(syn::Ident, Ty, bool)> = Vec::new();
-    for input in &sig.inputs {
+    let mut contexts = Vec::new();
+    for (position, input) in sig.inputs.iter().enumerate() {
         match input {
+            // A reference to a type outside the language is the context every lane shares.
+            syn::FnArg::Typed(pt) if is_context(&pt.ty) => {
+                contexts.extend(parse_context::param(pt, position, &mut errors));
+            }
             syn::FnArg::Typed(pt) => {
                 let (inner, by_ref) = match &*pt.ty {
                     syn::Type::Reference(r) if r.mutability.is_none() => (&*r.elem, true),
@@ -46,6 +53,7 @@ pub fn expand(attr: TokenStream, item: syn::ItemFn) -> Result<TokenStream, syn::
         }
         syn::ReturnType::Type(_, t) => parse::ty(t, &mut errors),
     };
+    let ctx = parse_context::single(contexts, &mut errors);
     errors.finish()?;
 
     let runtime = Runtime::new(args.krate.as_ref());
@@ -59,14 +67,45 @@ pub fn expand(attr: TokenStream, item: syn::ItemFn) -> Result<TokenStream, syn::
         .collect();
     let call_args = params
         .iter()
-        .map(|(n, _, r)| if *r { quote!(&#n) } else { quote!(#n) });
+        .map(|(n, _, r)| if *r { quote!(&#n) } else { quote!(#n) })
+        .collect();
+    let call_args = with_context_arg(call_args, ctx.as_ref(), |c| {
+        let n = &c.name;
+        quote!(#n)
+    });
     let body = quote!(super::#name(#(#call_args),*));
-    let scalar = lane_kernel(&runtime, &inputs, &body, &ret, Span::call_site());
+    let scalar = lane_kernel(
+        &runtime,
+        &inputs,
+        ctx.as_ref(),
+        &body,
+        &ret,
+        Span::call_site(),
+    );
     let out_types = runtime.leaf_types_expr(&ret);
 
+    let ctx_param = context::entry_param(ctx.as_ref());
+    let agreement_context = match &ctx {
+        Some(c) => {
+            let n = &c.name;
+            quote!(#rt::Context::new(#n))
+        }
+        None => quote!(#rt::Context::none()),
+    };
+    let register = ctx
+        .as_ref()
+        .map(|c| context::register(&runtime, c, &name_str));
+    let checks = ctx.as_ref().map(context::checks);
     let batched = args.batched.as_ref().map(|path| {
         let mut index = 0usize;
-        let views = inputs.iter().map(|(_, t)| batched_views(&runtime, t, &mut index));
+        let views = inputs
+            .iter()
+            .map(|(_, t)| batched_views(&runtime, t, &mut index))
+            .collect();
+        let views = with_context_arg(views, ctx.as_ref(), |c| {
+            let t = &c.ty;
+            quote!(__cx.get::<#t>()?)
+        });
         let stores = leaf_paths(&ret, quote!(__r)).into_iter().enumerate().map(|(i, (leaf, p))| {
             let o = format_ident!("__o{i}");
             match leaf {
@@ -87,7 +126,7 @@ pub fn expand(attr: TokenStream, item: syn::ItemFn) -> Result<TokenStream, syn::
             /// The batched kernel: every active lane's inputs at once, through
             #[doc = ::std::concat!("`", ::std::stringify!(#path), "`.")]
             pub fn batched_kernel() -> #rt::Kernel {
-                #rt::Kernel::batched(|__ins: &[&#rt::Column], __outs: &mut [#rt::Column]| -> ::std::result::Result<(), #rt::KernelError> {
+                #rt::Kernel::batched_with_context(|__cx: #rt::Context<'_>, __ins: &[&#rt::Column], __outs: &mut [#rt::Column]| -> ::std::result::Result<(), #rt::KernelError> {
                     let __r = #target(#(#views),*);
                     let [#(#out_names),*] = __outs else {
                         return ::std::result::Result::Err(#rt::KernelError::whole(::std::format!("expected {} output leaves", #n_outs)));
@@ -98,13 +137,15 @@ pub fn expand(attr: TokenStream, item: syn::ItemFn) -> Result<TokenStream, syn::
             }
 
             /// Checks that the batched kernel agrees with the scalar form on `inputs` (one
-            /// column per input leaf): see [`check_agreement`](autobatch_runtime::primitive::check_agreement).
+            /// column per input leaf), given the context if the primitive takes one: see
+            /// [`check_agreement`](autobatch_runtime::primitive::check_agreement).
             pub fn check_agreement(
+                #ctx_param
                 inputs: &[#rt::Column],
                 vector_len: usize,
                 tolerance: #rt::Tolerance,
             ) -> ::std::result::Result<(), #rt::AgreementError> {
-                #rt::check_agreement(&scalar_kernel(), &batched_kernel(), inputs, &output_types(), vector_len, tolerance)
+                #rt::check_agreement(&scalar_kernel(), &batched_kernel(), #agreement_context, inputs, &output_types(), vector_len, tolerance)
             }
         }
     });
@@ -116,6 +157,7 @@ pub fn expand(attr: TokenStream, item: syn::ItemFn) -> Result<TokenStream, syn::
     let doc = format!("The primitive [`{name_str}`](super::{name_str}) as a kernel of autobatched code (generated by `#[primitive]`).");
     Ok(quote! {
         #item
+        #checks
 
         #[doc = #doc]
         #[allow(unused_imports, non_snake_case, clippy::all)]
@@ -125,6 +167,7 @@ pub fn expand(attr: TokenStream, item: syn::ItemFn) -> Result<TokenStream, syn::
             /// Registers this primitive's kernel with the linker.
             #[doc(hidden)]
             pub fn __define(__l: &mut #rt::Linker) -> #rt::Callee {
+                #register
                 #rt::Callee::Primitive(__l.primitive(::std::concat!(::std::module_path!(), "::", #name_str), kernel))
             }
 
@@ -168,4 +211,28 @@ fn batched_views(runtime: &Runtime, t: &Ty, index: &mut usize) -> TokenStream {
             quote!(#rt::batched_input::<#el>(__ins, #i)?)
         }
     }
+}
+
+/// True for a parameter type `&T` whose `T` is not a type of the language: the context.
+fn is_context(t: &syn::Type) -> bool {
+    match t {
+        syn::Type::Reference(r) => {
+            let mut scratch = Errors::default();
+            parse::ty(&r.elem, &mut scratch);
+            scratch.len() > 0
+        }
+        _ => false,
+    }
+}
+
+/// `args` (one per value parameter) with the context's argument, made by `arg`, at its position.
+fn with_context_arg(
+    mut args: Vec<TokenStream>,
+    ctx: Option<&ContextParam>,
+    arg: impl Fn(&ContextParam) -> TokenStream,
+) -> Vec<TokenStream> {
+    if let Some(c) = ctx {
+        args.insert(c.position.min(args.len()), arg(c));
+    }
+    args
 }

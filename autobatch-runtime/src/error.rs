@@ -20,6 +20,15 @@ pub enum RuntimeError {
     /// output does not have the type its generated entry point expects.
     #[error("linking failed: {0}")]
     Link(String),
+    /// The program reads a context (a `&T` parameter of its functions or primitives) and the
+    /// run was given none, or one of another type.
+    #[error("this program reads a context of type `{expected}`, but the run was given {found}")]
+    Context {
+        /// The context type the program's functions and primitives take.
+        expected: &'static str,
+        /// What the run was given (`none`, or the other type).
+        found: String,
+    },
     /// A kernel id has no entry in the kernel table.
     #[error("block `{block}`: kernel {kernel} (`{source_text}`) is not in the kernel table ({table} kernels)")]
     MissingKernel {

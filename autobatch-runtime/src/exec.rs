@@ -6,7 +6,8 @@
 use crate::column::{width_of, Column};
 use crate::error::{Result, RuntimeError};
 use crate::kernel::{
-    BatchedFn, FreshRows, Kernel, KernelError, LaneInputs, LaneOutputs, LaneWiseFn, OutLeaf,
+    BatchedFn, Context, FreshRows, Kernel, KernelError, LaneInputs, LaneOutputs, LaneWiseFn,
+    OutLeaf,
 };
 use crate::panics::catch_quietly;
 use crate::pool::ColumnPool;
@@ -24,6 +25,8 @@ pub(crate) struct Exec<'p> {
     /// The program whose ops run.
     pub(crate) program: &'p Program,
     kernels: &'p [Kernel],
+    /// The run's context, handed to every kernel call.
+    context: Context<'p>,
     /// Every variable's rows.
     pub(crate) storage: Storage<'p>,
     pool: ColumnPool,
@@ -44,11 +47,17 @@ fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
 }
 
 impl<'p> Exec<'p> {
-    /// Runs `program`'s ops with `kernels` on `storage`.
-    pub(crate) fn new(program: &'p Program, kernels: &'p [Kernel], storage: Storage<'p>) -> Self {
+    /// Runs `program`'s ops with `kernels` (given `context`) on `storage`.
+    pub(crate) fn new(
+        program: &'p Program,
+        kernels: &'p [Kernel],
+        context: Context<'p>,
+        storage: Storage<'p>,
+    ) -> Self {
         Exec {
             program,
             kernels,
+            context,
             storage,
             pool: ColumnPool::default(),
             sources: Vec::new(),
@@ -234,7 +243,7 @@ impl<'p> Exec<'p> {
                 let leaves = self.storage.read(v, lanes, block)?;
                 inputs.extend(leaves.iter().map(|leaf| leaf.view(view)));
             }
-            let ins = LaneInputs::from_storage(inputs, lanes, &progress);
+            let ins = LaneInputs::from_storage(inputs, lanes, &progress, self.context);
             let mut dense = columns.iter_mut();
             let mut rows = fresh.chunks_exact(n.max(1));
             let leaves = in_place
@@ -334,7 +343,7 @@ impl<'p> Exec<'p> {
                         })
                         .collect();
                     let refs: SmallVec<[&Column; 8]> = dense.iter().map(|c| c.as_ref()).collect();
-                    let r = catch_quietly(|| f(&refs, &mut outputs));
+                    let r = catch_quietly(|| f(self.context, &refs, &mut outputs));
                     stats.record_kernel(id, lanes.len(), start.elapsed(), true);
                     drop(refs);
                     for c in dense {
@@ -422,7 +431,10 @@ impl<'p> Exec<'p> {
             }
         }
         let refs: Vec<&Column> = inputs.iter().collect();
-        let failed = !matches!(catch_quietly(|| f(&refs, &mut outputs)), Ok(Ok(())));
+        let failed = !matches!(
+            catch_quietly(|| f(self.context, &refs, &mut outputs)),
+            Ok(Ok(()))
+        );
         drop(refs);
         for c in inputs {
             self.pool.put(c);

@@ -34,8 +34,8 @@ pub mod __private {
     pub use crate::prefetch::PREFETCH_AHEAD;
     pub use crate::primitive::{check_agreement, AgreementError, Tolerance};
     pub use crate::{
-        Column, Config, Executable, Isolated, Kernel, KernelError, Key, LaneInputs, LaneOutputs,
-        RuntimeError, Stats, Vector, VectorOut,
+        Column, Config, Context, ContextType, Executable, Isolated, Kernel, KernelError, Key,
+        LaneInputs, LaneOutputs, RuntimeError, Stats, Vector, VectorOut,
     };
     pub use autobatch_ir as ir;
     pub use ndarray;
@@ -46,7 +46,8 @@ pub use column::{Column, Element};
 pub use config::{Config, Mode, DEFAULT_MEMORY_BUDGET};
 pub use error::{Result, RuntimeError};
 pub use kernel::{
-    output_slice, InputRows, Kernel, KernelError, LaneInputs, LaneOutputs, OutputLeaf, VectorOut,
+    output_slice, Context, ContextType, InputRows, Kernel, KernelError, LaneInputs, LaneOutputs,
+    OutputLeaf, VectorOut,
 };
 pub use ndarray;
 pub use random::Key;
@@ -135,6 +136,8 @@ pub struct Executable {
     /// Facts about `lowered` the full VM uses.
     vm_plan: vm::Plan,
     kernels: Vec<Kernel>,
+    /// The context type the program's kernels read, if any (set by the linker).
+    context: Option<ContextType>,
 }
 
 impl Executable {
@@ -199,6 +202,7 @@ impl Executable {
             lowered: prepared.lowered,
             vm_plan,
             kernels,
+            context: None,
         })
     }
 
@@ -226,12 +230,78 @@ impl Executable {
         &self.kernels
     }
 
+    /// The context type this program's functions and primitives read (a `&T` parameter),
+    /// which [`run_with_context`](Self::run_with_context) must be given; `None` if they read
+    /// none.
+    pub fn context_type(&self) -> Option<ContextType> {
+        self.context
+    }
+
+    /// This executable with `context` as the context type its kernels read: runs given none
+    /// or another type fail with [`RuntimeError::Context`] before any kernel runs.
+    pub fn expecting_context(self, context: ContextType) -> Self {
+        Executable {
+            context: Some(context),
+            ..self
+        }
+    }
+
+    /// Checks the context given to a run against the one the program reads.
+    fn check_context(&self, given: Context<'_>) -> Result<()> {
+        match (self.context, given.type_of()) {
+            (Some(want), Some((id, _))) if want.id == id => Ok(()),
+            (Some(want), found) => Err(RuntimeError::Context {
+                expected: want.name,
+                found: found.map_or_else(|| "none".to_string(), |(_, n)| format!("a `{n}`")),
+            }),
+            (None, _) => Ok(()),
+        }
+    }
+
     /// Runs the program on a batch: `inputs` holds one column per input leaf. With
     /// [`Config::lane_isolation`], lanes that fail are listed in [`Run::failed`] and the others
     /// keep their results.
     pub fn run(&self, inputs: &[Column], config: &Config) -> Result<Run> {
+        self.run_with_context(Context::none(), inputs, config)
+    }
+
+    /// Like [`run`](Self::run), with `context` the value every lane shares (a model, settings):
+    /// every kernel call receives it, none copies it into a column. A program that reads a
+    /// context ([`context_type`](Self::context_type)) must be given one of that type, else
+    /// [`RuntimeError::Context`].
+    ///
+    /// ```
+    /// use autobatch_runtime::{autobatch, Column, Config, Context, RuntimeError};
+    ///
+    /// struct Settings { limit: i64 }
+    ///
+    /// #[autobatch]
+    /// fn capped(settings: &Settings, x: i64) -> i64 {
+    ///     x.min(settings.limit)
+    /// }
+    ///
+    /// fn main() {
+    ///     let exe = capped::executable().unwrap();
+    ///     let xs = [Column::from_scalars(&[1i64, 7, 12])];
+    ///     let settings = Settings { limit: 5 };
+    ///     let run = exe
+    ///         .run_with_context(Context::new(&settings), &xs, &Config::default())
+    ///         .unwrap();
+    ///     assert_eq!(run.outputs[0], Column::from_scalars(&[1i64, 5, 5]));
+    ///     let wrong = exe.run_with_context(Context::new(&5i64), &xs, &Config::default());
+    ///     assert!(matches!(wrong, Err(RuntimeError::Context { .. })));
+    ///     assert!(matches!(exe.run(&xs, &Config::default()), Err(RuntimeError::Context { .. })));
+    /// }
+    /// ```
+    pub fn run_with_context(
+        &self,
+        context: Context<'_>,
+        inputs: &[Column],
+        config: &Config,
+    ) -> Result<Run> {
+        self.check_context(context)?;
         if !config.lane_isolation {
-            return self.run_batch(inputs, config);
+            return self.run_batch(context, inputs, config);
         }
         let program = match config.mode {
             Mode::FullVm => &self.lowered,
@@ -248,7 +318,7 @@ impl Executable {
                 batch_size: Some(alive.len()),
                 ..config.clone()
             };
-            let error = match self.run_batch(&subset, &config) {
+            let error = match self.run_batch(context, &subset, &config) {
                 Ok(run) => return Ok(spread(run, &alive, batch, failed)),
                 Err(error) => error,
             };
@@ -268,7 +338,7 @@ impl Executable {
     }
 
     /// Runs every lane of the batch; the first failure fails the run.
-    fn run_batch(&self, inputs: &[Column], config: &Config) -> Result<Run> {
+    fn run_batch(&self, context: Context<'_>, inputs: &[Column], config: &Config) -> Result<Run> {
         let (program, stackless_plan): (&Program, _) = match config.mode {
             Mode::FullVm => (&self.lowered, None),
             Mode::Stackless => {
@@ -301,7 +371,7 @@ impl Executable {
             config.memory_budget,
         );
         storage.write_inputs(inputs)?;
-        let mut exec = Exec::new(program, &self.kernels, storage);
+        let mut exec = Exec::new(program, &self.kernels, context, storage);
         let names = program.blocks.iter().map(|b| b.name.clone());
         let mut stats = Stats::new(batch, names, self.kernels.len());
         match stackless_plan {
@@ -321,6 +391,18 @@ impl Executable {
     /// on the [`source`](Self::source) program: no pass that prepared the programs the two
     /// modes run is trusted by it.
     pub fn run_reference(&self, inputs: &[Column], config: &Config) -> Result<Run> {
+        self.run_reference_with_context(Context::none(), inputs, config)
+    }
+
+    /// [`run_reference`](Self::run_reference) with the run's context, as
+    /// [`run_with_context`](Self::run_with_context) takes it.
+    pub fn run_reference_with_context(
+        &self,
+        context: Context<'_>,
+        inputs: &[Column],
+        config: &Config,
+    ) -> Result<Run> {
+        self.check_context(context)?;
         let program = self.source();
         let (batch, vector_len) = check_inputs(program, inputs, config)?;
         let lowered = matches!(self.source, VerifiedSource::Lowered(_));
@@ -328,6 +410,7 @@ impl Executable {
             program,
             lowered,
             &self.kernels,
+            context,
             inputs,
             batch,
             vector_len,

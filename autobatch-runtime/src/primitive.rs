@@ -6,7 +6,7 @@
 //! lane and on subsets of lanes, and reports the first element where they differ.
 
 use crate::column::{width_of, Column};
-use crate::kernel::{Kernel, KernelError, LaneInputs, LaneOutputs};
+use crate::kernel::{Context, Kernel, KernelError, LaneInputs, LaneOutputs};
 use autobatch_ir::TensorType;
 use std::cell::Cell;
 use thiserror::Error;
@@ -49,9 +49,11 @@ pub enum AgreementError {
     },
 }
 
-/// Runs `kernel` on `lanes` of `inputs` (one column per input leaf), returning dense outputs.
+/// Runs `kernel` (given `context`) on `lanes` of `inputs` (one column per input leaf),
+/// returning dense outputs.
 fn run_kernel(
     kernel: &Kernel,
+    context: Context<'_>,
     inputs: &[Column],
     lanes: &[usize],
     outputs: &[TensorType],
@@ -66,13 +68,13 @@ fn run_kernel(
             let refs: Vec<&Column> = inputs.iter().collect();
             let progress = Cell::new(0);
             f(
-                &LaneInputs::new(&refs, lanes, &progress),
+                &LaneInputs::new(&refs, lanes, &progress).with_context(context),
                 &mut LaneOutputs::new(&mut outs),
             )?;
         }
         Kernel::Batched(f) => {
             let dense: Vec<Column> = inputs.iter().map(|c| c.gather(lanes)).collect();
-            f(&dense.iter().collect::<Vec<_>>(), &mut outs)?;
+            f(context, &dense.iter().collect::<Vec<_>>(), &mut outs)?;
         }
     }
     Ok(outs)
@@ -126,14 +128,15 @@ fn compare(
     Ok(())
 }
 
-/// Checks that `batched` agrees with `scalar` on `inputs`: on all lanes at once, on every other
-/// lane, and on each of the first lanes alone (so a batched kernel whose result for one lane
-/// depends on the others is caught).
+/// Checks that `batched` agrees with `scalar` on `inputs`, both given `context` (the value every
+/// lane shares, [`Context::none`] for primitives that take none): on all lanes at once, on
+/// every other lane, and on each of the first lanes alone (so a batched kernel whose result for
+/// one lane depends on the others is caught).
 ///
 /// ```
 /// use autobatch_runtime::ir::{DType, TensorType};
 /// use autobatch_runtime::primitive::{check_agreement, Tolerance};
-/// use autobatch_runtime::{output_slice, Column, Kernel};
+/// use autobatch_runtime::{output_slice, Column, Context, Kernel};
 ///
 /// let scalar = Kernel::map1(|x: f64| 2.0 * x);
 /// let batched = Kernel::batched(|ins, outs| {
@@ -145,11 +148,13 @@ fn compare(
 /// });
 /// let inputs = [Column::from_scalars(&[1.0, -2.5, 3.0])];
 /// let outputs = [TensorType::scalar(DType::F64)];
-/// check_agreement(&scalar, &batched, &inputs, &outputs, 0, Tolerance::Exact).unwrap();
+/// let none = Context::none();
+/// check_agreement(&scalar, &batched, none, &inputs, &outputs, 0, Tolerance::Exact).unwrap();
 /// ```
 pub fn check_agreement(
     scalar: &Kernel,
     batched: &Kernel,
+    context: Context<'_>,
     inputs: &[Column],
     outputs: &[TensorType],
     vector_len: usize,
@@ -161,7 +166,7 @@ pub fn check_agreement(
     let singles = (0..rows.min(4)).map(|l| vec![l]);
     for lanes in [all, every_other].into_iter().chain(singles) {
         let run = |kernel, form| {
-            run_kernel(kernel, inputs, &lanes, outputs, vector_len).map_err(|e| {
+            run_kernel(kernel, context, inputs, &lanes, outputs, vector_len).map_err(|e| {
                 AgreementError::Failed {
                     form,
                     message: e.message,
@@ -202,6 +207,7 @@ mod tests {
         assert!(check_agreement(
             &scalar,
             &doubling_batched(0.0),
+            Context::none(),
             &inputs,
             &outs,
             0,
@@ -211,6 +217,7 @@ mod tests {
         let err = check_agreement(
             &scalar,
             &doubling_batched(1e-9),
+            Context::none(),
             &inputs,
             &outs,
             0,
@@ -234,6 +241,7 @@ mod tests {
         assert!(check_agreement(
             &scalar,
             &doubling_batched(1e-12),
+            Context::none(),
             &inputs,
             &outs,
             0,
@@ -250,6 +258,7 @@ mod tests {
         let err = check_agreement(
             &scalar,
             &doubling_batched(0.0),
+            Context::none(),
             &inputs,
             &outs,
             0,

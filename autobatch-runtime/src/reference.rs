@@ -10,7 +10,7 @@ use crate::column::{width_of, Column};
 use crate::config::Config;
 use crate::depth::{counted_entries, limit_error, on_enough_stack, recursive_functions};
 use crate::error::{function_name, Result, RuntimeError};
-use crate::kernel::{Kernel, KernelError, LaneInputs, LaneOutputs};
+use crate::kernel::{Context, Kernel, KernelError, LaneInputs, LaneOutputs};
 use crate::panics::catch_quietly;
 use crate::stats::Stats;
 use autobatch_ir::{Block, FuncId, KernelRef, Op, PrimOp, Program, Terminator, Var};
@@ -25,6 +25,7 @@ struct Frame {
 struct Interp<'a> {
     program: &'a Program,
     kernels: &'a [Kernel],
+    context: Context<'a>,
     config: &'a Config,
     vector_len: usize,
     lane: usize,
@@ -42,6 +43,7 @@ struct Interp<'a> {
 pub(crate) fn run_lane(
     program: &Program,
     kernels: &[Kernel],
+    context: Context<'_>,
     inputs: &[Column],
     vector_len: usize,
     lane: usize,
@@ -51,6 +53,7 @@ pub(crate) fn run_lane(
     let mut interp = Interp {
         program,
         kernels,
+        context,
         config,
         vector_len,
         lane,
@@ -265,10 +268,10 @@ impl Interp<'_> {
                 let progress = Cell::new(0);
                 let result = catch_quietly(|| match kernel {
                     Kernel::LaneWise(f) => f(
-                        &LaneInputs::new(&refs, &[0], &progress),
+                        &LaneInputs::new(&refs, &[0], &progress).with_context(self.context),
                         &mut LaneOutputs::new(&mut outputs),
                     ),
-                    Kernel::Batched(f) => f(&refs, &mut outputs),
+                    Kernel::Batched(f) => f(self.context, &refs, &mut outputs),
                 });
                 match result {
                     Ok(Ok(())) => {}
@@ -287,6 +290,7 @@ pub(crate) fn run(
     program: &Program,
     lowered: bool,
     kernels: &[Kernel],
+    context: Context<'_>,
     inputs: &[Column],
     batch: usize,
     vector_len: usize,
@@ -298,6 +302,7 @@ pub(crate) fn run(
         per_lane.push(run_lane(
             program,
             kernels,
+            context,
             &lane_inputs,
             vector_len,
             lane,

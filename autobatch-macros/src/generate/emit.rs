@@ -1,12 +1,14 @@
 //! Emits the generated code: the linker calls that rebuild the recorded IR, the lane-wise
 //! kernels, and the typed batched entry points.
 
+use super::context;
 use super::infer::path_text;
 use super::ir::CompileTime;
 use super::runtime::{leaf_paths, Runtime};
 use super::translate::{KernelSpec, Record, Step};
 use super::vectorise::vector_kernel;
 use crate::parse::ast::{Func, Ty};
+use crate::parse::context::ContextParam;
 use autobatch_ir::Allocation;
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
@@ -33,14 +35,17 @@ fn read_value(rt: &Runtime, t: &Ty, next: &mut usize) -> TokenStream {
 }
 
 /// A lane-wise kernel evaluating `body` per active lane, with `inputs` bound by name (their
-/// leaves are the kernel's input leaves, in order) and the value's leaves stored as outputs.
+/// leaves are the kernel's input leaves, in order), the run's context bound to its name if
+/// `context` is given, and the value's leaves stored as outputs.
 pub fn lane_kernel(
     rt: &Runtime,
     inputs: &[(Ident, Ty)],
+    context: Option<&ContextParam>,
     body: &TokenStream,
     out_ty: &Ty,
     span: Span,
 ) -> TokenStream {
+    let context = context.map(context::kernel_binding);
     let rtp = rt.path();
     let mut accessors = Vec::new();
     let mut bindings = Vec::new();
@@ -81,6 +86,7 @@ pub fn lane_kernel(
     let result = quote_spanned!(span=> let __r: #out_ty = #body;);
     quote! {
         #rtp::Kernel::lane_wise(|__ins: &#rtp::LaneInputs<'_>, __outs: &mut #rtp::LaneOutputs<'_>| -> ::std::result::Result<(), #rtp::KernelError> {
+            #context
             #(#accessors)*
             let [#(#out_names),*] = __outs.leaves::<#n_outs>()?;
             #(#slices)*
@@ -96,17 +102,28 @@ pub fn lane_kernel(
 }
 
 /// A kernel of the function, and whether it was compiled to element loops ([`vector_kernel`])
-/// rather than evaluated per lane on owned vectors.
-fn kernel(rt: &Runtime, k: &KernelSpec, l: &Record) -> (TokenStream, bool) {
+/// rather than evaluated per lane on owned vectors. A kernel reading the function's context
+/// `context` is evaluated per lane, the context bound to its name.
+fn kernel(
+    rt: &Runtime,
+    k: &KernelSpec,
+    l: &Record,
+    context: Option<&ContextParam>,
+) -> (TokenStream, bool) {
     let inputs: Vec<(Ident, Ty)> = k
         .inputs
         .iter()
         .map(|(n, v)| (n.clone(), l.vars[*v].ty.clone()))
         .collect();
-    match vector_kernel(rt, &inputs, &k.body, &k.out_ty) {
+    let context = context.filter(|c| context::reads_context(&k.body.tokens, &c.name));
+    let compiled = match context {
+        Some(_) => None,
+        None => vector_kernel(rt, &inputs, &k.body, &k.out_ty),
+    };
+    match compiled {
         Some(compiled) => (compiled, true),
         None => (
-            lane_kernel(rt, &inputs, &k.body.tokens, &k.out_ty, k.body.span),
+            lane_kernel(rt, &inputs, context, &k.body.tokens, &k.out_ty, k.body.span),
             false,
         ),
     }
@@ -245,8 +262,11 @@ pub fn function(
         .iter()
         .zip(&block_names)
         .map(|(n, id)| quote!(let #id = __l.block(__f, #n);));
-    let (kernels, compiled): (Vec<TokenStream>, Vec<bool>) =
-        l.kernels.iter().map(|k| kernel(rt, k, l)).unzip();
+    let (kernels, compiled): (Vec<TokenStream>, Vec<bool>) = l
+        .kernels
+        .iter()
+        .map(|k| kernel(rt, k, l, func.context.as_ref()))
+        .unzip();
     let vector_kernels = compiled.iter().filter(|&&c| c).count();
     let vs = |xs: &[usize]| {
         let ids = xs.iter().map(|&i| &var_names[i]);
@@ -314,6 +334,7 @@ pub fn function(
                 t
             }
         });
+        let ps = context::with_context_param(ps.collect(), c.context, func.context.as_ref());
         let r = rt.rust_type(&c.ret);
         quote_spanned!(c.span=> const _: fn(#(#ps),*) -> #r = #p;)
     });
@@ -321,9 +342,28 @@ pub fn function(
     // The scalar function, named next to it by a signature check: the batched form uses it, so
     // a function called only through `f::batch` is not dead code (the check sits beside the
     // function, not in the module, so it also works for a function in a function body).
-    let param_types = func.params.iter().map(|(_, t)| rt.rust_type(t));
+    let param_types = func.params.iter().map(|(_, t)| rt.rust_type(t)).collect();
+    let ctx = func.context.as_ref();
+    let param_types = context::with_context_param(param_types, ctx.map(|c| c.position), ctx);
     let ret_type = rt.rust_type(&func.ret);
     let scalar = quote!(const _: fn(#(#param_types),*) -> #ret_type = #name;);
+    let context_checks = ctx.map(context::checks);
+    let register = ctx.map(|c| context::register(rt, c, &name_str));
+    let (ctx_param, ctx_arg) = (context::entry_param(ctx), context::entry_arg(ctx));
+    let run = context::run_call(
+        rt,
+        ctx,
+        quote!(executable()?),
+        quote!(&__inputs),
+        quote!(config),
+    );
+    let run_isolated = context::run_call(
+        rt,
+        ctx,
+        quote!(executable()?),
+        quote!(&__inputs),
+        quote!(&__config),
+    );
     let param_views: Vec<TokenStream> = func.params.iter().map(|(_, t)| view_type(rt, t)).collect();
     let mut inputs = Vec::new();
     for (n, t) in &func.params {
@@ -341,6 +381,7 @@ pub fn function(
     let span = Span::call_site();
     quote_spanned! {span=>
         #scalar
+        #context_checks
         #(#checks)*
 
         #[doc = #doc_mod]
@@ -356,6 +397,7 @@ pub fn function(
                     ::std::result::Result::Err(__f) => __f,
                 };
                 #inexact
+                #register
                 #(#callees)*
                 #(#vars)*
                 #(#blocks)*
@@ -395,23 +437,23 @@ pub fn function(
             pub const VECTOR_KERNELS: usize = #vector_kernels;
 
             #[doc = #doc_batch]
-            pub fn batch(#(#param_names: #param_views,)* config: &#rtp::Config) -> ::std::result::Result<#ret_array, #rtp::RuntimeError> {
-                batch_with_stats(#(#param_names,)* config).map(|(__out, _)| __out)
+            pub fn batch(#ctx_param #(#param_names: #param_views,)* config: &#rtp::Config) -> ::std::result::Result<#ret_array, #rtp::RuntimeError> {
+                batch_with_stats(#ctx_arg #(#param_names,)* config).map(|(__out, _)| __out)
             }
 
             /// Like [`batch`] with [`Config::lane_isolation`](#rtp::Config::lane_isolation) on: lanes
             /// that fail are listed in `failed` (their rows hold zeros), the others keep their results.
-            pub fn batch_isolated(#(#param_names: #param_views,)* config: &#rtp::Config) -> ::std::result::Result<#rtp::Isolated<#ret_array>, #rtp::RuntimeError> {
+            pub fn batch_isolated(#ctx_param #(#param_names: #param_views,)* config: &#rtp::Config) -> ::std::result::Result<#rtp::Isolated<#ret_array>, #rtp::RuntimeError> {
                 let __inputs: ::std::vec::Vec<#rtp::Column> = ::std::vec![#(#inputs),*];
                 let __config = #rtp::Config { lane_isolation: true, ..::std::clone::Clone::clone(config) };
-                let __run = executable()?.run(&__inputs, &__config)?;
+                let __run = #run_isolated?;
                 ::std::result::Result::Ok(#rtp::Isolated { outputs: #outputs, failed: __run.failed, stats: __run.stats })
             }
 
             /// Like [`batch`], also returning the run's statistics.
-            pub fn batch_with_stats(#(#param_names: #param_views,)* config: &#rtp::Config) -> ::std::result::Result<(#ret_array, #rtp::Stats), #rtp::RuntimeError> {
+            pub fn batch_with_stats(#ctx_param #(#param_names: #param_views,)* config: &#rtp::Config) -> ::std::result::Result<(#ret_array, #rtp::Stats), #rtp::RuntimeError> {
                 let __inputs: ::std::vec::Vec<#rtp::Column> = ::std::vec![#(#inputs),*];
-                let __run = executable()?.run(&__inputs, config)?.complete()?;
+                let __run = #run?.complete()?;
                 ::std::result::Result::Ok((#outputs, __run.stats))
             }
         }

@@ -11,7 +11,7 @@ use proc_macro2::Ident;
 /// when they are compiled ((`translate::kernel`)).
 pub fn is_pure(e: &Expr) -> bool {
     match &e.kind {
-        ExprKind::Lit { .. } | ExprKind::Var(_) | ExprKind::Const(_) => true,
+        ExprKind::Lit { .. } | ExprKind::Var(_) | ExprKind::Const(_) | ExprKind::Uniform(_) => true,
         ExprKind::Binary(_, _, l, r) => is_pure(l) && is_pure(r),
         ExprKind::Unary(_, x)
         | ExprKind::Cast(x, _, _)

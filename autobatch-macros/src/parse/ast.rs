@@ -59,6 +59,8 @@ pub struct Func {
     pub body: Block,
     /// Names of parameters that could not be parsed (already reported).
     pub poisoned: Vec<String>,
+    /// The context parameter (`ctx: &T`, shared by every lane), if any; not in `params`.
+    pub context: Option<super::context::ContextParam>,
 }
 
 impl Func {
@@ -211,6 +213,10 @@ pub enum ExprKind {
     Block(Block),
     /// An unsupported construct, already reported: compiles to nothing, reports nothing more.
     Invalid,
+    /// A read of the context every lane shares (`ctx.field`, `ctx.dim()`), Rust code the
+    /// kernel runs as written; `true` for the context itself (`ctx`), which is only passed on
+    /// to calls.
+    Uniform(bool),
     /// `x = value`, or `x op= value` with the operator (without `=`) and its tokens.
     Assign(Ident, Box<Expr>, Option<(BinOp, TokenStream)>),
 }

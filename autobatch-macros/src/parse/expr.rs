@@ -4,7 +4,7 @@
 
 use super::ast::{BinOp, Expr, ExprKind, Ty};
 use super::types::{suffix, ty};
-use super::{control, rejected, Errors};
+use super::{context, control, rejected, Errors};
 use autobatch_ir::DType;
 use quote::ToTokens;
 use syn::spanned::Spanned;
@@ -103,6 +103,9 @@ pub(super) fn invalid(e: &syn::Expr) -> Expr {
 
 /// Parses an expression.
 pub fn expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
+    if let Some(read) = context::read(e, errors) {
+        return read;
+    }
     match e {
         syn::Expr::Lit(l) => match &l.lit {
             syn::Lit::Int(i) => mk(

@@ -5,6 +5,7 @@
 
 pub mod args;
 pub mod ast;
+pub mod context;
 mod control;
 pub mod expr;
 mod pattern;
@@ -69,10 +70,14 @@ pub fn func(item: &syn::ItemFn, errors: &mut Errors) -> Func {
     }
     let mut params = Vec::new();
     let mut poisoned = Vec::new();
-    for input in &sig.inputs {
+    let mut contexts = Vec::new();
+    for (position, input) in sig.inputs.iter().enumerate() {
         match input {
             syn::FnArg::Receiver(r) => {
                 errors.at(r, "methods cannot be #[autobatch]; write a free function")
+            }
+            syn::FnArg::Typed(pt) if matches!(*pt.ty, syn::Type::Reference(_)) => {
+                contexts.extend(context::param(pt, position, errors));
             }
             syn::FnArg::Typed(pt) => {
                 let t = ty(&pt.ty, errors);
@@ -92,12 +97,14 @@ pub fn func(item: &syn::ItemFn, errors: &mut Errors) -> Func {
         syn::ReturnType::Default => Ty::unit(),
         syn::ReturnType::Type(_, t) => ty(t, errors),
     };
-    let body = block(&item.block, errors);
+    let context = context::single(contexts, errors);
+    let body = context::parsing_with(context.as_ref(), || block(&item.block, errors));
     Func {
         name: sig.ident.clone(),
         params,
         ret,
         body,
         poisoned,
+        context,
     }
 }

@@ -5,7 +5,7 @@
 //! their own generated code. The entry's [`Executable`] is built once per program.
 
 use crate::error::{Result, RuntimeError};
-use crate::kernel::Kernel;
+use crate::kernel::{ContextType, Kernel};
 use crate::Executable;
 use autobatch_ir::{Allocation, Block, FuncId, KernelId, ProgramBuilder, Type, Var};
 use std::collections::HashMap;
@@ -28,6 +28,10 @@ pub struct Linker {
     primitives: HashMap<&'static str, KernelId>,
     prefixes: Vec<String>,
     exact: bool,
+    /// The context type read by the functions and primitives defined so far, and where.
+    context: Option<(ContextType, &'static str)>,
+    /// A second, different context type, and where it was read (an error at `finish`).
+    conflict: Option<(ContextType, &'static str)>,
 }
 
 impl Default for Linker {
@@ -46,6 +50,8 @@ impl Linker {
             primitives: HashMap::new(),
             prefixes: Vec::new(),
             exact: true,
+            context: None,
+            conflict: None,
         }
     }
 
@@ -90,6 +96,19 @@ impl Linker {
         }
     }
 
+    /// Records that the function or primitive registered under `key` reads a context of type
+    /// `ty`: the program must be run with one. Every function and primitive of a program reads
+    /// the same type; a second one fails [`finish`](Self::finish).
+    pub fn context(&mut self, key: &'static str, ty: ContextType) {
+        match self.context {
+            None => self.context = Some((ty, key)),
+            Some((have, _)) if have == ty => {}
+            Some(_) => {
+                self.conflict.get_or_insert((ty, key));
+            }
+        }
+    }
+
     /// Records that a function's compile-time allocation was conservative (it calls functions
     /// its macro could not see), so the linked program's allocation must be recomputed.
     pub fn inexact(&mut self) {
@@ -127,15 +146,26 @@ impl Linker {
 
     /// Finishes the program with `entry` as its entry function.
     pub fn finish(self, entry: FuncId) -> Result<Executable> {
+        if let (Some((have, first)), Some((other, second))) = (self.context, self.conflict) {
+            return Err(RuntimeError::Link(format!(
+                "`{first}` reads a context of type `{}` but `{second}` one of type `{}`: every function and primitive of a program takes the same context type",
+                have.name, other.name
+            )));
+        }
+        let context = self.context.map(|(ty, _)| ty);
         let program = self.builder.finish_with_entry(entry).map_err(|e| match e {
             autobatch_ir::BuildError::Invalid(v) => RuntimeError::Invalid(v),
             other => RuntimeError::Link(other.to_string()),
         })?;
-        if self.exact {
+        let exe = if self.exact {
             Executable::with_allocations(program, self.kernels)
         } else {
             Executable::new(program, self.kernels)
-        }
+        }?;
+        Ok(match context {
+            Some(ty) => exe.expecting_context(ty),
+            None => exe,
+        })
     }
 }
 
@@ -150,5 +180,21 @@ mod tests {
         assert_eq!(l.declare("k", "f"), Ok(f));
         let g = l.declare("other::k", "f").unwrap_err();
         assert_ne!(f, g, "same name, different path: two functions");
+    }
+
+    #[test]
+    fn two_context_types_in_one_program_fail_to_link() {
+        let mut l = Linker::new();
+        let f = l.declare("f", "f").unwrap_err();
+        l.context("f", ContextType::of::<u8>());
+        l.context("g", ContextType::of::<u8>());
+        l.context("h", ContextType::of::<u16>());
+        let b = l.block(f, "entry");
+        l.builder().signature(f, &[], &[]);
+        l.builder().ret(b);
+        match l.finish(f) {
+            Err(RuntimeError::Link(m)) => assert!(m.contains("`h`") && m.contains("u16"), "{m}"),
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! What a lane-wise kernel reads: [`LaneInputs`], its input leaves in storage at the active
 //! lanes, and [`InputRows`], typed row access to one of them.
 
+use super::context::Context;
 use super::error::KernelError;
 use crate::column::{Column, Element};
 use crate::prefetch::prefetch;
@@ -11,11 +12,13 @@ use smallvec::SmallVec;
 use std::any::TypeId;
 use std::cell::Cell;
 
-/// The inputs of one lane-wise kernel call: storage leaves indexed by lane, and the active lanes.
+/// The inputs of one lane-wise kernel call: storage leaves indexed by lane, the active lanes,
+/// and the run's [`Context`].
 pub struct LaneInputs<'a> {
     inputs: SmallVec<[LeafView<'a>; 16]>,
     lanes: &'a [usize],
     progress: &'a Cell<usize>,
+    context: Context<'a>,
 }
 
 impl<'a> LaneInputs<'a> {
@@ -26,7 +29,19 @@ impl<'a> LaneInputs<'a> {
             inputs: columns.iter().map(|&c| LeafView::Dense(c)).collect(),
             lanes,
             progress,
+            context: Context::none(),
         }
+    }
+
+    /// The same inputs with `context` as the run's context.
+    pub fn with_context(self, context: Context<'a>) -> Self {
+        LaneInputs { context, ..self }
+    }
+
+    /// The run's context (the value every lane shares), as a `T`; a typed error if the run was
+    /// given none or another type.
+    pub fn context<T: std::any::Any>(&self) -> Result<&'a T, KernelError> {
+        self.context.get::<T>()
     }
 
     /// Inputs over leaves as storage holds them: dense columns or shared arena rows.
@@ -34,11 +49,13 @@ impl<'a> LaneInputs<'a> {
         inputs: SmallVec<[LeafView<'a>; 16]>,
         lanes: &'a [usize],
         progress: &'a Cell<usize>,
+        context: Context<'a>,
     ) -> Self {
         LaneInputs {
             inputs,
             lanes,
             progress,
+            context,
         }
     }
 

@@ -11,13 +11,18 @@
 //! A kernel writes every row of every output leaf (or fails): output columns are reused between
 //! ops, so a row it leaves alone holds whatever an earlier op wrote there.
 //!
+//! Both kinds receive the run's [`Context`] (a model, settings: one value for every lane):
+//! a lane-wise kernel through [`LaneInputs::context`], a batched one as its first argument.
+//!
 //! Inactive lanes are never passed to a kernel. A kernel reports failure with [`KernelError`];
 //! a panic inside a kernel is caught by the interpreter and reported with the lane.
 
+mod context;
 mod error;
 mod inputs;
 mod outputs;
 
+pub use context::{Context, ContextType};
 pub use error::KernelError;
 pub use inputs::{InputRows, LaneInputs};
 pub use outputs::{output_slice, LaneOutputs, OutputLeaf, VectorOut};
@@ -32,8 +37,9 @@ use std::sync::Arc;
 pub type LaneWiseFn =
     dyn Fn(&LaneInputs<'_>, &mut LaneOutputs<'_>) -> Result<(), KernelError> + Send + Sync;
 
-/// A batched kernel body: dense gathered inputs in, dense outputs written.
-pub type BatchedFn = dyn Fn(&[&Column], &mut [Column]) -> Result<(), KernelError> + Send + Sync;
+/// A batched kernel body: the run's context and dense gathered inputs in, dense outputs written.
+pub type BatchedFn =
+    dyn Fn(Context<'_>, &[&Column], &mut [Column]) -> Result<(), KernelError> + Send + Sync;
 
 /// A primitive's implementation, resolved by [`KernelId`](autobatch_ir::KernelId).
 #[derive(Clone)]
@@ -64,9 +70,19 @@ impl Kernel {
         Kernel::LaneWise(Arc::new(f))
     }
 
-    /// A batched kernel from its body.
+    /// A batched kernel from its body (one that reads no context).
     pub fn batched(
         f: impl Fn(&[&Column], &mut [Column]) -> Result<(), KernelError> + Send + Sync + 'static,
+    ) -> Kernel {
+        Kernel::batched_with_context(move |_, ins, outs| f(ins, outs))
+    }
+
+    /// A batched kernel from its body, which receives the run's [`Context`] first.
+    pub fn batched_with_context(
+        f: impl Fn(Context<'_>, &[&Column], &mut [Column]) -> Result<(), KernelError>
+            + Send
+            + Sync
+            + 'static,
     ) -> Kernel {
         Kernel::Batched(Arc::new(f))
     }

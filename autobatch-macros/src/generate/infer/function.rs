@@ -11,6 +11,7 @@
 
 use super::classify::{classify, Strategy};
 use super::{infer, operator_type, tuple_elements, Scope};
+use crate::generate::context;
 use crate::generate::pure::is_pure;
 use crate::parse::ast::{BinOp, Block, Expr, ExprKind, Func, Pat, Stmt, Ty};
 use autobatch_ir::DType;
@@ -470,6 +471,8 @@ impl<'a> Walk<'a> {
         expected: Option<&Ty>,
         dest: Option<Place>,
     ) -> Typing {
+        let (args, _) = context::split_args(args);
+        let args = args.as_slice();
         let is_self = self.func.is_self_path(path);
         let hints = self.func.argument_types(path, args.len());
         if is_self && args.len() != hints.len() {

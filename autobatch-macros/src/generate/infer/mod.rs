@@ -9,6 +9,7 @@
 pub mod classify;
 pub mod function;
 
+use super::context;
 use crate::parse::ast::{BinOp, Block, Expr, ExprKind, Pat, Stmt, Ty};
 use autobatch_ir::DType;
 use std::cell::RefCell;
@@ -138,6 +139,9 @@ pub fn infer(e: &Expr, expected: Option<&Ty>, scope: &dyn Scope) -> Result<Ty, T
         },
         ExprKind::Invalid => err(e, ""),
         ExprKind::Const(t) => Ok(t.clone()),
+        // A context read has the type its place needs (rustc checks it in the kernel).
+        ExprKind::Uniform(true) => err(e, context::whole_message(e)),
+        ExprKind::Uniform(false) => expected.cloned().map_or_else(|| err(e, context::untyped_message(e)), Ok),
         ExprKind::Binary(op, _, l, r) => {
             let operand_expected = match op {
                 BinOp::Arith | BinOp::Shift => expected,
@@ -156,7 +160,9 @@ pub fn infer(e: &Expr, expected: Option<&Ty>, scope: &dyn Scope) -> Result<Ty, T
         }
         ExprKind::Unary(_, inner) | ExprKind::Ref(inner) => infer(inner, expected, scope),
         ExprKind::Cast(inner, t, _) => {
-            infer(inner, None, scope)?;
+            if !matches!(inner.kind, ExprKind::Uniform(false)) {
+                infer(inner, None, scope)?;
+            }
             Ok(t.clone())
         }
         ExprKind::Method(recv, name, args) => {
@@ -403,7 +409,13 @@ fn infer_pair(
     shift: bool,
     scope: &dyn Scope,
 ) -> Result<(Ty, Ty), TypeError> {
-    let is_free_lit = |e: &Expr| matches!(e.kind, ExprKind::Lit { suffix: None, .. });
+    // An unsuffixed literal or a context read takes the other operand's type.
+    let is_free_lit = |e: &Expr| {
+        matches!(
+            e.kind,
+            ExprKind::Lit { suffix: None, .. } | ExprKind::Uniform(false)
+        )
+    };
     let (lt, rt) = infer_pair_inner(l, r, expected, shift, scope, is_free_lit)?;
     if !shift && lt != rt && lt != Ty::Vector && rt != Ty::Vector {
         if let ExprKind::Var(id) = &l.kind {

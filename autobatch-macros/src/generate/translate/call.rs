@@ -2,6 +2,7 @@
 //! (a tuple result one output per element).
 
 use super::{CalleeSpec, Dest, Step, Translator, Value};
+use crate::generate::context;
 use crate::generate::infer::path_text;
 use crate::parse::ast::{Expr, ExprKind, Ty};
 
@@ -14,6 +15,9 @@ impl Translator<'_> {
         expected: Option<&Ty>,
         target: Option<&Dest>,
     ) -> Value {
+        // The context passed on is no per-lane input: kernels receive it from the run.
+        let (args, context_at) = context::split_args(args);
+        let args = args.as_slice();
         let is_self = self.func.is_self_path(path);
         let param_types = self.func.argument_types(path, args.len());
         if is_self && args.len() != param_types.len() {
@@ -78,6 +82,7 @@ impl Translator<'_> {
                     path: path.clone(),
                     is_self,
                     by_ref,
+                    context: context_at,
                     params: tys,
                     ret: ret.clone(),
                     span: e.span,

@@ -37,6 +37,8 @@ pub struct CalleeSpec {
     pub params: Vec<Ty>,
     /// Which arguments were passed by shared reference (`&x`).
     pub by_ref: Vec<bool>,
+    /// Where among the arguments the context was passed on (`g(x, ctx)`: 1), if it was.
+    pub context: Option<usize>,
     /// The result type at the call.
     pub ret: Ty,
     /// The first call's span.

@@ -1,0 +1,139 @@
+//! The shared context in generated code: calls that pass it on, the kernels that read it (they
+//! receive it from the run and read it as written), its place in signatures, and the checks
+//! and registrations a function or primitive taking one emits.
+
+use super::runtime::Runtime;
+use crate::parse::ast::{Expr, ExprKind};
+use crate::parse::context::ContextParam;
+use proc_macro2::{Ident, TokenStream, TokenTree};
+use quote::{quote, quote_spanned};
+
+/// The message for the context itself used as a value.
+pub fn whole_message(e: &Expr) -> String {
+    let name = text(e);
+    format!(
+        "the context `{name}` is shared by every lane: pass it on to calls (`g({name}, x)`) or read from it (`{name}.field`); it cannot be stored in a variable, returned or computed with"
+    )
+}
+
+/// The message for a context read whose type nothing around it fixes.
+pub fn untyped_message(e: &Expr) -> String {
+    let read = text(e);
+    format!(
+        "the type of `{read}` is not visible to this macro: annotate the binding (`let x: f64 = {read};`) or convert it (`{read} as i64`)"
+    )
+}
+
+/// The expression's source text, spaced as a user writes it.
+fn text(e: &Expr) -> String {
+    e.tokens
+        .to_string()
+        .replace(" . ", ".")
+        .replace(" .", ".")
+        .replace(" (", "(")
+        .replace("( ", "(")
+        .replace(" )", ")")
+}
+
+/// True for an argument that passes the context on (`g(ctx, x)`).
+fn passes_context(a: &Expr) -> bool {
+    matches!(a.kind, ExprKind::Uniform(true))
+}
+
+/// The arguments of a call that are per-lane values (the context passed on is not one) and the
+/// position of the context among all of them, if passed.
+pub fn split_args(args: &[Expr]) -> (Vec<Expr>, Option<usize>) {
+    let at = args.iter().position(passes_context);
+    let values = args
+        .iter()
+        .filter(|a| !passes_context(a))
+        .cloned()
+        .collect();
+    (values, at)
+}
+
+/// `params` (a signature's parameter types, without the context) with `&T` inserted at the
+/// context's position, for a function or callee that takes the context `ctx`.
+pub fn with_context_param(
+    mut params: Vec<TokenStream>,
+    at: Option<usize>,
+    ctx: Option<&ContextParam>,
+) -> Vec<TokenStream> {
+    if let (Some(at), Some(c)) = (at, ctx) {
+        let t = &c.ty;
+        params.insert(at.min(params.len()), quote!(&#t));
+    }
+    params
+}
+
+/// True if kernel code `tokens` names the context `name` (it then reads it from the run).
+pub fn reads_context(tokens: &TokenStream, name: &Ident) -> bool {
+    tokens.clone().into_iter().any(|t| match t {
+        TokenTree::Ident(i) => i == *name,
+        TokenTree::Group(g) => reads_context(&g.stream(), name),
+        _ => false,
+    })
+}
+
+/// The statement a kernel starts with to read the context: `let ctx: &T = <from the run>?;`.
+pub fn kernel_binding(c: &ContextParam) -> TokenStream {
+    let (name, ty) = (&c.name, &c.ty);
+    quote!(let #name: &#ty = __ins.context::<#ty>()?;)
+}
+
+/// The items a function or primitive taking the context `c` emits beside itself: the check
+/// that `T` can be shared between the threads kernels run on (an error at the type if not).
+pub fn checks(c: &ContextParam) -> TokenStream {
+    let ty = &c.ty;
+    quote_spanned! {c.span=>
+        const _: fn() = || {
+            fn __context_is_shared<T: ?::std::marker::Sized + ::std::marker::Sync + 'static>() {}
+            __context_is_shared::<#ty>();
+        };
+    }
+}
+
+/// The statement of a `__define` that registers the context type `c` with the linker `__l`,
+/// under the function's or primitive's key.
+pub fn register(rt: &Runtime, c: &ContextParam, name: &str) -> TokenStream {
+    let rtp = rt.path();
+    let ty = &c.ty;
+    quote!(__l.context(::std::concat!(::std::module_path!(), "::", #name), #rtp::ContextType::of::<#ty>());)
+}
+
+/// The parameter a batch entry point takes first for the context (`ctx: &T,`), if any.
+pub fn entry_param(c: Option<&ContextParam>) -> TokenStream {
+    c.map(|c| {
+        let (name, ty) = (&c.name, &c.ty);
+        quote!(#name: &#ty,)
+    })
+    .unwrap_or_default()
+}
+
+/// The argument passing the context on between batch entry points (`ctx,`), if any.
+pub fn entry_arg(c: Option<&ContextParam>) -> TokenStream {
+    c.map(|c| {
+        let name = &c.name;
+        quote!(#name,)
+    })
+    .unwrap_or_default()
+}
+
+/// How an entry point runs its executable `exe` on `inputs` with `config`: with the context
+/// if the function takes one.
+pub fn run_call(
+    rt: &Runtime,
+    c: Option<&ContextParam>,
+    exe: TokenStream,
+    inputs: TokenStream,
+    config: TokenStream,
+) -> TokenStream {
+    let rtp = rt.path();
+    match c {
+        Some(c) => {
+            let name = &c.name;
+            quote!(#exe.run_with_context(#rtp::Context::new(#name), #inputs, #config))
+        }
+        None => quote!(#exe.run(#inputs, #config)),
+    }
+}
