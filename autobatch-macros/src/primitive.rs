@@ -215,14 +215,7 @@ fn batched_views(runtime: &Runtime, t: &Ty, index: &mut usize) -> TokenStream {
 
 /// True for a parameter type `&T` whose `T` is not a type of the language: the context.
 fn is_context(t: &syn::Type) -> bool {
-    match t {
-        syn::Type::Reference(r) => {
-            let mut scratch = Errors::default();
-            parse::ty(&r.elem, &mut scratch);
-            scratch.len() > 0
-        }
-        _ => false,
-    }
+    matches!(t, syn::Type::Reference(r) if !parse_context::is_language_type(&r.elem))
 }
 
 /// `args` (one per value parameter) with the context's argument, made by `arg`, at its position.

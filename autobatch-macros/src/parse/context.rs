@@ -27,12 +27,30 @@ thread_local! {
     static NAME: RefCell<Option<String>> = const { RefCell::new(None) };
 }
 
-/// If parameter `pt` (at `position`) is a reference, the context parameter it declares; a
-/// `&mut` one or one that is not a plain name is reported.
+/// True if `t` is a type of the language (a per-lane value), not a possible context type.
+pub fn is_language_type(t: &syn::Type) -> bool {
+    let mut scratch = Errors::default();
+    super::ty(t, &mut scratch);
+    scratch.len() == 0
+}
+
+/// If parameter `pt` (at `position`) of an `#[autobatch]` function is a reference, the context
+/// parameter it declares; a `&mut` one, one to a per-lane type (`&i64`) or one that is not a
+/// plain name is reported.
 pub fn param(pt: &syn::PatType, position: usize, errors: &mut Errors) -> Option<ContextParam> {
     let syn::Type::Reference(r) = &*pt.ty else {
         return None;
     };
+    if is_language_type(&r.elem) {
+        errors.at(
+            &pt.ty,
+            format!(
+                "a per-lane `{}` is passed by value in #[autobatch] code (it is copied per lane); a `&T` parameter is the context every lane shares, of a type outside the language (a struct of settings, a model)",
+                r.elem.to_token_stream()
+            ),
+        );
+        return None;
+    }
     if let Some(m) = r.mutability {
         errors.at(
             m,
