@@ -225,7 +225,9 @@ fn a_context_of_another_type_or_none_is_a_typed_error() {
             "{none}: the message says what is missing"
         );
         let s = settings(10);
-        let run = exe.run_with_context(Context::new(&s), &ns, &config).unwrap();
+        let run = exe
+            .run_with_context(Context::new(&s), &ns, &config)
+            .unwrap();
         assert_eq!(run.outputs[0], Column::from_scalars(&[1i64, 3, 6]));
     }
 }

@@ -1,12 +1,13 @@
 //! The shared context in generated code: calls that pass it on, the kernels that read it (they
-//! receive it from the run and read it as written), its place in signatures, and the checks
-//! and registrations a function or primitive taking one emits.
+//! receive it from the run and read it as written), its place in signatures and entry points,
+//! and its registration with the linker. A context type that is not `Sync` fails where the
+//! entry point hands it to the run (`Context::new`), at the parameter.
 
 use super::runtime::Runtime;
 use crate::parse::ast::{Expr, ExprKind};
 use crate::parse::context::ContextParam;
 use proc_macro2::{Ident, TokenStream, TokenTree};
-use quote::{quote, quote_spanned};
+use quote::quote;
 
 /// The message for the context itself used as a value.
 pub fn whole_message(e: &Expr) -> String {
@@ -79,18 +80,6 @@ pub fn reads_context(tokens: &TokenStream, name: &Ident) -> bool {
 pub fn kernel_binding(c: &ContextParam) -> TokenStream {
     let (name, ty) = (&c.name, &c.ty);
     quote!(let #name: &#ty = __ins.context::<#ty>()?;)
-}
-
-/// The items a function or primitive taking the context `c` emits beside itself: the check
-/// that `T` can be shared between the threads kernels run on (an error at the type if not).
-pub fn checks(c: &ContextParam) -> TokenStream {
-    let ty = &c.ty;
-    quote_spanned! {c.span=>
-        const _: fn() = || {
-            fn __context_is_shared<T: ?::std::marker::Sized + ::std::marker::Sync + 'static>() {}
-            __context_is_shared::<#ty>();
-        };
-    }
 }
 
 /// The statement of a `__define` that registers the context type `c` with the linker `__l`,

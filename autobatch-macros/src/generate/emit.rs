@@ -347,7 +347,6 @@ pub fn function(
     let param_types = context::with_context_param(param_types, ctx.map(|c| c.position), ctx);
     let ret_type = rt.rust_type(&func.ret);
     let scalar = quote!(const _: fn(#(#param_types),*) -> #ret_type = #name;);
-    let context_checks = ctx.map(context::checks);
     let register = ctx.map(|c| context::register(rt, c, &name_str));
     let (ctx_param, ctx_arg) = (context::entry_param(ctx), context::entry_arg(ctx));
     let run = context::run_call(
@@ -381,7 +380,6 @@ pub fn function(
     let span = Span::call_site();
     quote_spanned! {span=>
         #scalar
-        #context_checks
         #(#checks)*
 
         #[doc = #doc_mod]

@@ -91,6 +91,28 @@ pub fn single(found: Vec<ContextParam>, errors: &mut Errors) -> Option<ContextPa
     Some(first)
 }
 
+/// Reports a reference return type `t`: a function cannot return the context (or any
+/// reference). The context's name, if any, goes to `poisoned`, so its uses in the body report
+/// nothing more.
+pub fn returned(
+    t: &syn::Type,
+    context: Option<ContextParam>,
+    poisoned: &mut Vec<String>,
+    errors: &mut Errors,
+) {
+    let what = match &context {
+        Some(c) => format!("the context `{}`", c.name),
+        None => "a reference".to_string(),
+    };
+    errors.at(
+        t,
+        format!(
+            "an #[autobatch] function cannot return {what}: it returns per-lane values (bool, integers, floats, Vector, Key, tuples of them); read what the caller needs from the context and return that"
+        ),
+    );
+    poisoned.extend(context.map(|c| c.name.to_string()));
+}
+
 /// Runs `f` (the parsing of a body) with `context` as the name its reads are rooted at.
 pub fn parsing_with<R>(context: Option<&ContextParam>, f: impl FnOnce() -> R) -> R {
     let name = context.map(|c| c.name.to_string());

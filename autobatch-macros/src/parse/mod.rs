@@ -93,11 +93,15 @@ pub fn func(item: &syn::ItemFn, errors: &mut Errors) -> Func {
             }
         }
     }
+    let mut context = context::single(contexts, errors);
     let ret = match &sig.output {
         syn::ReturnType::Default => Ty::unit(),
+        syn::ReturnType::Type(_, t) if matches!(**t, syn::Type::Reference(_)) => {
+            context::returned(t, context.take(), &mut poisoned, errors);
+            Ty::unit()
+        }
         syn::ReturnType::Type(_, t) => ty(t, errors),
     };
-    let context = context::single(contexts, errors);
     let body = context::parsing_with(context.as_ref(), || block(&item.block, errors));
     Func {
         name: sig.ident.clone(),
