@@ -8,14 +8,13 @@
 use autobatch_examples::nuts::record::with_sink;
 use autobatch_examples::nuts::sampler::chain;
 use autobatch_examples::nuts::{
-    chain_key, initial_point, sample, with_target, CorrelatedGaussian, Settings, Target,
+    chain_key, initial_point, sample, CorrelatedGaussian, Settings, Shared,
 };
 use autobatch_runtime::ndarray::{linalg::general_mat_mul, s, Array2};
 use autobatch_runtime::{Mode, Vector};
 use nuts_rs::{Chain, CpuLogpFunc, CpuMath, CpuMathError, DiagNutsSettings, HasDims, LogpError};
 use std::collections::HashMap;
 use std::hint::black_box;
-use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -86,32 +85,28 @@ fn autobatched(chains: usize, mode: Mode) -> (Timing, Split, Vec<f64>) {
 /// The same `#[autobatch]` functions called as plain Rust, one chain after another; returns
 /// the timing and chain 0's draws.
 fn scalar_loop(chains: usize) -> (Timing, Vec<f64>) {
-    let target: Rc<dyn Target> = Rc::new(CorrelatedGaussian::new(DIM, 0.9));
+    let shared = Shared::new(
+        Arc::new(CorrelatedGaussian::new(DIM, 0.9)),
+        settings(chains, Mode::FullVm).chain_settings(),
+    );
     let start = Instant::now();
-    let ((_, counts), draws) = with_sink(
+    let (_, draws) = with_sink(
         (chains, DRAWS, DIM),
         0,
         0,
         |_| {},
         || {
-            with_target(target, || {
-                for c in 0..chains {
-                    black_box(chain(
-                        Vector::from(initial_point(SEED, c as u64, DIM, 2.0)),
-                        c as i64,
-                        chain_key(SEED, c as u64),
-                        0,
-                        DRAWS as i64,
-                        STEP,
-                        10,
-                        false,
-                        false,
-                        0.8,
-                    ));
-                }
-            })
+            for c in 0..chains {
+                black_box(chain(
+                    &shared,
+                    Vector::from(initial_point(SEED, c as u64, DIM, 2.0)),
+                    c as i64,
+                    chain_key(SEED, c as u64),
+                ));
+            }
         },
     );
+    let counts = shared.gradients();
     let timing = Timing {
         grads: counts.rows,
         secs: start.elapsed().as_secs_f64(),

@@ -6,12 +6,13 @@ use autobatch_examples::diagnostics;
 use autobatch_examples::nuts::record::with_sink;
 use autobatch_examples::nuts::sampler::{chain, transition};
 use autobatch_examples::nuts::{
-    chain_key, initial_point, sample, sample_chains, with_target, CorrelatedGaussian,
-    LogisticRegression, SampleError, Settings, Target,
+    chain_key, initial_point, sample, sample_chains, CorrelatedGaussian, LogisticRegression,
+    SampleError, Settings, Shared, Target,
 };
 use autobatch_runtime::ndarray::{s, Array1, Array2, ArrayView2, Axis, Zip};
 use autobatch_runtime::{Config, Key, Mode, Vector};
 use std::rc::Rc;
+use std::sync::Arc;
 
 /// A Gaussian with mean `mean` and covariance `L L'` for a lower-triangular `L`, so exact
 /// draws are `mean + L z`.
@@ -89,7 +90,7 @@ fn small_run(mode: Mode) -> Settings {
 /// in both modes; the two modes agree with each other.
 #[test]
 fn a_chain_alone_and_in_a_batch_of_1000_gives_the_same_bits() {
-    let target = || Rc::new(CorrelatedGaussian::new(10, 0.9)) as Rc<dyn Target>;
+    let target = || Arc::new(CorrelatedGaussian::new(10, 0.9)) as Arc<dyn Target>;
     let settings = Settings {
         chains: 1000,
         draws: 4,
@@ -131,9 +132,9 @@ fn a_chain_alone_and_in_a_batch_of_1000_gives_the_same_bits() {
 /// (with warmup adaptation of step size and metric), on both shipped targets.
 #[test]
 fn the_scalar_sampler_gives_the_batched_draws() {
-    let targets: Vec<Rc<dyn Target>> = vec![
-        Rc::new(CorrelatedGaussian::new(5, 0.9)),
-        Rc::new(LogisticRegression::synthetic(50, 4, 3)),
+    let targets: Vec<Arc<dyn Target>> = vec![
+        Arc::new(CorrelatedGaussian::new(5, 0.9)),
+        Arc::new(LogisticRegression::synthetic(50, 4, 3)),
     ];
     for target in targets {
         let settings = Settings {
@@ -144,28 +145,21 @@ fn the_scalar_sampler_gives_the_batched_draws() {
         let batched = sample_chains(target.clone(), &settings, &ids, |_| {}).unwrap();
         for k in 0..settings.chains {
             let q0 = initial_point(settings.seed, k as u64, target.dim(), settings.init_radius);
-            let (((_, eps, minv), _), draws) = {
+            let ((_, eps, minv), draws) = {
                 let shape = (settings.chains, settings.draws, target.dim());
+                let shared = Shared::new(target.clone(), settings.chain_settings());
                 with_sink(
                     shape,
                     0,
                     0,
                     |_| {},
                     || {
-                        with_target(target.clone(), || {
-                            chain(
-                                Vector::from(q0),
-                                k as i64,
-                                chain_key(settings.seed, k as u64),
-                                settings.warmup as i64,
-                                settings.draws as i64,
-                                settings.step_size,
-                                settings.max_depth as i64,
-                                true,
-                                true,
-                                settings.target_accept,
-                            )
-                        })
+                        chain(
+                            &shared,
+                            Vector::from(q0),
+                            k as i64,
+                            chain_key(settings.seed, k as u64),
+                        )
                     },
                 )
             };
@@ -282,30 +276,29 @@ fn one_transition_from_exact_draws_keeps_the_target() {
         ),
     ];
     for (target, eps, seed) in cases {
-        let target = Rc::new(target);
+        let target = Arc::new(target);
+        let shared = Shared::new(target.clone(), Settings::default().chain_settings());
         let q = target.exact_draws(n, seed);
         let (logp, grad) = target.logp_grad(q.view());
         let keys = Array1::from_iter((0..n as u64).map(|c| chain_key(seed + 100, c)));
         let minv = Array2::from_elem(q.dim(), 1.0);
-        let (((q1, _, _, _, _, n_leapfrog, divergent, _, _), _), _) = with_sink(
+        let ((q1, _, _, _, _, n_leapfrog, divergent, _, _), _) = with_sink(
             (1, 1, 1),
             0,
             0,
             |_| {},
             || {
-                with_target(target.clone(), || {
-                    transition::batch(
-                        q.view(),
-                        logp.view(),
-                        grad.view(),
-                        Array1::from_elem(n, eps).view(),
-                        minv.view(),
-                        Array1::from_elem(n, 10).view(),
-                        keys.view(),
-                        &Config::default(),
-                    )
-                    .unwrap()
-                })
+                transition::batch(
+                    &shared,
+                    q.view(),
+                    logp.view(),
+                    grad.view(),
+                    Array1::from_elem(n, eps).view(),
+                    minv.view(),
+                    keys.view(),
+                    &Config::default(),
+                )
+                .unwrap()
             },
         );
         assert!(!divergent.iter().any(|d| *d));

@@ -25,6 +25,14 @@ pub fn untyped_message(e: &Expr) -> String {
     )
 }
 
+/// True for two operands that are context reads or unsuffixed literals, one a read at least
+/// (`ctx.warmup < 150`): nothing in them fixes their type, rustc does in the kernel.
+pub fn compares_reads(l: &Expr, r: &Expr) -> bool {
+    let read = |e: &Expr| matches!(e.kind, ExprKind::Uniform(false));
+    let free = |e: &Expr| read(e) || matches!(e.kind, ExprKind::Lit { suffix: None, .. });
+    (read(l) || read(r)) && free(l) && free(r)
+}
+
 /// The expression's source text, spaced as a user writes it.
 fn text(e: &Expr) -> String {
     e.tokens

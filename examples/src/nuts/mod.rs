@@ -2,23 +2,26 @@
 //! its own recursive tree to its own depth, with one batched gradient per step of the batch.
 //!
 //! - [`sampler`]: the algorithm as plain scalar Rust functions under `#[autobatch]`;
-//! - [`target`]: the [`Target`] trait and the shipped targets, reached through the batched
-//!   `logp_grad` primitive;
+//! - [`target`]: the [`Target`] trait and the shipped targets;
+//! - [`shared`]: what every chain shares, the run's context ([`Shared`]: the target, reached
+//!   through the batched `logp_grad` primitive, and the [`ChainSettings`]);
 //! - [`record`]: the primitive that hands every draw back, and the per-run sink;
 //! - this module: [`Settings`], validation, initial points and [`sample`], which runs every
 //!   chain's warmup and draws in one autobatched call.
 
 pub mod record;
 pub mod sampler;
+pub mod shared;
 pub mod target;
 
 pub use record::{Draws, Progress, Recorded};
-pub use target::{with_target, CorrelatedGaussian, GradientCounts, LogisticRegression, Target};
+pub use shared::{ChainSettings, GradientCounts, Shared};
+pub use target::{CorrelatedGaussian, LogisticRegression, Target};
 
 use crate::diagnostics::{self, Summary};
 use autobatch_runtime::ndarray::{Array1, Array2, ArrayView2};
 use autobatch_runtime::{Config, Key, Mode, RuntimeError, Stats};
-use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use thiserror::Error;
 
@@ -235,6 +238,21 @@ impl Settings {
 /// of the proposal at every level of a tree of depth 10, with the metric and adaptation state.
 pub const STATE_ROWS_PER_CHAIN: usize = 120;
 
+impl Settings {
+    /// The settings every chain reads from the run's context.
+    pub fn chain_settings(&self) -> ChainSettings {
+        ChainSettings {
+            warmup: self.warmup as i64,
+            draws: self.draws as i64,
+            step_size: self.step_size,
+            max_depth: i64::from(self.max_depth),
+            adapt_step_size: self.adapt_step_size,
+            adapt_metric: self.adapt_metric,
+            target_accept: self.target_accept,
+        }
+    }
+}
+
 fn bad_setting<T>(name: &'static str, value: String, why: &'static str) -> Result<T, SampleError> {
     Err(SampleError::Setting { name, value, why })
 }
@@ -300,13 +318,13 @@ pub fn sample<T: Target + 'static>(
     progress: impl FnMut(Progress) + 'static,
 ) -> Result<Run, SampleError> {
     let ids: Vec<u64> = (0..settings.chains as u64).collect();
-    sample_chains(Rc::new(target), settings, &ids, progress)
+    sample_chains(Arc::new(target), settings, &ids, progress)
 }
 
 /// Like [`sample`] for the chains with the given indices (row `k` of the result is chain
 /// `ids[k]`; `settings.chains` is ignored): e.g. one chain of a large run, alone.
 pub fn sample_chains(
-    target: Rc<dyn Target>,
+    target: Arc<dyn Target>,
     settings: &Settings,
     ids: &[u64],
     progress: impl FnMut(Progress) + 'static,
@@ -334,7 +352,7 @@ pub fn sample_chains(
     check_start(target.as_ref(), ids, init.view())?;
     let keys = Array1::from_iter(ids.iter().map(|&c| chain_key(settings.seed, c)));
     let rows = Array1::from_iter(0..chains as i64);
-    let (warmup, draws) = (settings.warmup as i64, settings.draws as i64);
+    let shared = Shared::new(target, settings.chain_settings());
     let config = Config::with_mode(settings.mode);
     let total = (chains * (settings.warmup + settings.draws)) as u64;
     let start = Instant::now();
@@ -344,24 +362,10 @@ pub fn sample_chains(
         0
     };
     let shape = (chains, settings.draws, dim);
-    let ((result, gradients), recorded) =
-        record::with_sink(shape, keep_warmup, total, progress, || {
-            with_target(target.clone(), || {
-                sampler::chain::batch_with_stats(
-                    init.view(),
-                    rows.view(),
-                    keys.view(),
-                    Array1::from_elem(chains, warmup).view(),
-                    Array1::from_elem(chains, draws).view(),
-                    Array1::from_elem(chains, settings.step_size).view(),
-                    Array1::from_elem(chains, settings.max_depth as i64).view(),
-                    Array1::from_elem(chains, settings.adapt_step_size).view(),
-                    Array1::from_elem(chains, settings.adapt_metric).view(),
-                    Array1::from_elem(chains, settings.target_accept).view(),
-                    &config,
-                )
-            })
-        });
+    let (result, recorded) = record::with_sink(shape, keep_warmup, total, progress, || {
+        sampler::chain::batch_with_stats(&shared, init.view(), rows.view(), keys.view(), &config)
+    });
+    let gradients = shared.gradients();
     let elapsed = start.elapsed();
     let ((_, step_size, inverse_metric), stats) = result?;
     Ok(Run {

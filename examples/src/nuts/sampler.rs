@@ -10,9 +10,13 @@
 //! `<name>::batch`, each chain building its own tree to its own depth.
 //!
 //! Momenta use a diagonal inverse metric `minv` (kinetic energy `p' diag(minv) p / 2`).
+//!
+//! Every function takes the run's context `shared` ([`Shared`]): the gradient primitive
+//! reaches the target through it, and the settings every chain shares (maximum depth, warmup
+//! and draws, adaptation) are read from it where they are used, not passed per chain.
 
 use super::record::record;
-use super::target::logp_grad;
+use super::shared::{logp_grad, Shared};
 use autobatch_runtime::{autobatch, Key, Vector};
 
 /// Builds a subtree of `2^depth` leapfrog steps of size `eps` from the end state
@@ -26,6 +30,7 @@ use autobatch_runtime::{autobatch, Key, Vector};
 #[autobatch]
 #[allow(clippy::type_complexity, clippy::too_many_arguments)]
 pub fn build_tree(
+    shared: &Shared,
     depth: i64,
     q: Vector,
     p: Vector,
@@ -56,7 +61,7 @@ pub fn build_tree(
         // every vector in and out.
         let half = &p + &((0.5 * eps) * &g);
         let q1 = &q + &(eps * &(&minv * &half));
-        let (logp1, g1): (f64, Vector) = logp_grad(&q1);
+        let (logp1, g1): (f64, Vector) = logp_grad(shared, &q1);
         let p1 = &half + &((0.5 * eps) * &g1);
         let h = -logp1 + 0.5 * p1.dot(&(&minv * &p1));
         let log_weight = if h.is_nan() {
@@ -105,7 +110,7 @@ pub fn build_tree(
         valid,
         divergent,
         key,
-    ) = build_tree(depth - 1, q, p, g, eps, minv.clone(), h0, key);
+    ) = build_tree(shared, depth - 1, q, p, g, eps, minv.clone(), h0, key);
     if !valid {
         return (
             q, p, g, prop_q, prop_logp, prop_g, prop_h, p_begin, rho_init, lsw_init, acc_init,
@@ -130,7 +135,7 @@ pub fn build_tree(
         valid,
         divergent,
         key,
-    ) = build_tree(depth - 1, q, p, g, eps, minv.clone(), h0, key);
+    ) = build_tree(shared, depth - 1, q, p, g, eps, minv.clone(), h0, key);
     let accept = acc_init + acc_final;
     let n = n_init + n_final;
     if !valid {
@@ -180,19 +185,19 @@ pub fn log_add_exp(a: f64, b: f64) -> f64 {
 }
 
 /// One NUTS transition from `(q, logp, g)` with step size `eps`, inverse metric `minv` and
-/// at most `max_depth` doublings: the next state `(q, logp, g)`, its energy (the Hamiltonian
+/// at most `shared.settings.max_depth` doublings: the next state `(q, logp, g)`, its energy (the Hamiltonian
 /// with the momentum it was reached with), the tree depth, the leapfrog count, whether the
 /// trajectory diverged, the mean acceptance probability over the trajectory (what step-size
 /// adaptation targets), and the advanced key.
 #[autobatch]
 #[allow(clippy::type_complexity)]
 pub fn transition(
+    shared: &Shared,
     q: Vector,
     logp: f64,
     g: Vector,
     eps: f64,
     minv: Vector,
-    max_depth: i64,
     key: Key,
 ) -> (Vector, f64, Vector, f64, i64, i64, bool, f64, Key) {
     let (z, key) = key.normals_like(&q);
@@ -213,11 +218,11 @@ pub fn transition(
     let mut sample_h = h0;
     let mut rho = p;
     let mut lsw = 0.0;
-    let mut depth = 0;
+    let mut depth: i64 = 0;
     let mut n_leapfrog = 0;
     let mut accept_sum = 0.0;
     let mut divergent = false;
-    while depth < max_depth {
+    while depth < shared.settings.max_depth {
         let (u, k) = key.uniform();
         let forward = u > 0.5;
         let (start_q, start_p, start_g, step, near_p, far_p) = if forward {
@@ -271,7 +276,17 @@ pub fn transition(
             bool,
             bool,
             Key,
-        ) = build_tree(depth, start_q, start_p, start_g, step, minv.clone(), h0, k);
+        ) = build_tree(
+            shared,
+            depth,
+            start_q,
+            start_p,
+            start_g,
+            step,
+            minv.clone(),
+            h0,
+            k,
+        );
         n_leapfrog += n;
         accept_sum += acc;
         divergent = div;
@@ -332,35 +347,23 @@ pub fn transition(
     )
 }
 
-/// Runs one chain for `warmup + draws` transitions from `q` and records every transition
-/// (with its statistics) through [`record()`] under chain index `chain`: warmup transitions
-/// as draws `-warmup..0`, the draws kept as `0..draws`.
+/// Runs one chain for `warmup + draws` transitions (of the context's settings) from `q` and
+/// records every transition (with its statistics) through [`record()`] under chain index
+/// `chain`: warmup transitions as draws `-warmup..0`, the draws kept as `0..draws`.
 ///
-/// During warmup, `adapt_step` tunes the step size by dual averaging towards a mean
-/// acceptance of `target_accept` (Stan's constants: gamma 0.05, t0 10, kappa 0.75), and
-/// `adapt_metric` estimates the diagonal inverse metric from the draws of Stan's doubling
+/// During warmup, `adapt_step_size` tunes the step size (from `step_size`) by dual averaging
+/// towards a mean acceptance of `target_accept` (Stan's constants: gamma 0.05, t0 10, kappa
+/// 0.75), and `adapt_metric` estimates the diagonal inverse metric from the draws of Stan's doubling
 /// windows (an initial buffer of 75, windows from 25, a final buffer of 50; 15% / 75% / 10%
 /// for warmups shorter than 150). Returns the final position, step size and inverse metric.
 #[autobatch]
-#[allow(clippy::too_many_arguments)]
-pub fn chain(
-    q: Vector,
-    chain: i64,
-    key: Key,
-    warmup: i64,
-    draws: i64,
-    eps: f64,
-    max_depth: i64,
-    adapt_step: bool,
-    adapt_metric: bool,
-    target_accept: f64,
-) -> (Vector, f64, Vector) {
-    let (logp0, g0): (f64, Vector) = logp_grad(&q);
+pub fn chain(shared: &Shared, q: Vector, chain: i64, key: Key) -> (Vector, f64, Vector) {
+    let (logp0, g0): (f64, Vector) = logp_grad(shared, &q);
     let mut q = q;
     let mut logp = logp0;
     let mut g = g0;
     let mut key = key;
-    let mut eps = eps;
+    let mut eps: f64 = shared.settings.step_size;
     let mut minv = Vector::filled_like(1.0, &q);
     // Dual averaging state.
     let mut mu = (10.0 * eps).ln();
@@ -368,15 +371,15 @@ pub fn chain(
     let mut s_bar = 0.0;
     let mut x_bar = 0.0;
     // Metric windows and the running (Welford) mean and squared deviations.
-    let mut init_buffer = 75;
-    let mut term_buffer = 50;
-    let mut window = 25;
-    if warmup < 150 {
-        init_buffer = (15 * warmup) / 100;
-        term_buffer = warmup / 10;
-        window = warmup - init_buffer - term_buffer;
+    let mut init_buffer: i64 = 75;
+    let mut term_buffer: i64 = 50;
+    let mut window: i64 = 25;
+    if shared.settings.warmup < 150 {
+        init_buffer = (15 * shared.settings.warmup) / 100;
+        term_buffer = shared.settings.warmup / 10;
+        window = shared.settings.warmup - init_buffer - term_buffer;
     }
-    let slow_end = warmup - term_buffer;
+    let slow_end = shared.settings.warmup - term_buffer;
     let mut window_end = init_buffer + window;
     if window_end + 2 * window > slow_end {
         window_end = slow_end;
@@ -384,8 +387,8 @@ pub fn chain(
     let mut w_count = 0.0;
     let mut w_mean = Vector::filled_like(0.0, &q);
     let mut w_m2 = Vector::filled_like(0.0, &q);
-    let mut i = 0;
-    while i < warmup + draws {
+    let mut i: i64 = 0;
+    while i < shared.settings.warmup + shared.settings.draws {
         let (q1, logp1, g1, energy, depth, n_leapfrog, divergent, accept, k): (
             Vector,
             f64,
@@ -396,26 +399,26 @@ pub fn chain(
             bool,
             f64,
             Key,
-        ) = transition(q, logp, g, eps, minv.clone(), max_depth, key);
+        ) = transition(shared, q, logp, g, eps, minv.clone(), key);
         q = q1;
         logp = logp1;
         g = g1;
         key = k;
         let step_used = eps;
-        if i < warmup {
-            if adapt_step {
+        if i < shared.settings.warmup {
+            if shared.settings.adapt_step_size {
                 da_count += 1.0;
                 let eta = 1.0 / (da_count + 10.0);
-                s_bar = (1.0 - eta) * s_bar + eta * (target_accept - accept);
+                s_bar = (1.0 - eta) * s_bar + eta * (shared.settings.target_accept - accept);
                 let x = mu - s_bar * da_count.sqrt() / 0.05;
                 let x_eta = da_count.powf(-0.75);
                 x_bar = (1.0 - x_eta) * x_bar + x_eta * x;
                 eps = x.exp();
-                if i + 1 == warmup {
+                if i + 1 == shared.settings.warmup {
                     eps = x_bar.exp();
                 }
             }
-            if adapt_metric && i >= init_buffer && i < slow_end {
+            if shared.settings.adapt_metric && i >= init_buffer && i < slow_end {
                 w_count += 1.0;
                 let delta = &q - &w_mean;
                 w_mean = &w_mean + &(&delta / w_count);
@@ -442,7 +445,7 @@ pub fn chain(
         }
         let _recorded: bool = record(
             chain,
-            i - warmup,
+            i - shared.settings.warmup,
             &q,
             depth,
             n_leapfrog,

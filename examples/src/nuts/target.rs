@@ -1,15 +1,12 @@
-//! What the sampler samples: the [`Target`] trait, the two shipped targets, and the batched
-//! `logp_grad` primitive that evaluates the target installed for the current run.
+//! What the sampler samples: the [`Target`] trait and the two shipped targets.
 //!
 //! Autobatched code names its primitives at compile time, so the sampler calls one primitive,
-//! [`logp_grad()`], and that primitive dispatches at run time to the target installed on this
-//! thread by [`with_target`] (the runtime runs every kernel on the calling thread). A user
-//! plugs in their own model by implementing [`Target`]; nothing else changes.
+//! [`logp_grad()`](super::shared::logp_grad()), and that primitive evaluates the target of the
+//! run's context ([`Shared`](super::Shared)), which the runtime hands to every kernel call. A
+//! user plugs in their own model by implementing [`Target`]; nothing else changes.
 
 use autobatch_runtime::ndarray::{linalg::general_mat_mul, Array1, Array2, ArrayView2, Axis, Zip};
-use autobatch_runtime::{primitive, Key, Vector};
-use std::cell::RefCell;
-use std::rc::Rc;
+use autobatch_runtime::Key;
 
 /// A log density with its gradient, evaluated for many points at once.
 ///
@@ -17,7 +14,8 @@ use std::rc::Rc;
 /// is a matrix product does one GEMM per call. It must be row-wise: row `i` of the result may
 /// depend on row `i` of `q` only (this is what makes a chain's draws independent of the batch).
 /// Rows for which the density is not finite may return NaN or infinity; the sampler treats
-/// that as a divergence of that chain.
+/// that as a divergence of that chain. A target is `Send + Sync`: every chain of a run shares
+/// it, and kernels may run on any thread.
 ///
 /// ```
 /// use autobatch_examples::nuts::{Settings, Target};
@@ -44,83 +42,13 @@ use std::rc::Rc;
 /// assert_eq!(run.draws.q.dim(), (4, 50, 3));
 /// # Ok::<(), autobatch_examples::nuts::SampleError>(())
 /// ```
-pub trait Target {
+pub trait Target: Send + Sync {
     /// The number of coordinates.
     fn dim(&self) -> usize;
     /// A short description for reports.
     fn name(&self) -> String;
     /// Log density (one per row) and its gradient (one row per row) at the rows of `q`.
     fn logp_grad(&self, q: ArrayView2<f64>) -> (Array1<f64>, Array2<f64>);
-}
-
-thread_local! {
-    static CURRENT: RefCell<Option<Rc<dyn Target>>> = const { RefCell::new(None) };
-    static COUNTS: RefCell<GradientCounts> = RefCell::new(GradientCounts::default());
-}
-
-/// Counts of gradient evaluations made through [`logp_grad()`] on this thread.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct GradientCounts {
-    /// Calls of the batched kernel (or of the scalar form).
-    pub calls: u64,
-    /// Rows evaluated: one gradient evaluation each.
-    pub rows: u64,
-    /// Rows of each call, in order: how many chains each batched gradient served over the run
-    /// (4 bytes per call).
-    pub rows_per_call: Vec<u32>,
-}
-
-/// Runs `f` with `target` installed as the density [`logp_grad()`] evaluates, and returns its
-/// result with the gradient evaluations `f` made. The previous target (if any) is restored
-/// afterwards, also when `f` panics.
-pub fn with_target<R>(target: Rc<dyn Target>, f: impl FnOnce() -> R) -> (R, GradientCounts) {
-    struct Restore {
-        previous: Option<Rc<dyn Target>>,
-        counts: GradientCounts,
-    }
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            CURRENT.with(|c| *c.borrow_mut() = self.previous.take());
-            COUNTS.with(|c| *c.borrow_mut() = std::mem::take(&mut self.counts));
-        }
-    }
-    let restore = Restore {
-        previous: CURRENT.with(|c| c.borrow_mut().replace(target)),
-        counts: COUNTS.with(|c| c.take()),
-    };
-    let result = f();
-    let counts = COUNTS.with(|c| c.take());
-    drop(restore);
-    (result, counts)
-}
-
-/// The log density and gradient of the installed target at `q`: the scalar form runs the
-/// batched form on a one-row matrix, so the two agree bit for bit for row-wise targets.
-///
-/// # Panics
-/// When no target is installed (outside [`with_target`]); the runtime reports that panic as
-/// a kernel error.
-#[primitive(batched = logp_grad_batch)]
-pub fn logp_grad(q: &Vector) -> (f64, Vector) {
-    let row = ArrayView2::from_shape((1, q.len()), q.as_slice()).expect("a row of q.len()");
-    let (logp, grad) = logp_grad_batch(row);
-    (logp[0], Vector::from(grad.row(0).to_vec()))
-}
-
-/// The batched form of [`logp_grad()`]: every active chain's position is a row of `q`.
-pub fn logp_grad_batch(q: ArrayView2<f64>) -> (Array1<f64>, Array2<f64>) {
-    let target = CURRENT
-        .with(|c| c.borrow().clone())
-        .expect("no target installed: sample through nuts::sample or nuts::with_target");
-    COUNTS.with(|c| {
-        let mut counts = c.borrow_mut();
-        counts.calls += 1;
-        counts.rows += q.nrows() as u64;
-        counts
-            .rows_per_call
-            .push(u32::try_from(q.nrows()).unwrap_or(u32::MAX));
-    });
-    target.logp_grad(q)
 }
 
 /// A zero-mean Gaussian with covariance `Sigma_ij = rho^|i-j|` (an AR(1) process), its

@@ -142,6 +142,9 @@ pub fn infer(e: &Expr, expected: Option<&Ty>, scope: &dyn Scope) -> Result<Ty, T
         // A context read has the type its place needs (rustc checks it in the kernel).
         ExprKind::Uniform(true) => err(e, context::whole_message(e)),
         ExprKind::Uniform(false) => expected.cloned().map_or_else(|| err(e, context::untyped_message(e)), Ok),
+        // A context read compared with a literal or another read: rustc types both in the
+        // kernel, the result is a `bool` whatever their type.
+        ExprKind::Binary(BinOp::Compare, _, l, r) if context::compares_reads(l, r) => Ok(Ty::Scalar(DType::Bool)),
         ExprKind::Binary(op, _, l, r) => {
             let operand_expected = match op {
                 BinOp::Arith | BinOp::Shift => expected,

@@ -13,7 +13,7 @@ use clap::Parser;
 use cli::{Args, Outputs, Refusal};
 use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
-use std::rc::Rc;
+use std::sync::Arc;
 
 /// Exit code for flags refused before sampling (as clap uses for its own errors).
 const USAGE: u8 = 2;
@@ -21,7 +21,7 @@ const USAGE: u8 = 2;
 fn main() -> ExitCode {
     let args = Args::parse();
     let settings = args.settings();
-    let target: Rc<dyn autobatch_examples::nuts::Target> = Rc::from(args.target.build());
+    let target: Arc<dyn autobatch_examples::nuts::Target> = Arc::from(args.target.build());
     let checked = settings
         .validate()
         .map_err(Refusal::from)
@@ -61,7 +61,7 @@ fn main() -> ExitCode {
 fn run(
     args: &Args,
     settings: &Settings,
-    target: Rc<dyn autobatch_examples::nuts::Target>,
+    target: Arc<dyn autobatch_examples::nuts::Target>,
 ) -> Result<Run, SampleError> {
     let total = (settings.chains as u64) * (settings.warmup + settings.draws) as u64;
     let bar = cli::progress_bar(args.quiet, total);
