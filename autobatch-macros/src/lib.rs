@@ -62,6 +62,34 @@ use quote::quote;
 /// }
 /// ```
 ///
+/// A value every lane shares (settings, a model, a data set) is one reference parameter of any
+/// `Sync + 'static` type, anywhere in the list: `ctx: &T`. It is not a lane's input: the batch
+/// entry points take it first, once (`f::batch(&model, xs.view(), &config)`), and
+/// `Executable::run_with_context` takes it as a `Context`. The body reads it where it is used
+/// (`ctx.limit`, `ctx.a.b`, `ctx.dim()`, compiled into the kernel that uses it, as written; a
+/// method's arguments are literals or other reads), with the type its place needs (annotate one
+/// nothing fixes: `let r: f64 = ctx.rate;`), and passes it on to calls (`g(ctx, x)`; callees
+/// take the same `&T`). It cannot be taken `&mut`, stored in a variable, returned, or be a
+/// second context parameter; a per-lane type by reference (`&i64`) is passed by value instead.
+///
+/// ```
+/// use autobatch_runtime::ndarray::array;
+/// use autobatch_runtime::{autobatch, Config};
+///
+/// pub struct Settings { limit: i64, step: i64 }
+///
+/// #[autobatch]
+/// fn climb(settings: &Settings, x: i64) -> i64 {
+///     if x >= settings.limit { x } else { climb(settings, x + settings.step) }
+/// }
+///
+/// fn main() {
+///     let settings = Settings { limit: 10, step: 3 };
+///     let out = climb::batch(&settings, array![0, 9, 12].view(), &Config::default()).unwrap();
+///     assert_eq!(out, array![12, 12, 12]);
+/// }
+/// ```
+///
 /// Straight-line code runs as lane-wise kernels: your own expressions, compiled by rustc, run
 /// for each active lane. An `if` with an `else` is part of such a kernel when it is pure: no
 /// call to an `#[autobatch]` function or primitive, no assignment, loop, `break`, `continue`
@@ -130,7 +158,10 @@ pub fn autobatch(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// (`ArrayView1` per scalar parameter, `ArrayView2` per `Vector` parameter, one row per active
 /// lane) and returns the outputs as arrays of the same shapes (a tuple for a tuple result): a
 /// log-density gradient for all chains as one matrix-matrix product, say. Parameters may be
-/// taken by shared reference (`q: &Vector`).
+/// taken by shared reference (`q: &Vector`). A reference to a type outside the language
+/// (`model: &Model`) is the run's shared context, as in `#[autobatch]`: both forms receive it
+/// in its place (`f_batched(model: &Model, q: ArrayView2<f64>)`), and `check_agreement` takes it
+/// first.
 ///
 /// The generated module of the same name has `scalar_kernel()`, `kernel()`, `output_types()` and,
 /// with a batched form, `batched_kernel()` and `check_agreement(inputs, vector_len, tolerance)`,

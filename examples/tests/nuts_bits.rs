@@ -1,7 +1,7 @@
 //! The sampler's draws are pinned: a fixed-seed run's draws and statistics hash to the value
 //! the sampler gave before the target and settings moved into the shared context (computed on
 //! `main` then), in both modes and on both shipped targets. Any change to what a chain computes
-//! changes the hash.
+//! changes the hash. And the settings stay in the context: not one per-chain column.
 
 use autobatch_examples::nuts::{sample, CorrelatedGaussian, LogisticRegression, Run, Settings};
 use autobatch_runtime::Mode;
@@ -63,3 +63,17 @@ fn draws_are_bit_identical_to_the_pinned_run() {
 /// `(gaussian, logistic)` hashes of the runs above, computed with the sampler of `main` (the
 /// thread-local target and per-lane settings), before the context.
 const PINNED: (u64, u64) = (0xfa37_98f9_445f_772e, 0x0a5a_2775_2fc9_b40d);
+
+/// The settings are read from the context, not expanded into per-chain columns: the chain
+/// loop's only per-chain inputs are its position, index and key.
+#[test]
+fn the_chain_loop_takes_only_per_chain_inputs() {
+    use autobatch_examples::nuts::sampler::chain;
+    let program = chain::program().unwrap();
+    let inputs: Vec<&str> = program
+        .inputs()
+        .iter()
+        .map(|&v| program.var(v).name.as_str())
+        .collect();
+    assert_eq!(inputs, ["chain.q", "chain.chain", "chain.key"]);
+}
