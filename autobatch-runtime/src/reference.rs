@@ -40,6 +40,7 @@ struct Interp<'a> {
 
 /// Runs `program` (hand-lowered if `lowered`) on one lane: `inputs` holds one single-row
 /// column per input leaf.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn run_lane(
     program: &Program,
     kernels: &[Kernel],
@@ -286,6 +287,7 @@ impl Interp<'_> {
 
 /// Runs every lane separately through the reference interpreter (on a hand-lowered program if
 /// `lowered`) and stacks the results.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn run(
     program: &Program,
     lowered: bool,
