@@ -96,20 +96,33 @@ pub fn autobatch(attr: TokenStream, item: TokenStream) -> TokenStream {
         }
     };
     let mut errors = parse::Errors::default();
-    let args = parse::args::args(attr, parse::args::Macro::Autobatch, &mut errors);
-    let func = parse::func(&item_fn, &mut errors);
+    let args = parse::args::args(attr.clone(), parse::args::Macro::Autobatch, &mut errors);
+    let mut func = parse::func(&item_fn, &mut errors);
+    func.learnt.extend(args.learnt.iter().cloned());
+    let runtime = generate::runtime::Runtime::new(args.krate.as_ref());
+    // The function's own description, once (on the expansion that learnt nothing yet), before
+    // it learns its callees': mutually recursive functions each wait for the other's.
+    let described = args
+        .learnt
+        .is_empty()
+        .then(|| generate::describe::item_macro(&runtime, &func.name, &func.signature()));
+    if errors.len() == 0 {
+        if let Some(callee) = generate::describe::unknown_callee(&func) {
+            let learn = generate::describe::learn(&runtime, &attr, &callee, &original);
+            return quote!(#described #learn).into();
+        }
+    }
     let lets = generate::infer::function::let_types(&func);
     let mut record = generate::translate::translate(&func, &lets, &mut errors);
     if let Err(e) = errors.finish() {
         let e = e.to_compile_error();
-        return quote!(#e #original).into();
+        return quote!(#e #original #described).into();
     }
-    let runtime = generate::runtime::Runtime::new(args.krate.as_ref());
     generate::merge::merge_kernels(&runtime, &mut record);
     match generate::ir::compile_time(&record, &func.name.to_string()) {
         Ok(ct) => {
             let generated = generate::emit::function(&runtime, &item_fn, &func, &record, &ct);
-            quote!(#original #generated).into()
+            quote!(#original #described #generated).into()
         }
         Err(message) => {
             let e = syn::Error::new(
@@ -117,8 +130,19 @@ pub fn autobatch(attr: TokenStream, item: TokenStream) -> TokenStream {
                 format!("#[autobatch] internal error: {message}"),
             )
             .to_compile_error();
-            quote!(#e #original).into()
+            quote!(#e #original #described).into()
         }
+    }
+}
+
+/// Hidden: a callee's description re-applying `#[autobatch]` to a caller with the callee's
+/// signature learnt (see `generate/describe.rs`); reached as `autobatch_runtime::__private::resume`.
+#[doc(hidden)]
+#[proc_macro]
+pub fn resume(input: TokenStream) -> TokenStream {
+    match generate::describe::resume(input.into()) {
+        Ok(tokens) => tokens.into(),
+        Err(e) => e.to_compile_error().into(),
     }
 }
 

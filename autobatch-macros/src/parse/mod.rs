@@ -7,6 +7,7 @@ pub mod args;
 pub mod ast;
 mod control;
 pub mod expr;
+mod item;
 mod pattern;
 mod rejected;
 mod types;
@@ -99,5 +100,6 @@ pub fn func(item: &syn::ItemFn, errors: &mut Errors) -> Func {
         ret,
         body,
         poisoned,
+        learnt: Default::default(),
     }
 }
