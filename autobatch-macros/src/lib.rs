@@ -106,23 +106,25 @@ pub fn autobatch(attr: TokenStream, item: TokenStream) -> TokenStream {
         .learnt
         .is_empty()
         .then(|| generate::describe::item_macro(&runtime, &func.name, &func.signature()));
+    // The scalar function, once too (so it exists even if a callee cannot be learnt).
+    let scalar = args.learnt.is_empty().then(|| original.clone());
     if errors.len() == 0 {
         if let Some(callee) = generate::describe::unknown_callee(&func) {
             let learn = generate::describe::learn(&runtime, &attr, &callee, &original);
-            return quote!(#described #learn).into();
+            return quote!(#scalar #described #learn).into();
         }
     }
     let lets = generate::infer::function::let_types(&func);
     let mut record = generate::translate::translate(&func, &lets, &mut errors);
     if let Err(e) = errors.finish() {
         let e = e.to_compile_error();
-        return quote!(#e #original #described).into();
+        return quote!(#e #scalar #described).into();
     }
     generate::merge::merge_kernels(&runtime, &mut record);
     match generate::ir::compile_time(&record, &func.name.to_string()) {
         Ok(ct) => {
             let generated = generate::emit::function(&runtime, &item_fn, &func, &record, &ct);
-            quote!(#original #described #generated).into()
+            quote!(#scalar #described #generated).into()
         }
         Err(message) => {
             let e = syn::Error::new(
@@ -130,7 +132,7 @@ pub fn autobatch(attr: TokenStream, item: TokenStream) -> TokenStream {
                 format!("#[autobatch] internal error: {message}"),
             )
             .to_compile_error();
-            quote!(#e #original #described).into()
+            quote!(#e #scalar #described).into()
         }
     }
 }
