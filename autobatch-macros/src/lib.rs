@@ -87,11 +87,23 @@ use quote::quote;
 pub fn autobatch(attr: TokenStream, item: TokenStream) -> TokenStream {
     let original: proc_macro2::TokenStream = item.clone().into();
     let attr: proc_macro2::TokenStream = attr.into();
-    let item_fn = match syn::parse2::<syn::ItemFn>(original.clone()) {
-        Ok(f) => f,
-        Err(e) => {
-            let msg =
-                syn::Error::new(e.span(), "#[autobatch] applies to functions").to_compile_error();
+    let item_fn = match syn::parse2::<syn::Item>(original.clone()) {
+        Ok(syn::Item::Fn(f)) => f,
+        Ok(syn::Item::Struct(s)) => return autobatch_struct(attr, &s, &original).into(),
+        Ok(syn::Item::Enum(e)) => {
+            let msg = syn::Error::new(
+                e.ident.span(),
+                "enums cannot be #[autobatch]; write a struct with named fields (a flag or an integer for the variant)",
+            )
+            .to_compile_error();
+            return quote!(#msg #original).into();
+        }
+        _ => {
+            let msg = syn::Error::new(
+                proc_macro2::Span::call_site(),
+                "#[autobatch] applies to functions and structs",
+            )
+            .to_compile_error();
             return quote!(#msg #original).into();
         }
     };
@@ -135,6 +147,23 @@ pub fn autobatch(attr: TokenStream, item: TokenStream) -> TokenStream {
             quote!(#e #scalar #described).into()
         }
     }
+}
+
+/// `#[autobatch]` on a struct: checked, documented, and given its struct of arrays.
+fn autobatch_struct(
+    attr: proc_macro2::TokenStream,
+    item: &syn::ItemStruct,
+    original: &proc_macro2::TokenStream,
+) -> proc_macro2::TokenStream {
+    let mut errors = parse::Errors::default();
+    let args = parse::args::args(attr, parse::args::Macro::Autobatch, &mut errors);
+    let def = parse::item::struct_def(item, &mut errors);
+    if let Err(e) = errors.finish() {
+        let e = e.to_compile_error();
+        return quote!(#e #original);
+    }
+    let runtime = generate::runtime::Runtime::new(args.krate.as_ref());
+    generate::structs::expand(&runtime, item, &def)
 }
 
 /// Hidden: a callee's description re-applying `#[autobatch]` to a caller with the callee's

@@ -9,5 +9,6 @@ pub mod ir;
 pub mod merge;
 pub mod pure;
 pub mod runtime;
+pub mod structs;
 pub mod translate;
 pub mod vectorise;

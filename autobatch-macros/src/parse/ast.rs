@@ -62,6 +62,14 @@ pub struct Signature {
     pub ret: Ty,
 }
 
+/// An `#[autobatch] struct`: named fields of the language's types.
+pub struct StructDef {
+    /// Its name.
+    pub name: Ident,
+    /// Its fields with their types, in declaration order.
+    pub fields: Vec<(Ident, Ty)>,
+}
+
 /// A function to compile.
 pub struct Func {
     /// Its name.

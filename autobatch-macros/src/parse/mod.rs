@@ -7,7 +7,7 @@ pub mod args;
 pub mod ast;
 mod control;
 pub mod expr;
-mod item;
+pub mod item;
 mod pattern;
 mod rejected;
 mod types;
