@@ -75,10 +75,75 @@ use quote::quote;
 /// outputs: nothing is copied on the way. A tuple bound to one name (`let t = f(..);`) is
 /// assembled from them first, one more copy of every element.
 ///
+/// A call's result is typed from the callee's own signature, so it can stand anywhere in an
+/// expression with no annotation, whether the callee is later in the file, in another module,
+/// or imported with `use` (renamed too):
+///
+/// ```
+/// use autobatch_runtime::ndarray::array;
+/// use autobatch_runtime::{autobatch, Config};
+///
+/// #[autobatch]
+/// fn hypot(a: f64, b: f64) -> f64 {
+///     (square(a) + square(b)).sqrt() + split(a).0
+/// }
+///
+/// #[autobatch]
+/// fn square(x: f64) -> f64 {
+///     x * x
+/// }
+///
+/// #[autobatch]
+/// fn split(x: f64) -> (f64, bool) {
+///     (x * 0.0, x > 0.0)
+/// }
+///
+/// fn main() {
+///     let out = hypot::batch(array![3.0].view(), array![4.0].view(), &Config::default());
+///     assert_eq!(out.unwrap(), array![5.0]);
+/// }
+/// ```
+///
+/// How: every `#[autobatch]` and `#[primitive]` item also leaves a hidden `macro_rules!`
+/// description of its signature, imported under the item's own name in the macro namespace
+/// (`pub(crate)`); the attribute on a caller that meets a callee it does not know yet expands
+/// to that description, which applies the attribute again with the signature learnt, once per
+/// callee. So callees must be in the same crate, and a function must not share its name with a
+/// macro used in the same module (`vec`, `format`, ..). A call to a function that is neither
+/// `#[autobatch]` nor `#[primitive]` is an error at the call (`cannot find macro `f``: add
+/// one of the two attributes to `f`).
+///
 /// Annotated functions are items of a module (not of a function body): the generated module
-/// reaches its neighbours through `super`. Calls to a function that is neither `#[autobatch]`
-/// nor `#[primitive]` fail to resolve its generated module (`cannot find `f` in `super``) at
-/// the call.
+/// reaches its neighbours through `super`.
+///
+/// On a struct with named fields of the language's types, `#[autobatch]` checks the fields
+/// and generates its struct of arrays, `<Name>Batch`: one public array per leaf field, one
+/// row per lane (`Array1` per scalar, `Array2` `[lanes, len]` per `Vector`, a tuple of arrays
+/// per tuple), with `from_lanes`, `lane`, `to_lanes` and `len`. Generic, tuple and unit
+/// structs, enums and fields of other types are compile errors saying what to write instead.
+///
+/// ```
+/// use autobatch_runtime::{autobatch, Vector};
+///
+/// #[autobatch]
+/// #[derive(Clone, Debug, PartialEq)]
+/// pub struct Tree {
+///     depth: i64,
+///     q: Vector,
+///     t: (f64, bool),
+/// }
+///
+/// fn main() {
+///     let trees = vec![
+///         Tree { depth: 1, q: Vector::from_slice(&[1.0, 2.0]), t: (0.5, true) },
+///         Tree { depth: 2, q: Vector::from_slice(&[3.0, 4.0]), t: (1.5, false) },
+///     ];
+///     let batch = TreeBatch::from_lanes(&trees).unwrap();
+///     assert_eq!(batch.q.shape(), &[2, 2]);
+///     assert_eq!(batch.t.1[1], false);
+///     assert_eq!(batch.to_lanes(), trees);
+/// }
+/// ```
 ///
 /// Generated code reaches the runtime as `::autobatch_runtime`. A crate that depends on it
 /// under another name, or re-exports it, says where it is with `#[autobatch(crate = path)]`

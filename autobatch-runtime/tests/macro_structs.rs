@@ -25,8 +25,8 @@ fn tree(i: usize, len: usize) -> Tree {
         log_sum: (i as f64).ln() * -0.5,
         q: Vector::from_slice(&vec![i as f64 * 0.25; len]),
         key: Key::new(i as u64),
-        turning: i % 3 == 0,
-        t: (i as f64 / 7.0, (i as i32 - 2, i % 2 == 1)),
+        turning: i.is_multiple_of(3),
+        t: (i as f64 / 7.0, (i as i32 - 2, !i.is_multiple_of(2))),
     }
 }
 
