@@ -103,10 +103,75 @@ use quote::quote;
 /// outputs: nothing is copied on the way. A tuple bound to one name (`let t = f(..);`) is
 /// assembled from them first, one more copy of every element.
 ///
+/// A call's result is typed from the callee's own signature, so it can stand anywhere in an
+/// expression with no annotation, whether the callee is later in the file, in another module,
+/// or imported with `use` (renamed too):
+///
+/// ```
+/// use autobatch_runtime::ndarray::array;
+/// use autobatch_runtime::{autobatch, Config};
+///
+/// #[autobatch]
+/// fn hypot(a: f64, b: f64) -> f64 {
+///     (square(a) + square(b)).sqrt() + split(a).0
+/// }
+///
+/// #[autobatch]
+/// fn square(x: f64) -> f64 {
+///     x * x
+/// }
+///
+/// #[autobatch]
+/// fn split(x: f64) -> (f64, bool) {
+///     (x * 0.0, x > 0.0)
+/// }
+///
+/// fn main() {
+///     let out = hypot::batch(array![3.0].view(), array![4.0].view(), &Config::default());
+///     assert_eq!(out.unwrap(), array![5.0]);
+/// }
+/// ```
+///
+/// How: every `#[autobatch]` and `#[primitive]` item also leaves a hidden `macro_rules!`
+/// description of its signature, imported under the item's own name in the macro namespace
+/// (`pub(crate)`); the attribute on a caller that meets a callee it does not know yet expands
+/// to that description, which applies the attribute again with the signature learnt, once per
+/// callee. So callees must be in the same crate, and a function must not share its name with a
+/// macro used in the same module (`vec`, `format`, ..). A call to a function that is neither
+/// `#[autobatch]` nor `#[primitive]` is an error at the call (`cannot find macro `f``: add
+/// one of the two attributes to `f`).
+///
 /// Annotated functions are items of a module (not of a function body): the generated module
-/// reaches its neighbours through `super`. Calls to a function that is neither `#[autobatch]`
-/// nor `#[primitive]` fail to resolve its generated module (`cannot find `f` in `super``) at
-/// the call.
+/// reaches its neighbours through `super`.
+///
+/// On a struct with named fields of the language's types, `#[autobatch]` checks the fields
+/// and generates its struct of arrays, `<Name>Batch`: one public array per leaf field, one
+/// row per lane (`Array1` per scalar, `Array2` `[lanes, len]` per `Vector`, a tuple of arrays
+/// per tuple), with `from_lanes`, `lane`, `to_lanes` and `len`. Generic, tuple and unit
+/// structs, enums and fields of other types are compile errors saying what to write instead.
+///
+/// ```
+/// use autobatch_runtime::{autobatch, Vector};
+///
+/// #[autobatch]
+/// #[derive(Clone, Debug, PartialEq)]
+/// pub struct Tree {
+///     depth: i64,
+///     q: Vector,
+///     t: (f64, bool),
+/// }
+///
+/// fn main() {
+///     let trees = vec![
+///         Tree { depth: 1, q: Vector::from_slice(&[1.0, 2.0]), t: (0.5, true) },
+///         Tree { depth: 2, q: Vector::from_slice(&[3.0, 4.0]), t: (1.5, false) },
+///     ];
+///     let batch = TreeBatch::from_lanes(&trees).unwrap();
+///     assert_eq!(batch.q.shape(), &[2, 2]);
+///     assert_eq!(batch.t.1[1], false);
+///     assert_eq!(batch.to_lanes(), trees);
+/// }
+/// ```
 ///
 /// Generated code reaches the runtime as `::autobatch_runtime`. A crate that depends on it
 /// under another name, or re-exports it, says where it is with `#[autobatch(crate = path)]`
@@ -115,29 +180,56 @@ use quote::quote;
 pub fn autobatch(attr: TokenStream, item: TokenStream) -> TokenStream {
     let original: proc_macro2::TokenStream = item.clone().into();
     let attr: proc_macro2::TokenStream = attr.into();
-    let item_fn = match syn::parse2::<syn::ItemFn>(original.clone()) {
-        Ok(f) => f,
-        Err(e) => {
-            let msg =
-                syn::Error::new(e.span(), "#[autobatch] applies to functions").to_compile_error();
+    let item_fn = match syn::parse2::<syn::Item>(original.clone()) {
+        Ok(syn::Item::Fn(f)) => f,
+        Ok(syn::Item::Struct(s)) => return autobatch_struct(attr, &s, &original).into(),
+        Ok(syn::Item::Enum(e)) => {
+            let msg = syn::Error::new(
+                e.ident.span(),
+                "enums cannot be #[autobatch]; write a struct with named fields (a flag or an integer for the variant)",
+            )
+            .to_compile_error();
+            return quote!(#msg #original).into();
+        }
+        _ => {
+            let msg = syn::Error::new(
+                proc_macro2::Span::call_site(),
+                "#[autobatch] applies to functions and structs",
+            )
+            .to_compile_error();
             return quote!(#msg #original).into();
         }
     };
     let mut errors = parse::Errors::default();
-    let args = parse::args::args(attr, parse::args::Macro::Autobatch, &mut errors);
-    let func = parse::func(&item_fn, &mut errors);
+    let args = parse::args::args(attr.clone(), parse::args::Macro::Autobatch, &mut errors);
+    let mut func = parse::func(&item_fn, &mut errors);
+    func.learnt.extend(args.learnt.iter().cloned());
+    let runtime = generate::runtime::Runtime::new(args.krate.as_ref());
+    // The function's own description, once (on the expansion that learnt nothing yet), before
+    // it learns its callees': mutually recursive functions each wait for the other's.
+    let described = args
+        .learnt
+        .is_empty()
+        .then(|| generate::describe::item_macro(&runtime, &func.name, &func.signature()));
+    // The scalar function, once too (so it exists even if a callee cannot be learnt).
+    let scalar = args.learnt.is_empty().then(|| original.clone());
+    if errors.len() == 0 {
+        if let Some(callee) = generate::describe::unknown_callee(&func) {
+            let learn = generate::describe::learn(&runtime, &attr, &callee, &original);
+            return quote!(#scalar #described #learn).into();
+        }
+    }
     let lets = generate::infer::function::let_types(&func);
     let mut record = generate::translate::translate(&func, &lets, &mut errors);
     if let Err(e) = errors.finish() {
         let e = e.to_compile_error();
-        return quote!(#e #original).into();
+        return quote!(#e #scalar #described).into();
     }
-    let runtime = generate::runtime::Runtime::new(args.krate.as_ref());
     generate::merge::merge_kernels(&runtime, &mut record);
     match generate::ir::compile_time(&record, &func.name.to_string()) {
         Ok(ct) => {
             let generated = generate::emit::function(&runtime, &item_fn, &func, &record, &ct);
-            quote!(#original #generated).into()
+            quote!(#scalar #described #generated).into()
         }
         Err(message) => {
             let e = syn::Error::new(
@@ -145,8 +237,36 @@ pub fn autobatch(attr: TokenStream, item: TokenStream) -> TokenStream {
                 format!("#[autobatch] internal error: {message}"),
             )
             .to_compile_error();
-            quote!(#e #original).into()
+            quote!(#e #scalar #described).into()
         }
+    }
+}
+
+/// `#[autobatch]` on a struct: checked, documented, and given its struct of arrays.
+fn autobatch_struct(
+    attr: proc_macro2::TokenStream,
+    item: &syn::ItemStruct,
+    original: &proc_macro2::TokenStream,
+) -> proc_macro2::TokenStream {
+    let mut errors = parse::Errors::default();
+    let args = parse::args::args(attr, parse::args::Macro::Autobatch, &mut errors);
+    let def = parse::item::struct_def(item, &mut errors);
+    if let Err(e) = errors.finish() {
+        let e = e.to_compile_error();
+        return quote!(#e #original);
+    }
+    let runtime = generate::runtime::Runtime::new(args.krate.as_ref());
+    generate::structs::expand(&runtime, item, &def)
+}
+
+/// Hidden: a callee's description re-applying `#[autobatch]` to a caller with the callee's
+/// signature learnt (see `generate/describe.rs`); reached as `autobatch_runtime::__private::resume`.
+#[doc(hidden)]
+#[proc_macro]
+pub fn resume(input: TokenStream) -> TokenStream {
+    match generate::describe::resume(input.into()) {
+        Ok(tokens) => tokens.into(),
+        Err(e) => e.to_compile_error().into(),
     }
 }
 

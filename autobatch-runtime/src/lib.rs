@@ -38,6 +38,8 @@ pub mod __private {
         LaneInputs, LaneOutputs, RuntimeError, Stats, Vector, VectorOut,
     };
     pub use autobatch_ir as ir;
+    /// A callee's description re-applies `autobatch` to its caller through `resume!`.
+    pub use autobatch_macros::{autobatch, resume};
     pub use ndarray;
 }
 pub use autobatch_ir::passes::{InlineOptions, Passes, Source};

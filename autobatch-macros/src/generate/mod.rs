@@ -3,11 +3,13 @@
 //! loops, and the emitted tokens.
 
 pub mod context;
+pub mod describe;
 pub mod emit;
 pub mod infer;
 pub mod ir;
 pub mod merge;
 pub mod pure;
 pub mod runtime;
+pub mod structs;
 pub mod translate;
 pub mod vectorise;

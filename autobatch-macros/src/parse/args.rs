@@ -12,6 +12,9 @@ pub struct Args {
     pub krate: Option<syn::Path>,
     /// `batched = path`: the batched form of a primitive.
     pub batched: Option<syn::Path>,
+    /// `__learnt("path" = fn(..) -> ..)`, hidden: callees' signatures, added by their
+    /// descriptions (`generate/describe.rs`).
+    pub learnt: Vec<(String, super::ast::Signature)>,
 }
 
 /// Which macro the arguments are for.
@@ -32,6 +35,9 @@ pub fn args(attr: TokenStream, which: Macro, errors: &mut Errors) -> Args {
     let parser = syn::meta::parser(|meta| {
         if meta.path.is_ident("crate") {
             args.krate = Some(meta.value()?.parse::<syn::Path>()?);
+            Ok(())
+        } else if which == Macro::Autobatch && meta.path.is_ident("__learnt") {
+            args.learnt.push(super::item::learnt(meta.input)?);
             Ok(())
         } else if which == Macro::Primitive && meta.path.is_ident("batched") {
             args.batched = Some(meta.value()?.parse::<syn::Path>()?);

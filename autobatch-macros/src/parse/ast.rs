@@ -3,7 +3,13 @@
 use autobatch_ir::DType;
 use proc_macro2::{Span, TokenStream};
 use quote::quote;
+use std::collections::BTreeMap;
 use syn::Ident;
+
+/// A path as text without spaces (`crate::a::f`): how a callee is keyed.
+pub fn path_key(p: &syn::Path) -> String {
+    quote!(#p).to_string().replace(' ', "")
+}
 
 /// A value type of the language.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,6 +53,23 @@ impl Ty {
     }
 }
 
+/// The types a function is called with and returns, as its own signature states them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Signature {
+    /// Parameter types (a primitive's `&T` parameter is `T`).
+    pub params: Vec<Ty>,
+    /// The result type.
+    pub ret: Ty,
+}
+
+/// An `#[autobatch] struct`: named fields of the language's types.
+pub struct StructDef {
+    /// Its name.
+    pub name: Ident,
+    /// Its fields with their types, in declaration order.
+    pub fields: Vec<(Ident, Ty)>,
+}
+
 /// A function to compile.
 pub struct Func {
     /// Its name.
@@ -61,6 +84,9 @@ pub struct Func {
     pub poisoned: Vec<String>,
     /// The context parameter (`ctx: &T`, shared by every lane), if any; not in `params`.
     pub context: Option<super::context::ContextParam>,
+    /// Callees' signatures learnt from their descriptions (`generate/describe.rs`), by the
+    /// callee's path as written here.
+    pub learnt: BTreeMap<String, Signature>,
 }
 
 impl Func {
@@ -69,13 +95,34 @@ impl Func {
         path.get_ident().is_some_and(|i| *i == self.name)
     }
 
-    /// The types a call of `path` with `n` arguments passes them at, as far as this macro knows:
-    /// the parameters' types for a call of this function itself, none for another callee.
-    pub fn argument_types(&self, path: &syn::Path, n: usize) -> Vec<Option<Ty>> {
+    /// The signature of the callee `path`: this function's own for a recursive call, a learnt
+    /// one for another callee, `None` while it is not learnt yet.
+    pub fn callee_signature(&self, path: &syn::Path) -> Option<Signature> {
         if self.is_self_path(path) {
-            self.params.iter().map(|(_, t)| Some(t.clone())).collect()
-        } else {
-            vec![None; n]
+            return Some(self.signature());
+        }
+        self.learnt.get(&path_key(path)).cloned()
+    }
+
+    /// This function's own signature.
+    pub fn signature(&self) -> Signature {
+        Signature {
+            params: self.params.iter().map(|(_, t)| t.clone()).collect(),
+            ret: self.ret.clone(),
+        }
+    }
+
+    /// The result type of a call of `path`, if its signature is known.
+    pub fn callee_return(&self, path: &syn::Path) -> Option<Ty> {
+        self.callee_signature(path).map(|s| s.ret)
+    }
+
+    /// The types a call of `path` with `n` arguments passes them at, as far as this macro knows:
+    /// the callee's parameter types when its signature is known, none otherwise.
+    pub fn argument_types(&self, path: &syn::Path, n: usize) -> Vec<Option<Ty>> {
+        match self.callee_signature(path) {
+            Some(s) => s.params.into_iter().map(Some).collect(),
+            None => vec![None; n],
         }
     }
 }

@@ -8,6 +8,7 @@ pub mod ast;
 pub mod context;
 mod control;
 pub mod expr;
+pub mod item;
 mod pattern;
 mod rejected;
 mod types;
@@ -110,5 +111,6 @@ pub fn func(item: &syn::ItemFn, errors: &mut Errors) -> Func {
         body,
         poisoned,
         context,
+        learnt: Default::default(),
     }
 }

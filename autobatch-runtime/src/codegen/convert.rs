@@ -1,8 +1,10 @@
 //! Conversions between the typed arrays of a generated `batch` entry point and the runtime's
-//! columns, with a typed error when a linked program's output is not what the entry expects.
+//! columns, with a typed error when a linked program's output is not what the entry expects;
+//! and between an `#[autobatch] struct`'s `Vector` fields and its struct of arrays.
 
 use crate::column::{Column, Element};
 use crate::error::{Result, RuntimeError};
+use crate::vector::Vector;
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
 
 /// A scalar input column from a 1-d view.
@@ -40,6 +42,35 @@ pub fn output_vectors<T: Element>(column: &Column) -> Result<Array2<T>> {
     })
 }
 
+/// The `[lanes, len]` rows of a struct-of-arrays `Vector` field, one lane's vector per row;
+/// `field` names it in the error when two lanes' vectors differ in length.
+pub fn vector_rows<'a>(
+    field: &str,
+    lanes: usize,
+    vectors: impl Iterator<Item = &'a Vector>,
+) -> Result<Array2<f64>> {
+    let mut len = None;
+    let mut values = Vec::new();
+    for (lane, v) in vectors.enumerate() {
+        let expected = *len.get_or_insert(v.len());
+        if v.len() != expected {
+            return Err(RuntimeError::VectorLength {
+                input: format!("{field} (lane {lane})"),
+                found: v.len(),
+                expected,
+            });
+        }
+        values.extend_from_slice(v.as_slice());
+    }
+    let shape = (lanes, len.unwrap_or(0));
+    Array2::from_shape_vec(shape, values).map_err(|e| RuntimeError::Link(e.to_string()))
+}
+
+/// One lane's vector of a struct-of-arrays `Vector` field.
+pub fn vector_row(rows: &Array2<f64>, lane: usize) -> Vector {
+    Vector::from_slice(&rows.row(lane).to_vec())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -53,5 +84,26 @@ mod tests {
             output_vectors::<bool>(&ints),
             Err(RuntimeError::Link(_))
         ));
+    }
+
+    #[test]
+    fn vector_fields_become_rows_and_back_and_ragged_ones_are_refused() {
+        let vs = [
+            Vector::from_slice(&[1.0, 2.0]),
+            Vector::from_slice(&[3.0, 4.0]),
+        ];
+        let rows = vector_rows("Tree.q", 2, vs.iter()).unwrap();
+        assert_eq!(rows.shape(), &[2, 2]);
+        assert!(vector_row(&rows, 1) == vs[1]);
+        let ragged = [Vector::from_slice(&[1.0]), Vector::from_slice(&[3.0, 4.0])];
+        let e = vector_rows("Tree.q", 2, ragged.iter()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "vector input `Tree.q (lane 1)` has length 2, but vectors in this run have length 1"
+        );
+        assert_eq!(
+            vector_rows("Tree.q", 0, [].iter()).unwrap().shape(),
+            &[0, 0]
+        );
     }
 }

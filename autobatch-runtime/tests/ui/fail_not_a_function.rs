@@ -1,7 +1,7 @@
-//! UI case, compile error: not a function.
+//! UI case, compile error: neither a function nor a struct.
 use autobatch_runtime::autobatch;
 
 #[autobatch]
-struct NotAFunction;
+const NOT_A_FUNCTION: i64 = 1;
 
 fn main() {}

@@ -106,8 +106,7 @@ impl Scope for View<'_, '_> {
     }
 
     fn callee_return(&self, path: &syn::Path) -> Option<Ty> {
-        let func = self.walk.func;
-        func.is_self_path(path).then(|| func.ret.clone())
+        self.walk.func.callee_return(path)
     }
 
     fn demand(&self, name: &str, ty: &Ty) {

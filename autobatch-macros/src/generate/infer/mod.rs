@@ -567,9 +567,7 @@ pub fn describe(t: &Ty) -> String {
 }
 
 /// A path as written.
-pub fn path_text(p: &syn::Path) -> String {
-    quote::quote!(#p).to_string().replace(' ', "")
-}
+pub use crate::parse::ast::path_key as path_text;
 
 #[cfg(test)]
 mod tests {

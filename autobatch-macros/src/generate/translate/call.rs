@@ -20,10 +20,14 @@ impl Translator<'_> {
         let args = args.as_slice();
         let is_self = self.func.is_self_path(path);
         let param_types = self.func.argument_types(path, args.len());
-        if is_self && args.len() != param_types.len() {
+        if args.len() != param_types.len() {
             self.errors.at(
                 e.span,
-                format!("`{}` takes {} arguments", self.func.name, param_types.len()),
+                format!(
+                    "`{}` takes {} arguments",
+                    path_text(path),
+                    param_types.len()
+                ),
             );
             return Value::Unit;
         }
@@ -51,17 +55,16 @@ impl Translator<'_> {
                 Value::Diverged => return Value::Diverged,
             }
         }
-        let ret = if is_self {
-            self.func.ret.clone()
-        } else {
-            match expected {
+        let ret = match self.func.callee_return(path) {
+            Some(t) => t,
+            None => match expected {
                 Some(t) => t.clone(),
                 None => {
                     let p = path_text(path);
                     self.errors.at(e.span, format!("cannot infer the return type of `{p}` here (it is not visible to this macro); annotate the binding, e.g. `let x: i64 = {p}(..);`"));
                     return Value::Unit;
                 }
-            }
+            },
         };
         let key = path_text(path);
         let callee = match self

@@ -20,8 +20,7 @@ impl Scope for ScopeView<'_, '_> {
     }
 
     fn callee_return(&self, path: &syn::Path) -> Option<Ty> {
-        let func = self.0.func;
-        func.is_self_path(path).then(|| func.ret.clone())
+        self.0.func.callee_return(path)
     }
 }
 
