@@ -10,7 +10,7 @@
 //! [`LetTypes`] and runs once.
 
 use super::classify::{classify, Strategy};
-use super::{infer, operator_type, tuple_elements, Scope};
+use super::{infer, operator_type, same_type, tuple_elements, Scope};
 use crate::generate::pure::is_pure;
 use crate::parse::ast::{BinOp, Block, Expr, ExprKind, Func, Pat, Stmt, Ty};
 use autobatch_ir::DType;
@@ -37,16 +37,65 @@ impl LetTypes {
 pub fn let_types(func: &Func) -> LetTypes {
     let mut fixed = LetTypes::default();
     for _round in 0..ROUNDS {
-        let demands = Walk::new(func, &fixed).run();
-        let changed = demands.into_iter().fold(false, |changed, (key, t)| {
-            let old = fixed.0.insert(key, t.clone());
-            changed || old.as_ref() != Some(&t)
-        });
-        if !changed {
+        let (demands, links) = Walk::new(func, &fixed).run();
+        let mut next = fixed.0.clone();
+        for (key, t) in demands {
+            settle(&mut next, key, t);
+        }
+        unify_linked(&mut next, &links);
+        if next == fixed.0 {
             break;
         }
+        fixed.0 = next;
     }
     fixed
+}
+
+/// True for a literal's default type (`i32`, `f64`): a demand for it may only repeat a
+/// default another demand corrects.
+fn is_default(t: &Ty) -> bool {
+    matches!(t, Ty::Scalar(DType::I32 | DType::F64))
+}
+
+/// Fixes `key`'s type to `t` unless it already has a type that is not a literal's default
+/// (the original function type-checks, so the constraints on one `let` agree but for
+/// defaults that another walk's demand corrects).
+fn settle(types: &mut HashMap<*const Expr, Ty>, key: *const Expr, t: Ty) {
+    match types.get(&key) {
+        Some(old) if !is_default(old) && is_default(&t) => {}
+        _ => {
+            types.insert(key, t);
+        }
+    }
+}
+
+/// Gives every `let` linked to another (directly or through others) the one type of their
+/// class, as rustc infers one type for variables used together (`total += i`).
+fn unify_linked(types: &mut HashMap<*const Expr, Ty>, links: &[(*const Expr, *const Expr)]) {
+    let mut classes: Vec<Vec<*const Expr>> = Vec::new();
+    for &(a, b) in links {
+        let find = |classes: &[Vec<*const Expr>], k| classes.iter().position(|c| c.contains(&k));
+        match (find(&classes, a), find(&classes, b)) {
+            (Some(i), Some(j)) if i != j => {
+                let merged = classes.swap_remove(i.max(j));
+                classes[i.min(j)].extend(merged);
+            }
+            (Some(_), Some(_)) => {}
+            (Some(i), None) => classes[i].push(b),
+            (None, Some(j)) => classes[j].push(a),
+            (None, None) => classes.push(vec![a, b]),
+        }
+    }
+    for class in classes {
+        let known = class.iter().filter_map(|k| types.get(k));
+        let Some(t) = known.clone().find(|t| !is_default(t)).or_else(|| known.clone().next()) else {
+            continue;
+        };
+        let t = t.clone();
+        for k in class {
+            types.insert(k, t.clone());
+        }
+    }
 }
 
 /// A name in scope: its type, and the `let` that may still re-type it.
@@ -88,6 +137,8 @@ struct Walk<'a> {
     /// False after a jump, until code is reachable again.
     live: bool,
     demands: RefCell<Vec<(*const Expr, Ty)>>,
+    /// Pairs of unannotated `let`s that have one type.
+    links: RefCell<Vec<(*const Expr, *const Expr)>>,
 }
 
 /// The walk's names in scope, as type inference sees them.
@@ -112,6 +163,10 @@ impl Scope for View<'_, '_> {
     fn demand(&self, name: &str, ty: &Ty) {
         self.walk.demand(name, ty);
     }
+
+    fn unify(&self, a: &str, a_ty: &Ty, b: &str, b_ty: &Ty) {
+        self.walk.unify(a, a_ty, b, b_ty);
+    }
 }
 
 impl<'a> Walk<'a> {
@@ -123,11 +178,13 @@ impl<'a> Walk<'a> {
             loops: Vec::new(),
             live: true,
             demands: RefCell::new(Vec::new()),
+            links: RefCell::new(Vec::new()),
         }
     }
 
-    /// Walks the body; returns the demands.
-    fn run(mut self) -> Vec<(*const Expr, Ty)> {
+    /// Walks the body; returns the demands and the links.
+    #[allow(clippy::type_complexity)]
+    fn run(mut self) -> (Vec<(*const Expr, Ty)>, Vec<(*const Expr, *const Expr)>) {
         for (name, ty) in &self.func.params {
             self.bind(name.to_string(), ty.clone(), None);
         }
@@ -138,7 +195,7 @@ impl<'a> Walk<'a> {
             _ => Some(Place::Var),
         };
         self.block_into(&self.func.body, dest, &ret);
-        self.demands.into_inner()
+        (self.demands.into_inner(), self.links.into_inner())
     }
 
     fn lookup(&self, name: &str) -> Option<&Binding> {
@@ -165,6 +222,19 @@ impl<'a> Walk<'a> {
             if have != ty {
                 self.demands.borrow_mut().push((*key, ty.clone()));
             }
+        }
+    }
+
+    /// Notes that `a` and `b` have one type: linked if both are unannotated `let`s.
+    fn unify(&self, a: &str, a_ty: &Ty, b: &str, b_ty: &Ty) {
+        let key = |n: &str| self.lookup(n).and_then(|b| b.flexible);
+        match (key(a), key(b)) {
+            (Some(x), Some(y)) => self.links.borrow_mut().push((x, y)),
+            _ if a_ty != b_ty => {
+                self.demand(a, b_ty);
+                self.demand(b, a_ty);
+            }
+            _ => {}
         }
     }
 
@@ -384,6 +454,15 @@ impl<'a> Walk<'a> {
             return;
         };
         let (ty, flexible) = (b.ty.clone(), b.flexible.is_some());
+        if let (ExprKind::Var(v), true) = (&value.kind, op != Some(BinOp::Shift)) {
+            // `n = m`, `n += m`: one type for both.
+            if let Some(vt) = self.lookup(&v.to_string()).map(|b| b.ty.clone()) {
+                self.unify(&target.to_string(), &ty, &v.to_string(), &vt);
+            }
+            if op.is_none() {
+                return;
+            }
+        }
         // A variable typed by a literal's default that is assigned a value of another type
         // takes that type: `let mut n = 0; n += m_i64;` makes `n` an `i64`.
         if flexible && is_pure(value) && op != Some(BinOp::Shift) {
@@ -443,15 +522,8 @@ impl<'a> Walk<'a> {
             }
         }
         if let (ExprKind::Binary(op, _, l, r), [lt, rt]) = (&e.kind, types.as_slice()) {
-            if *op != BinOp::Shift
-                && lt != rt
-                && !matches!((lt, rt), (Ty::Vector, _) | (_, Ty::Vector))
-            {
-                for (x, other) in [(l, rt), (r, lt)] {
-                    if let ExprKind::Var(id) = &x.kind {
-                        self.demand(&id.to_string(), other);
-                    }
-                }
+            if *op != BinOp::Shift {
+                same_type(l, lt, r, rt, &self.view());
             }
         }
         let Some(ty) = operator_type(e, &types, expected) else {
