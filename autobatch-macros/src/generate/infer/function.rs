@@ -423,7 +423,13 @@ impl<'a> Walk<'a> {
         };
         match pat {
             Pat::Ident(_) if ty.is_unit() => {}
-            Pat::Ident(name) => self.bind(name.to_string(), ty, key),
+            Pat::Ident(name) => {
+                self.bind(name.to_string(), ty.clone(), key);
+                if let ExprKind::Var(source) = &init.kind {
+                    // `let b = a;`: one type for both.
+                    self.unify(&name.to_string(), &ty, &source.to_string(), &ty);
+                }
+            }
             Pat::Wild => {}
             Pat::Tuple(_) => {
                 let mut binds = Vec::new();
@@ -788,6 +794,32 @@ mod tests {
             }
         });
         assert_eq!(t, [None, None]);
+    }
+
+    #[test]
+    fn lets_used_together_take_one_type_from_a_later_use() {
+        let t = fixed(syn::parse_quote! {
+            fn f(n: u8) -> i64 {
+                let mut total = 0;
+                let mut i = 0;
+                while i < 3 { total += i; i += 1; }
+                let copy = total;
+                copy * n as i64
+            }
+        });
+        assert_eq!(t, [Some(I64), Some(I64), Some(I64)]);
+    }
+
+    #[test]
+    fn an_exponent_is_a_u32_and_a_literal_next_to_a_u8_a_u8() {
+        let t = fixed(syn::parse_quote! {
+            fn f(x: u64, b: u8) -> (u64, bool) {
+                let k = 2;
+                let limit = 100;
+                (x.pow(k), b < limit)
+            }
+        });
+        assert_eq!(t, [Some(Ty::Scalar(DType::U32)), Some(Ty::Scalar(DType::U8))]);
     }
 
     #[test]

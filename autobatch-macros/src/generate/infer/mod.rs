@@ -865,6 +865,39 @@ mod tests {
     }
 
     #[test]
+    fn integer_methods_have_std_types() {
+        let scope = Vars(vec![
+            ("a", Ty::Scalar(DType::I16)),
+            ("u", Ty::Scalar(DType::U64)),
+            ("f", F32),
+        ]);
+        let ty = |e: syn::Expr| infer(&expr(e), None, &scope).map_err(|e| e.message);
+        let u16_ty = Ty::Scalar(DType::U16);
+        let u32_ty = Ty::Scalar(DType::U32);
+        assert_eq!(ty(syn::parse_quote!(a.abs_diff(3))), Ok(u16_ty.clone()));
+        assert_eq!(ty(syn::parse_quote!(a.unsigned_abs())), Ok(u16_ty));
+        assert_eq!(ty(syn::parse_quote!(u.count_ones())), Ok(u32_ty.clone()));
+        assert_eq!(ty(syn::parse_quote!(u.wrapping_pow(3))), Ok(Ty::Scalar(DType::U64)));
+        assert_eq!(ty(syn::parse_quote!(f.to_bits())), Ok(u32_ty));
+        assert_eq!(ty(syn::parse_quote!(f64::from_bits(u))), Ok(F64));
+        assert_eq!(ty(syn::parse_quote!(i64::from(a))), Ok(I64));
+        assert_eq!(
+            ty(syn::parse_quote!(u.overflowing_sub(1))),
+            Ok(Ty::Tuple(vec![Ty::Scalar(DType::U64), BOOL]))
+        );
+        assert_eq!(ty(syn::parse_quote!(a.is_negative())), Ok(BOOL));
+        assert!(ty(syn::parse_quote!(u.abs())).is_err(), "unsigned types have no abs");
+        assert!(ty(syn::parse_quote!(u.checked_add(1)))
+            .unwrap_err()
+            .contains("use `wrapping_add`, `saturating_add` or `overflowing_add`"));
+        assert!(ty(syn::parse_quote!(a.into()))
+            .unwrap_err()
+            .contains("annotate the binding"));
+        let into = infer(&expr(syn::parse_quote!(a.into())), Some(&I64), &scope);
+        assert_eq!(into.map_err(|e| e.message), Ok(I64));
+    }
+
+    #[test]
     fn methods_and_unknown_names() {
         assert_eq!(type_of(syn::parse_quote!(x.sqrt().max(1.0)), None), Ok(F32));
         assert_eq!(type_of(syn::parse_quote!(v.dot(&v)), None), Ok(F64));
