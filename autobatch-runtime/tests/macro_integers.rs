@@ -186,6 +186,21 @@ fn literals(x: u8, c: bool, depth: u16) -> (u8, u64, u16, i64) {
     (small, state, deep, total * 1_000_000_000_000)
 }
 
+/// Iterative Fibonacci on `u64`: the pair starts as a tuple of bare literals, typed from the
+/// return value as rustc types it.
+#[autobatch]
+fn fib_pair(n: u8) -> u64 {
+    let (mut a, mut b) = (0, 1);
+    let mut i = 0;
+    while i < n {
+        let next = a + b;
+        a = b;
+        b = next;
+        i += 1;
+    }
+    a
+}
+
 /// `a + b` on `u8`: overflows for large inputs (a panic in a debug build, wraps in release).
 #[autobatch]
 fn add_u8(a: u8, b: u8) -> u8 {
@@ -379,6 +394,12 @@ proptest! {
         let d = arr(&v.iter().map(|p| p.2).collect::<Vec<_>>());
         agree(v.len(), |i| literals(v[i].0, v[i].1, v[i].2),
             |c| literals::batch_isolated(x.view(), c3.view(), d.view(), c), |o, i| (o.0[i], o.1[i], o.2[i], o.3[i]))?;
+    }
+
+    #[test]
+    fn fibonacci_from_a_tuple_of_literals(ns in lanes(0u8..100, 1..1000)) {
+        let n = arr(&ns);
+        agree(ns.len(), |i| fib_pair(ns[i]), |c| fib_pair::batch_isolated(n.view(), c), |o, i| o[i])?;
     }
 
     /// In a debug build `a + b` panics on overflow and so fails its lane; in release it wraps:

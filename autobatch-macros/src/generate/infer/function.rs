@@ -37,12 +37,20 @@ impl LetTypes {
 pub fn let_types(func: &Func) -> LetTypes {
     let mut fixed = LetTypes::default();
     for _round in 0..ROUNDS {
-        let (demands, links) = Walk::new(func, &fixed).run();
+        let (demands, links, tuples) = Walk::new(func, &fixed).run();
         let mut next = fixed.0.clone();
         for (key, t) in demands {
             settle(&mut next, key, t);
         }
         unify_linked(&mut next, &links);
+        // A tuple `let` is typed as a whole: its elements' types, re-typed or as bound.
+        for (init, literals, bound) in tuples {
+            if literals.iter().flatten().any(|k| next.contains_key(k)) {
+                let elements = literals.iter().zip(bound);
+                let elements = elements.map(|(k, t)| k.and_then(|k| next.get(&k).cloned()).unwrap_or(t));
+                next.insert(init, Ty::Tuple(elements.collect()));
+            }
+        }
         if next == fixed.0 {
             break;
         }
@@ -139,7 +147,20 @@ struct Walk<'a> {
     demands: RefCell<Vec<(*const Expr, Ty)>>,
     /// Pairs of unannotated `let`s that have one type.
     links: RefCell<Vec<(*const Expr, *const Expr)>>,
+    /// Unannotated tuple `let`s over tuple expressions.
+    tuples: RefCell<Vec<TupleLet>>,
 }
+
+/// A tuple `let` whose elements' literals may be re-typed: the initialiser, each element's
+/// literal (if it is a bare one), and the elements' types as bound.
+type TupleLet = (*const Expr, Vec<Option<*const Expr>>, Vec<Ty>);
+
+/// What one walk found: demands, links, and tuple `let`s.
+type Found = (
+    Vec<(*const Expr, Ty)>,
+    Vec<(*const Expr, *const Expr)>,
+    Vec<TupleLet>,
+);
 
 /// The walk's names in scope, as type inference sees them.
 struct View<'w, 'a> {
@@ -179,12 +200,12 @@ impl<'a> Walk<'a> {
             live: true,
             demands: RefCell::new(Vec::new()),
             links: RefCell::new(Vec::new()),
+            tuples: RefCell::new(Vec::new()),
         }
     }
 
-    /// Walks the body; returns the demands and the links.
-    #[allow(clippy::type_complexity)]
-    fn run(mut self) -> (Vec<(*const Expr, Ty)>, Vec<(*const Expr, *const Expr)>) {
+    /// Walks the body; returns what it found.
+    fn run(mut self) -> Found {
         for (name, ty) in &self.func.params {
             self.bind(name.to_string(), ty.clone(), None);
         }
@@ -195,7 +216,11 @@ impl<'a> Walk<'a> {
             _ => Some(Place::Var),
         };
         self.block_into(&self.func.body, dest, &ret);
-        (self.demands.into_inner(), self.links.into_inner())
+        (
+            self.demands.into_inner(),
+            self.links.into_inner(),
+            self.tuples.into_inner(),
+        )
     }
 
     fn lookup(&self, name: &str) -> Option<&Binding> {
@@ -447,11 +472,26 @@ impl<'a> Walk<'a> {
         };
         let ty = Ty::Tuple(tys.clone());
         self.compile_into(init, Place::Elems, &ty);
-        let mut binds = Vec::new();
-        for (p, t) in ps.iter().zip(&tys) {
-            flatten(p, t, &mut binds);
+        // `let (a, b) = (0, 1);` (unannotated): each name bound to a bare literal is re-typed
+        // from its uses like a `let` of its own, keyed by its literal.
+        let literals: Vec<Option<*const Expr>> = match &init.kind {
+            ExprKind::Tuple(items) if expected == self.fixed.get(init) => items
+                .iter()
+                .map(|x| matches!(x.kind, ExprKind::Lit { suffix: None, .. }).then(|| std::ptr::from_ref(x)))
+                .collect(),
+            _ => vec![None; ps.len()],
+        };
+        if literals.iter().any(Option::is_some) {
+            self.tuples
+                .borrow_mut()
+                .push((std::ptr::from_ref(init), literals.clone(), tys.clone()));
         }
-        binds.into_iter().for_each(|(n, t)| self.bind(n, t, None));
+        for ((p, t), key) in ps.iter().zip(&tys).zip(literals) {
+            let mut binds = Vec::new();
+            flatten(p, t, &mut binds);
+            let key = key.filter(|_| matches!(p, Pat::Ident(_)));
+            binds.into_iter().for_each(|(n, t)| self.bind(n, t, key));
+        }
         true
     }
 
@@ -820,6 +860,20 @@ mod tests {
             }
         });
         assert_eq!(t, [Some(Ty::Scalar(DType::U32)), Some(Ty::Scalar(DType::U8))]);
+    }
+
+    #[test]
+    fn a_tuple_let_of_literals_is_typed_per_element_from_their_uses() {
+        let t = fixed(syn::parse_quote! {
+            fn f(n: u8) -> u64 {
+                let (mut a, mut b) = (0, 1);
+                let mut i = 0;
+                while i < n { let next = a + b; a = b; b = next; i += 1; }
+                a
+            }
+        });
+        let u64_ty = Ty::Scalar(DType::U64);
+        assert_eq!(t, [Some(Ty::Tuple(vec![u64_ty.clone(), u64_ty])), Some(Ty::Scalar(DType::U8))]);
     }
 
     #[test]
