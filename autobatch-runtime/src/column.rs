@@ -356,7 +356,10 @@ mod tests {
             assert_eq!(Column::element_bytes(T::DTYPE), std::mem::size_of::<T>());
             let mut z = Column::zeros(T::DTYPE, 3, 1);
             z.scatter(&[2, 0], &c.gather(&[0, 2]));
-            assert_eq!(z.as_slice::<T>().unwrap(), &[T::from(3), T::default(), T::from(1)]);
+            assert_eq!(
+                z.as_slice::<T>().unwrap(),
+                &[T::from(3), T::default(), T::from(1)]
+            );
             assert!(z.fits(TensorType::scalar(T::DTYPE), 7));
             assert!(!z.copy_row_from(0, &Column::from_scalars(&[true]), 0));
         }
@@ -372,6 +375,9 @@ mod tests {
         let c = Column::from_scalars(&[-3i8, 4]);
         assert_eq!(c.dtype(), DType::I8);
         assert_eq!(c.resized(3).as_slice::<i8>().unwrap(), &[-3, 4, 0]);
-        assert_eq!(Column::element_bytes(DType::Isize), std::mem::size_of::<isize>());
+        assert_eq!(
+            Column::element_bytes(DType::Isize),
+            std::mem::size_of::<isize>()
+        );
     }
 }

@@ -59,7 +59,7 @@ fn collatz(n: u32) -> u32 {
     let mut x = n;
     let mut steps = 0;
     while x != 1 {
-        if x % 2 == 0 {
+        if x.is_multiple_of(2) {
             x /= 2;
         } else {
             x = 3 * x + 1;
@@ -108,9 +108,18 @@ fn widths(a: i8, b: u16, c: i32) -> (i64, u64, f64, i16, u8, usize) {
 #[autobatch]
 fn limits(x: i64, y: i64) -> (i64, i64, bool, u32) {
     let s = x.saturating_add(y);
-    let near = if x > i64::MAX / 2 { i64::MAX - x } else { x - i64::MIN / 2 };
+    let near = if x > i64::MAX / 2 {
+        i64::MAX - x
+    } else {
+        x - i64::MIN / 2
+    };
     let w = x.wrapping_sub(y).wrapping_neg();
-    (s.min(near), w, s == i64::MAX || s == i64::MIN, i64::BITS - x.leading_zeros())
+    (
+        s.min(near),
+        w,
+        s == i64::MAX || s == i64::MIN,
+        i64::BITS - x.leading_zeros(),
+    )
 }
 
 /// Signed helpers: `abs_diff`, `unsigned_abs`, `signum`, Euclidean division, signs.
@@ -176,7 +185,11 @@ fn literals(x: u8, c: bool, depth: u16) -> (u8, u64, u16, i64) {
     let limit = 200;
     let small = if x < limit { x + 1 } else { x - 50 };
     let next = depth / 2;
-    let deep = if depth > 0 { literals(x, !c, next).2 + 1 } else { 0 };
+    let deep = if depth > 0 {
+        literals(x, !c, next).2 + 1
+    } else {
+        0
+    };
     let mut total = 0;
     let mut i = 0;
     while i < 3 {
@@ -262,7 +275,8 @@ where
         let failed: Vec<usize> = run.failed.iter().map(|f| f.lane).collect();
         prop_assert_eq!(&failed, &bad, "{:?}: {:?}", mode, run.failed);
         for f in &run.failed {
-            let lane_at_fault = matches!(f.error, RuntimeError::Kernel { lane, .. } if lane == f.lane);
+            let lane_at_fault =
+                matches!(f.error, RuntimeError::Kernel { lane, .. } if lane == f.lane);
             prop_assert!(lane_at_fault, "{:?}: {}", mode, f.error);
         }
         for (i, want) in expected.iter().enumerate() {
@@ -431,7 +445,9 @@ fn a_debug_overflow_is_a_typed_error_for_its_lane() {
         let err = add_u8::batch(a.view(), b.view(), &Config::with_mode(mode)).unwrap_err();
         let message = err.to_string();
         assert!(
-            message.contains("`a + b`") && message.contains("lane 1") && message.contains("overflow"),
+            message.contains("`a + b`")
+                && message.contains("lane 1")
+                && message.contains("overflow"),
             "{mode:?}: {message}"
         );
         let run = add_u8::batch_isolated(a.view(), b.view(), &Config::with_mode(mode)).unwrap();
@@ -448,5 +464,8 @@ fn programs_hold_each_integer_type() {
     // The loop counter is compared with `n: u16`, so rustc (and the macro) make it a `u16`.
     assert!(text.contains("checksum.i :: register, u16"), "{text}");
     let text = triangle::program().unwrap().to_string();
-    assert!(text.contains("usize") && text.contains("isize") && text.contains("i16"), "{text}");
+    assert!(
+        text.contains("usize") && text.contains("isize") && text.contains("i16"),
+        "{text}"
+    );
 }

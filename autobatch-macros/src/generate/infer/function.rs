@@ -47,7 +47,8 @@ pub fn let_types(func: &Func) -> LetTypes {
         for (init, literals, bound) in tuples {
             if literals.iter().flatten().any(|k| next.contains_key(k)) {
                 let elements = literals.iter().zip(bound);
-                let elements = elements.map(|(k, t)| k.and_then(|k| next.get(&k).cloned()).unwrap_or(t));
+                let elements =
+                    elements.map(|(k, t)| k.and_then(|k| next.get(&k).cloned()).unwrap_or(t));
                 next.insert(init, Ty::Tuple(elements.collect()));
             }
         }
@@ -96,7 +97,11 @@ fn unify_linked(types: &mut HashMap<*const Expr, Ty>, links: &[(*const Expr, *co
     }
     for class in classes {
         let known = class.iter().filter_map(|k| types.get(k));
-        let Some(t) = known.clone().find(|t| !is_default(t)).or_else(|| known.clone().next()) else {
+        let Some(t) = known
+            .clone()
+            .find(|t| !is_default(t))
+            .or_else(|| known.clone().next())
+        else {
             continue;
         };
         let t = t.clone();
@@ -477,14 +482,19 @@ impl<'a> Walk<'a> {
         let literals: Vec<Option<*const Expr>> = match &init.kind {
             ExprKind::Tuple(items) if expected == self.fixed.get(init) => items
                 .iter()
-                .map(|x| matches!(x.kind, ExprKind::Lit { suffix: None, .. }).then(|| std::ptr::from_ref(x)))
+                .map(|x| {
+                    matches!(x.kind, ExprKind::Lit { suffix: None, .. })
+                        .then(|| std::ptr::from_ref(x))
+                })
                 .collect(),
             _ => vec![None; ps.len()],
         };
         if literals.iter().any(Option::is_some) {
-            self.tuples
-                .borrow_mut()
-                .push((std::ptr::from_ref(init), literals.clone(), tys.clone()));
+            self.tuples.borrow_mut().push((
+                std::ptr::from_ref(init),
+                literals.clone(),
+                tys.clone(),
+            ));
         }
         for ((p, t), key) in ps.iter().zip(&tys).zip(literals) {
             let mut binds = Vec::new();
@@ -859,7 +869,10 @@ mod tests {
                 (x.pow(k), b < limit)
             }
         });
-        assert_eq!(t, [Some(Ty::Scalar(DType::U32)), Some(Ty::Scalar(DType::U8))]);
+        assert_eq!(
+            t,
+            [Some(Ty::Scalar(DType::U32)), Some(Ty::Scalar(DType::U8))]
+        );
     }
 
     #[test]
@@ -873,7 +886,13 @@ mod tests {
             }
         });
         let u64_ty = Ty::Scalar(DType::U64);
-        assert_eq!(t, [Some(Ty::Tuple(vec![u64_ty.clone(), u64_ty])), Some(Ty::Scalar(DType::U8))]);
+        assert_eq!(
+            t,
+            [
+                Some(Ty::Tuple(vec![u64_ty.clone(), u64_ty])),
+                Some(Ty::Scalar(DType::U8))
+            ]
+        );
     }
 
     #[test]

@@ -644,7 +644,7 @@ pub fn method_type(recv: &Ty, name: &str) -> Option<Ty> {
             "abs_diff" => d.unsigned().map(Ty::Scalar),
             "abs" | "signum" | "wrapping_abs" if !d.is_signed_int() => None,
             "is_positive" | "is_negative" if d.is_signed_int() => Some(bool_ty),
-            "is_power_of_two" if !d.is_signed_int() => Some(bool_ty),
+            "is_power_of_two" | "is_multiple_of" if !d.is_signed_int() => Some(bool_ty),
             _ if INT_SAME_TYPE.contains(&name) || INT_U32_ARGUMENT.contains(&name) => {
                 Some(recv.clone())
             }
@@ -682,7 +682,9 @@ fn infer_arguments(
 
 /// Infers each of `exprs` with the same expected type.
 fn infer_all(exprs: &[Expr], expected: Option<&Ty>, scope: &dyn Scope) -> Result<(), TypeError> {
-    exprs.iter().try_for_each(|x| infer(x, expected, scope).map(drop))
+    exprs
+        .iter()
+        .try_for_each(|x| infer(x, expected, scope).map(drop))
 }
 
 /// If `e` is a variable (or a reference to one), records that it is needed at type `ty`.
@@ -877,7 +879,10 @@ mod tests {
         assert_eq!(ty(syn::parse_quote!(a.abs_diff(3))), Ok(u16_ty.clone()));
         assert_eq!(ty(syn::parse_quote!(a.unsigned_abs())), Ok(u16_ty));
         assert_eq!(ty(syn::parse_quote!(u.count_ones())), Ok(u32_ty.clone()));
-        assert_eq!(ty(syn::parse_quote!(u.wrapping_pow(3))), Ok(Ty::Scalar(DType::U64)));
+        assert_eq!(
+            ty(syn::parse_quote!(u.wrapping_pow(3))),
+            Ok(Ty::Scalar(DType::U64))
+        );
         assert_eq!(ty(syn::parse_quote!(f.to_bits())), Ok(u32_ty));
         assert_eq!(ty(syn::parse_quote!(f64::from_bits(u))), Ok(F64));
         assert_eq!(ty(syn::parse_quote!(i64::from(a))), Ok(I64));
@@ -886,7 +891,10 @@ mod tests {
             Ok(Ty::Tuple(vec![Ty::Scalar(DType::U64), BOOL]))
         );
         assert_eq!(ty(syn::parse_quote!(a.is_negative())), Ok(BOOL));
-        assert!(ty(syn::parse_quote!(u.abs())).is_err(), "unsigned types have no abs");
+        assert!(
+            ty(syn::parse_quote!(u.abs())).is_err(),
+            "unsigned types have no abs"
+        );
         assert!(ty(syn::parse_quote!(u.checked_add(1)))
             .unwrap_err()
             .contains("use `wrapping_add`, `saturating_add` or `overflowing_add`"));

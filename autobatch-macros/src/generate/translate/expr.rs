@@ -151,17 +151,18 @@ impl Translator<'_> {
     pub(super) fn mixed(&mut self, e: &Expr, expected: Option<&Ty>) -> Value {
         let mut inputs: Vec<(Ident, usize)> = Vec::new();
         let mut types: Vec<Ty> = Vec::new();
-        let mut operand = |this: &mut Self, x: &Expr, hint: Option<&Ty>| -> Option<(Box<Expr>, Ty)> {
-            match this.compile(x, hint) {
-                Value::Var { var, ty, .. } => {
-                    let id = format_ident!("__a{}", inputs.len());
-                    inputs.push((id.clone(), var));
-                    types.push(ty.clone());
-                    Some((Box::new(Expr::var(&id)), ty))
+        let mut operand =
+            |this: &mut Self, x: &Expr, hint: Option<&Ty>| -> Option<(Box<Expr>, Ty)> {
+                match this.compile(x, hint) {
+                    Value::Var { var, ty, .. } => {
+                        let id = format_ident!("__a{}", inputs.len());
+                        inputs.push((id.clone(), var));
+                        types.push(ty.clone());
+                        Some((Box::new(Expr::var(&id)), ty))
+                    }
+                    _ => None,
                 }
-                _ => None,
-            }
-        };
+            };
         // The same expression over the operands' variables (`__a0`, `__a1`, ..).
         let (kind, tokens) = match &e.kind {
             ExprKind::Binary(op, op_tokens, l, r) => {
@@ -188,7 +189,11 @@ impl Translator<'_> {
                     let Some((lt, lty)) = operand(self, l, hint) else {
                         return Value::Diverged;
                     };
-                    let rhint = if shift { None } else { scalar(lty).or(hint.cloned()) };
+                    let rhint = if shift {
+                        None
+                    } else {
+                        scalar(lty).or(hint.cloned())
+                    };
                     let Some((rt, _)) = operand(self, r, rhint.as_ref()) else {
                         return Value::Diverged;
                     };
@@ -250,7 +255,9 @@ impl Translator<'_> {
                     return Value::Diverged;
                 };
                 let want = method_argument(&rty, &name.to_string());
-                let ats = args.iter().map(|a| operand(self, a, Some(&want)).map(|a| *a.0));
+                let ats = args
+                    .iter()
+                    .map(|a| operand(self, a, Some(&want)).map(|a| *a.0));
                 let Some(ats) = ats.collect::<Option<Vec<Expr>>>() else {
                     return Value::Diverged;
                 };
