@@ -1,13 +1,14 @@
 //! Every integer type in #[autobatch] code, written as users write it: modular power with
 //! `u64` and `wrapping_mul`, popcount, Collatz on `u32`, bit tricks with rotates and shifts, a
 //! checksum over `u8`, conversions between widths, `MIN`/`MAX`/`BITS` constants, `abs_diff`,
-//! and unannotated literals and `let`s typed as rustc types them. The scalar function,
-//! stackless and the full VM agree on proptest batches of 1 to 1,000 lanes with inputs at the
-//! types' `MIN` and `MAX`; a lane whose scalar function panics (a debug build's overflow, a
-//! division by zero) fails alone, with an error naming the function.
+//! `usize` indices into vectors, and unannotated literals and `let`s typed as rustc types
+//! them. The scalar function, stackless and the full VM agree on proptest batches of 1 to
+//! 1,000 lanes with inputs at the types' `MIN` and `MAX` (and the reference interpreter on
+//! fixed ones); a lane whose scalar function panics (a debug build's overflow, a division by
+//! zero) fails alone, with a kernel error naming that lane.
 
-use autobatch_runtime::ndarray::Array1;
-use autobatch_runtime::{autobatch, Config, Isolated, Mode, RuntimeError};
+use autobatch_runtime::ndarray::{Array1, Array2};
+use autobatch_runtime::{autobatch, Column, Config, Isolated, Mode, RuntimeError, Vector};
 use proptest::prelude::*;
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -214,6 +215,19 @@ fn fib_pair(n: u8) -> u64 {
     a
 }
 
+/// The first `k` elements of a vector summed, indexed by a `usize` counter (its type comes
+/// from `len()` and `get`).
+#[autobatch]
+fn prefix_sum(v: Vector, k: usize) -> f64 {
+    let mut i = 0;
+    let mut s = 0.0;
+    while i < v.len() && i < k {
+        s += v.get(i);
+        i += 1;
+    }
+    s
+}
+
 /// `a + b` on `u8`: overflows for large inputs (a panic in a debug build, wraps in release).
 #[autobatch]
 fn add_u8(a: u8, b: u8) -> u8 {
@@ -416,6 +430,14 @@ proptest! {
         agree(ns.len(), |i| fib_pair(ns[i]), |c| fib_pair::batch_isolated(n.view(), c), |o, i| o[i])?;
     }
 
+    #[test]
+    fn vectors_indexed_by_usize(rows in lanes((prop::collection::vec(-1e3f64..1e3, 4), 0usize..6), 1..300)) {
+        let v = Array2::from_shape_fn((rows.len(), 4), |(r, c)| rows[r].0[c]);
+        let k = arr(&rows.iter().map(|p| p.1).collect::<Vec<_>>());
+        let scalar_at = |i: usize| prefix_sum(Vector::from(rows[i].0.clone()), rows[i].1).to_bits();
+        agree(rows.len(), scalar_at, |c| prefix_sum::batch_isolated(v.view(), k.view(), c), |o, i| o[i].to_bits())?;
+    }
+
     /// In a debug build `a + b` panics on overflow and so fails its lane; in release it wraps:
     /// either way the batched lane does what the scalar function does.
     #[test]
@@ -468,4 +490,44 @@ fn programs_hold_each_integer_type() {
         text.contains("usize") && text.contains("isize") && text.contains("i16"),
         "{text}"
     );
+}
+
+/// The single-lane reference interpreter (the oracle, on the program as linked) agrees with
+/// both modes and with the scalar function on narrow and pointer-sized types at their limits.
+#[test]
+fn the_reference_interpreter_agrees_on_every_width() {
+    let seeds = [0u8, 1, 127, 128, 254, 255];
+    let counts = [0u16, 1, 255, 256, 599, u16::MAX / 64];
+    let inputs = [Column::from_scalars(&seeds), Column::from_scalars(&counts)];
+    let exe = checksum::executable().unwrap();
+    let oracle = exe.run_reference(&inputs, &Config::default()).unwrap();
+    let expected: Vec<u8> = seeds
+        .iter()
+        .zip(&counts)
+        .map(|(&s, &n)| checksum(s, n))
+        .collect();
+    assert_eq!(
+        oracle.outputs[0].as_slice::<u8>().unwrap(),
+        expected.as_slice()
+    );
+    for mode in [Mode::FullVm, Mode::Stackless] {
+        let run = exe.run(&inputs, &Config::with_mode(mode)).unwrap();
+        assert_eq!(run.outputs, oracle.outputs, "{mode:?}");
+    }
+    let ns = [0usize, 1, 2, 50];
+    let steps = [i16::MIN, -1, 0, i16::MAX];
+    let inputs = [Column::from_scalars(&ns), Column::from_scalars(&steps)];
+    let exe = triangle::executable().unwrap();
+    let oracle = exe.run_reference(&inputs, &Config::default()).unwrap();
+    for (i, (&n, &s)) in ns.iter().zip(&steps).enumerate() {
+        let (t, sum) = triangle(n, s);
+        assert_eq!(oracle.outputs[0].as_slice::<usize>().unwrap()[i], t);
+        assert_eq!(oracle.outputs[1].as_slice::<isize>().unwrap()[i], sum);
+    }
+    for mode in [Mode::FullVm, Mode::Stackless] {
+        assert_eq!(
+            exe.run(&inputs, &Config::with_mode(mode)).unwrap().outputs,
+            oracle.outputs
+        );
+    }
 }

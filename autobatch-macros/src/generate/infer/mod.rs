@@ -181,6 +181,7 @@ pub fn method_argument(recv: &Ty, name: &str) -> Ty {
     let u32_ty = Ty::Scalar(DType::U32);
     match name {
         "powi" => Ty::Scalar(DType::I32),
+        "get" if *recv == Ty::Vector => Ty::Scalar(DType::Usize),
         _ if recv.is_int() && INT_U32_ARGUMENT.contains(&name) => u32_ty,
         "overflowing_pow" | "overflowing_shl" | "overflowing_shr" if recv.is_int() => u32_ty,
         _ => recv.clone(),
@@ -612,6 +613,7 @@ pub fn method_type(recv: &Ty, name: &str) -> Option<Ty> {
     match recv {
         Ty::Vector => match name {
             "dot" | "sum" | "norm_squared" | "get" => Some(Ty::Scalar(DType::F64)),
+            "len" => Some(Ty::Scalar(DType::Usize)),
             "map" | "zip_map" | "clone" => Some(Ty::Vector),
             _ => None,
         },
