@@ -125,14 +125,18 @@ fn limits(x: i64, y: i64) -> (i64, i64, bool, u32) {
 
 /// Signed helpers: `abs_diff`, `unsigned_abs`, `signum`, Euclidean division, signs.
 #[autobatch]
-fn signed(a: i32, b: i32) -> (u32, u32, i32, i32, i32, bool) {
+fn signed(a: i32, b: i32) -> (u32, u32, i32, i32, (i32, i32, i32), bool) {
     let d = if b == 0 { 7 } else { b };
     (
         a.abs_diff(b),
         a.unsigned_abs(),
         a.signum() * b.signum(),
         a.rem_euclid(d),
-        a.wrapping_div(d),
+        (
+            a.wrapping_div(d),
+            (a / 2).abs().clamp(-5, 1 << 20),
+            a.div_euclid(d),
+        ),
         a.is_negative() != b.is_positive(),
     )
 }
@@ -384,7 +388,7 @@ proptest! {
     fn signed_helpers(v in lanes((edgy!(i32), edgy!(i32)), 1..1000)) {
         let (a, b) = (arr(&v.iter().map(|p| p.0).collect::<Vec<_>>()), arr(&v.iter().map(|p| p.1).collect::<Vec<_>>()));
         agree(v.len(), |i| signed(v[i].0, v[i].1), |c| signed::batch_isolated(a.view(), b.view(), c),
-            |o, i| (o.0[i], o.1[i], o.2[i], o.3[i], o.4[i], o.5[i]))?;
+            |o, i| (o.0[i], o.1[i], o.2[i], o.3[i], (o.4.0[i], o.4.1[i], o.4.2[i]), o.5[i]))?;
     }
 
     #[test]
