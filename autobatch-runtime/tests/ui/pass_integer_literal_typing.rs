@@ -62,6 +62,21 @@ fn shifts(x: u32, z: i64, w: i16) -> (u32, i64, i16) {
     (x << s, big + z, w / d)
 }
 
+/// Tuples of literals: a pattern's names and a tuple bound to one name (through its field)
+/// take the types their uses require; a literal `let` from a `loop`'s `break` too.
+#[autobatch]
+fn pairs(x: u8, y: u16) -> (u16, u16, u16) {
+    let (a, b) = (0, x);
+    let t = (0, b);
+    let r = loop {
+        if y > 3 {
+            break 0;
+        }
+        break 1;
+    };
+    (a + y, t.0 + y, r * y)
+}
+
 /// With nothing to constrain it, a literal is an `i32`, as in rustc.
 #[autobatch]
 fn unconstrained(flag: bool) -> bool {
@@ -81,5 +96,8 @@ fn main() {
     assert_eq!((t[0], by[1], p[1]), (totals(4, 1).0, totals(0, 2).1, totals(0, 2).2));
     let (a, b2, c2) = shifts::batch(array![1u32].view(), array![-1i64].view(), array![-25i16].view(), &c).unwrap();
     assert_eq!((a[0], b2[0], c2[0]), shifts(1, -1, -25));
+    let (p, q, r) = pairs::batch(array![1u8, 2].view(), array![2u16, 9].view(), &c).unwrap();
+    assert_eq!((p[1], q[1], r[1]), pairs(2, 9));
+    assert_eq!((p[0], q[0], r[0]), pairs(1, 2));
     assert_eq!(unconstrained::batch(array![true].view(), &c).unwrap(), array![true]);
 }

@@ -689,12 +689,33 @@ fn infer_all(exprs: &[Expr], expected: Option<&Ty>, scope: &dyn Scope) -> Result
         .try_for_each(|x| infer(x, expected, scope).map(drop))
 }
 
-/// If `e` is a variable (or a reference to one), records that it is needed at type `ty`.
+/// If `e` is a variable, a reference to one or a field of one (`t.0`), records that it is
+/// needed at type `ty` (a tuple variable at its type with that element replaced).
 fn demand_var(e: &Expr, ty: &Ty, scope: &dyn Scope) {
     match &e.kind {
         ExprKind::Var(id) => scope.demand(&id.to_string(), ty),
         ExprKind::Ref(inner) => demand_var(inner, ty, scope),
+        ExprKind::Field(base, i) => {
+            if let Some(Ty::Tuple(mut items)) = place_type(base, scope) {
+                if let Some(item) = items.get_mut(*i as usize) {
+                    *item = ty.clone();
+                    demand_var(base, &Ty::Tuple(items), scope);
+                }
+            }
+        }
         _ => {}
+    }
+}
+
+/// The type of a variable or a field of one, as bound.
+fn place_type(e: &Expr, scope: &dyn Scope) -> Option<Ty> {
+    match &e.kind {
+        ExprKind::Var(id) => scope.lookup(&id.to_string()),
+        ExprKind::Field(base, i) => match place_type(base, scope)? {
+            Ty::Tuple(items) => items.get(*i as usize).cloned(),
+            _ => None,
+        },
+        _ => None,
     }
 }
 
