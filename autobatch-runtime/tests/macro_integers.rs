@@ -1,14 +1,16 @@
 //! Every integer type in #[autobatch] code, written as users write it: modular power with
 //! `u64` and `wrapping_mul`, popcount, Collatz on `u32`, bit tricks with rotates and shifts, a
 //! checksum over `u8`, conversions between widths, `MIN`/`MAX`/`BITS` constants, `abs_diff`,
-//! `usize` indices into vectors, and unannotated literals and `let`s typed as rustc types
+//! `usize` indices into vectors, primitives over narrow integers, and unannotated literals and `let`s typed as rustc types
 //! them. The scalar function, stackless and the full VM agree on proptest batches of 1 to
 //! 1,000 lanes with inputs at the types' `MIN` and `MAX` (and the reference interpreter on
 //! fixed ones); a lane whose scalar function panics (a debug build's overflow, a division by
 //! zero) fails alone, with a kernel error naming that lane.
 
-use autobatch_runtime::ndarray::{Array1, Array2};
-use autobatch_runtime::{autobatch, Column, Config, Isolated, Mode, RuntimeError, Vector};
+use autobatch_runtime::ndarray::{Array1, Array2, ArrayView1};
+use autobatch_runtime::{
+    autobatch, primitive, Column, Config, Isolated, Mode, RuntimeError, Vector,
+};
 use proptest::prelude::*;
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -232,6 +234,30 @@ fn prefix_sum(v: Vector, k: usize) -> f64 {
     s
 }
 
+/// A batched primitive over `u16`.
+#[primitive(batched = bump_all)]
+fn bump(x: u16) -> u16 {
+    x.wrapping_add(7)
+}
+
+fn bump_all(x: ArrayView1<u16>) -> Array1<u16> {
+    x.mapv(|v| v.wrapping_add(7))
+}
+
+/// A lane-wise primitive from `u32` to `bool`.
+#[primitive]
+fn parity(x: u32) -> bool {
+    x.count_ones() % 2 == 1
+}
+
+/// Primitives taking and returning narrow integers.
+#[autobatch]
+fn use_primitives(x: u32, y: u16) -> (bool, u16) {
+    let p: bool = parity(x);
+    let b: u16 = bump(y);
+    (p, b)
+}
+
 /// `a + b` on `u8`: overflows for large inputs (a panic in a debug build, wraps in release).
 #[autobatch]
 fn add_u8(a: u8, b: u8) -> u8 {
@@ -440,6 +466,13 @@ proptest! {
         let k = arr(&rows.iter().map(|p| p.1).collect::<Vec<_>>());
         let scalar_at = |i: usize| prefix_sum(Vector::from(rows[i].0.clone()), rows[i].1).to_bits();
         agree(rows.len(), scalar_at, |c| prefix_sum::batch_isolated(v.view(), k.view(), c), |o, i| o[i].to_bits())?;
+    }
+
+    #[test]
+    fn primitives_over_narrow_integers(v in lanes((edgy!(u32), edgy!(u16)), 1..1000)) {
+        let (x, y) = (arr(&v.iter().map(|p| p.0).collect::<Vec<_>>()), arr(&v.iter().map(|p| p.1).collect::<Vec<_>>()));
+        agree(v.len(), |i| use_primitives(v[i].0, v[i].1), |c| use_primitives::batch_isolated(x.view(), y.view(), c),
+            |o, i| (o.0[i], o.1[i]))?;
     }
 
     /// In a debug build `a + b` panics on overflow and so fails its lane; in release it wraps:
