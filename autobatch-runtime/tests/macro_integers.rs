@@ -1,11 +1,11 @@
 //! Every integer type in #[autobatch] code, written as users write it: modular power with
 //! `u64` and `wrapping_mul`, popcount, Collatz on `u32`, bit tricks with rotates and shifts, a
 //! checksum over `u8`, conversions between widths, `MIN`/`MAX`/`BITS` constants, `abs_diff`,
-//! `usize` indices into vectors, primitives over narrow integers, and unannotated literals and `let`s typed as rustc types
-//! them. The scalar function, stackless and the full VM agree on proptest batches of 1 to
-//! 1,000 lanes with inputs at the types' `MIN` and `MAX` (and the reference interpreter on
-//! fixed ones); a lane whose scalar function panics (a debug build's overflow, a division by
-//! zero) fails alone, with a kernel error naming that lane.
+//! `usize` indices into vectors, primitives over narrow integers, and unannotated literals
+//! and `let`s typed as rustc types them. The scalar function, stackless and the full VM agree
+//! on proptest batches of 1 to 1,000 lanes with inputs at the types' `MIN` and `MAX` (and the
+//! reference interpreter on fixed ones); a lane whose scalar function panics (a debug build's
+//! overflow, a division by zero) fails alone, with a kernel error naming that lane.
 
 use autobatch_runtime::ndarray::{Array1, Array2, ArrayView1};
 use autobatch_runtime::{
