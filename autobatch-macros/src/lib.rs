@@ -42,8 +42,9 @@ use quote::quote;
 /// println!("{}", fib::program().unwrap());
 /// ```
 ///
-/// The language is the Rust you would write anyway: parameters and results of `bool`, `i32`,
-/// `i64`, `f32`, `f64`, `Vector`, `Key` and tuples of them; `let` (patterns over tuples,
+/// The language is the Rust you would write anyway: parameters and results of `bool`, every
+/// integer type (`i8`, `i16`, `i32`, `i64`, `isize`, `u8`, `u16`, `u32`, `u64`, `usize`), `f32`,
+/// `f64`, `Vector`, `Key` and tuples of them; `let` (patterns over tuples,
 /// shadowing, `mut`), assignment and compound assignment, `if` / `else if` / `else` as
 /// statements and expressions, `while`, `loop` with `break` / `break value`, `continue`, early
 /// `return`, calls to other `#[autobatch]` functions (recursion and mutual recursion, across
@@ -88,6 +89,36 @@ use quote::quote;
 ///     let out = climb::batch(&settings, array![0, 9, 12].view(), &Config::default()).unwrap();
 ///     assert_eq!(out, array![12, 12, 12]);
 /// }
+/// ```
+///
+/// Integers behave exactly as in the scalar function: each type is stored at its own width,
+/// unannotated literals and `let`s take the type their uses require (`i32` only when nothing
+/// constrains them, as rustc infers them), and the integer methods of std are there
+/// (`count_ones`, `leading_zeros`, `pow`, `abs_diff`, `unsigned_abs`, `signum`, `rotate_left`,
+/// `swap_bytes`, `reverse_bits`, `rem_euclid`, `isqrt`, `wrapping_*`, `saturating_*`,
+/// `overflowing_*`, `min`/`max`/`clamp`, `f64::to_bits`/`from_bits`, `From`/`into()` and `as`
+/// conversions, `T::MIN`/`T::MAX`/`T::BITS`). An overflow that panics in a debug build, or a
+/// division by zero, is a typed error for that lane (`Config::lane_isolation` keeps the other
+/// lanes' results); a release build wraps, bit for bit as the scalar function. `checked_*`
+/// (an `Option`) and `i128`/`u128` are refused with what to write instead.
+///
+/// ```
+/// use autobatch_runtime::ndarray::array;
+/// use autobatch_runtime::{autobatch, Config};
+///
+/// #[autobatch]
+/// fn checksum(seed: u8, n: u16) -> (u8, u32) {
+///     let mut acc = seed;
+///     let mut i = 0; // a u16: it is compared with `n`
+///     while i < n {
+///         acc = acc.wrapping_mul(31).wrapping_add(i as u8).rotate_left(3);
+///         i += 1;
+///     }
+///     (acc, acc.count_ones() + u32::from(n))
+/// }
+///
+/// let (sums, ones) = checksum::batch(array![7u8, 255].view(), array![3u16, 300].view(), &Config::default()).unwrap();
+/// assert_eq!((sums[1], ones[1]), checksum(255, 300));
 /// ```
 ///
 /// Straight-line code runs as lane-wise kernels: your own expressions, compiled by rustc, run

@@ -39,6 +39,22 @@ pub enum Column {
     F64(Array2<f64>),
     /// Random-number keys.
     Key(Array2<Key>),
+    /// `i8` elements.
+    I8(Array2<i8>),
+    /// `i16` elements.
+    I16(Array2<i16>),
+    /// `isize` elements.
+    Isize(Array2<isize>),
+    /// `u8` elements.
+    U8(Array2<u8>),
+    /// `u16` elements.
+    U16(Array2<u16>),
+    /// `u32` elements.
+    U32(Array2<u32>),
+    /// `u64` elements.
+    U64(Array2<u64>),
+    /// `usize` elements.
+    Usize(Array2<usize>),
 }
 
 /// Applies `$body` to the typed array inside a column, binding it to `$a`.
@@ -51,6 +67,14 @@ macro_rules! with_array {
             Column::F32($a) => $body,
             Column::F64($a) => $body,
             Column::Key($a) => $body,
+            Column::I8($a) => $body,
+            Column::I16($a) => $body,
+            Column::Isize($a) => $body,
+            Column::U8($a) => $body,
+            Column::U16($a) => $body,
+            Column::U32($a) => $body,
+            Column::U64($a) => $body,
+            Column::Usize($a) => $body,
         }
     };
 }
@@ -95,18 +119,52 @@ element!(i64, I64, I64);
 element!(f32, F32, F32);
 element!(f64, F64, F64);
 element!(Key, Key, Key);
+element!(i8, I8, I8);
+element!(i16, I16, I16);
+element!(isize, Isize, Isize);
+element!(u8, U8, U8);
+element!(u16, U16, U16);
+element!(u32, U32, U32);
+element!(u64, U64, U64);
+element!(usize, Usize, Usize);
+
+/// Calls `$f::<T>($args)` with `T` the element type of `$dtype`.
+macro_rules! with_element {
+    ($dtype:expr, $f:ident($($args:expr),*)) => {
+        match $dtype {
+            DType::Bool => $f::<bool>($($args),*),
+            DType::I32 => $f::<i32>($($args),*),
+            DType::I64 => $f::<i64>($($args),*),
+            DType::F32 => $f::<f32>($($args),*),
+            DType::F64 => $f::<f64>($($args),*),
+            DType::Key => $f::<Key>($($args),*),
+            DType::I8 => $f::<i8>($($args),*),
+            DType::I16 => $f::<i16>($($args),*),
+            DType::Isize => $f::<isize>($($args),*),
+            DType::U8 => $f::<u8>($($args),*),
+            DType::U16 => $f::<u16>($($args),*),
+            DType::U32 => $f::<u32>($($args),*),
+            DType::U64 => $f::<u64>($($args),*),
+            DType::Usize => $f::<usize>($($args),*),
+        }
+    };
+}
 
 impl Column {
     /// A zero-filled (`false`, `0`) column.
     pub fn zeros(dtype: DType, rows: usize, width: usize) -> Column {
-        match dtype {
-            DType::Bool => Column::Bool(Array2::from_elem((rows, width), false)),
-            DType::I32 => Column::I32(Array2::zeros((rows, width))),
-            DType::I64 => Column::I64(Array2::zeros((rows, width))),
-            DType::F32 => Column::F32(Array2::zeros((rows, width))),
-            DType::F64 => Column::F64(Array2::zeros((rows, width))),
-            DType::Key => Column::Key(Array2::from_elem((rows, width), Key::default())),
+        fn zeros<T: Element>(rows: usize, width: usize) -> Column {
+            T::column(Array2::from_elem((rows, width), T::default()))
         }
+        with_element!(dtype, zeros(rows, width))
+    }
+
+    /// Bytes of one element of `dtype` (the host's width for `isize` and `usize`).
+    pub(crate) fn element_bytes(dtype: DType) -> usize {
+        fn size<T: Element>() -> usize {
+            std::mem::size_of::<T>()
+        }
+        with_element!(dtype, size())
     }
 
     /// This column's allocation reused for `rows` rows (same dtype and width); it reallocates
@@ -148,14 +206,10 @@ impl Column {
 
     /// The element type.
     pub fn dtype(&self) -> DType {
-        match self {
-            Column::Bool(_) => DType::Bool,
-            Column::I32(_) => DType::I32,
-            Column::I64(_) => DType::I64,
-            Column::F32(_) => DType::F32,
-            Column::F64(_) => DType::F64,
-            Column::Key(_) => DType::Key,
+        fn dtype_of<T: Element>(_: &Array2<T>) -> DType {
+            T::DTYPE
         }
+        with_array!(self, a => dtype_of(a))
     }
 
     /// Number of rows.
@@ -217,15 +271,10 @@ impl Column {
             }
             true
         }
-        match (self, src) {
-            (Column::Bool(d), Column::Bool(s)) => copy(d, s, pairs),
-            (Column::I32(d), Column::I32(s)) => copy(d, s, pairs),
-            (Column::I64(d), Column::I64(s)) => copy(d, s, pairs),
-            (Column::F32(d), Column::F32(s)) => copy(d, s, pairs),
-            (Column::F64(d), Column::F64(s)) => copy(d, s, pairs),
-            (Column::Key(d), Column::Key(s)) => copy(d, s, pairs),
-            _ => false,
-        }
+        with_array!(self, d => match Element::array(src) {
+            Some(s) => copy(d, s, pairs),
+            None => false,
+        })
     }
 
     /// Copies row `from` of `src` into row `to` of `self` (same dtype and width required).
@@ -296,5 +345,39 @@ mod tests {
         assert_eq!(g.as_slice::<f64>().unwrap(), &[3.0, 4.0]);
         assert!(c.fits(TensorType::vector(DType::F64), 2));
         assert!(!c.fits(TensorType::scalar(DType::F64), 2));
+    }
+
+    /// Every integer dtype has its own column, zeros, element size, gather and scatter.
+    #[test]
+    fn every_integer_dtype_has_a_column() {
+        fn round_trip<T: Element + From<u8>>() {
+            let c = Column::from_scalars(&[T::from(1), T::from(2), T::from(3)]);
+            assert_eq!(c.dtype(), T::DTYPE);
+            assert_eq!(Column::element_bytes(T::DTYPE), std::mem::size_of::<T>());
+            let mut z = Column::zeros(T::DTYPE, 3, 1);
+            z.scatter(&[2, 0], &c.gather(&[0, 2]));
+            assert_eq!(
+                z.as_slice::<T>().unwrap(),
+                &[T::from(3), T::default(), T::from(1)]
+            );
+            assert!(z.fits(TensorType::scalar(T::DTYPE), 7));
+            assert!(!z.copy_row_from(0, &Column::from_scalars(&[true]), 0));
+        }
+        round_trip::<i16>();
+        round_trip::<i32>();
+        round_trip::<i64>();
+        round_trip::<isize>();
+        round_trip::<u8>();
+        round_trip::<u16>();
+        round_trip::<u32>();
+        round_trip::<u64>();
+        round_trip::<usize>();
+        let c = Column::from_scalars(&[-3i8, 4]);
+        assert_eq!(c.dtype(), DType::I8);
+        assert_eq!(c.resized(3).as_slice::<i8>().unwrap(), &[-3, 4, 0]);
+        assert_eq!(
+            Column::element_bytes(DType::Isize),
+            std::mem::size_of::<isize>()
+        );
     }
 }

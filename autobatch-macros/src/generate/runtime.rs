@@ -35,12 +35,12 @@ impl Runtime {
     pub fn rust_type(&self, t: &Ty) -> TokenStream {
         let rt = &self.private;
         match t {
-            Ty::Scalar(DType::Bool) => quote!(bool),
-            Ty::Scalar(DType::I32) => quote!(i32),
-            Ty::Scalar(DType::I64) => quote!(i64),
-            Ty::Scalar(DType::F32) => quote!(f32),
-            Ty::Scalar(DType::F64) => quote!(f64),
             Ty::Scalar(DType::Key) => quote!(#rt::Key),
+            Ty::Scalar(d) => {
+                // Every other dtype is spelled as Rust spells it (`u8`, `isize`, `f64`, ..).
+                let name = format_ident!("{}", d.name());
+                quote!(#name)
+            }
             Ty::Vector => quote!(#rt::Vector),
             Ty::Tuple(items) => {
                 let items = items.iter().map(|i| self.rust_type(i));

@@ -14,7 +14,7 @@ pub fn path_key(p: &syn::Path) -> String {
 /// A value type of the language.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Ty {
-    /// A scalar leaf (`bool`, `i32`, `i64`, `f32`, `f64`, `Key`).
+    /// A scalar leaf (`bool`, an integer or float type, `Key`).
     Scalar(DType),
     /// A per-lane `Vector` of `f64`.
     Vector,
@@ -35,12 +35,12 @@ impl Ty {
 
     /// True for the integer scalars.
     pub fn is_int(&self) -> bool {
-        matches!(self, Ty::Scalar(DType::I32 | DType::I64))
+        matches!(self, Ty::Scalar(d) if d.is_int())
     }
 
     /// True for the float scalars.
     pub fn is_float(&self) -> bool {
-        matches!(self, Ty::Scalar(DType::F32 | DType::F64))
+        matches!(self, Ty::Scalar(d) if d.is_float())
     }
 
     /// True if a `Vector` is this type or part of it.

@@ -3,7 +3,7 @@
 //! the language in `rejected`.
 
 use super::ast::{BinOp, Expr, ExprKind, Ty};
-use super::types::{suffix, ty};
+use super::types::{constant, literal_suffix, suffix, ty};
 use super::{context, control, rejected, Errors};
 use autobatch_ir::DType;
 use quote::ToTokens;
@@ -55,8 +55,9 @@ fn strip_assign(op: &syn::BinOp) -> proc_macro2::TokenStream {
     }
 }
 
-/// The type of a numeric constant path (`i64::MAX`, `f64::INFINITY`, `std::f64::consts::PI`).
+/// The type of a numeric constant path (`i64::MAX`, `u8::BITS`, `std::f64::consts::PI`).
 fn const_type(path: &syn::Path) -> Option<Ty> {
+    let name = path.segments.last()?.ident.to_string();
     if path.segments.len() < 2 {
         return None;
     }
@@ -65,7 +66,7 @@ fn const_type(path: &syn::Path) -> Option<Ty> {
         .rev()
         .skip(1)
         .find_map(|s| suffix(&s.ident.to_string()))
-        .map(Ty::Scalar)
+        .map(|d| constant(d, &name))
 }
 
 /// An expression of `kind` for the user's `e`.
@@ -111,14 +112,14 @@ pub fn expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
             syn::Lit::Int(i) => mk(
                 ExprKind::Lit {
                     float: false,
-                    suffix: suffix(i.suffix()),
+                    suffix: literal_suffix(i.suffix(), i, errors),
                 },
                 e,
             ),
             syn::Lit::Float(f) => mk(
                 ExprKind::Lit {
                     float: true,
-                    suffix: suffix(f.suffix()),
+                    suffix: literal_suffix(f.suffix(), f, errors),
                 },
                 e,
             ),
@@ -223,7 +224,7 @@ pub fn expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
                         None
                     };
                     match ty_name.as_deref() {
-                        Some("Vector" | "Key" | "f64" | "f32" | "i64" | "i32") => mk(
+                        Some(t) if t == "Vector" || t == "Key" || suffix(t).is_some() => mk(
                             ExprKind::Assoc(segs[0].ident.clone(), segs[1].ident.clone(), args),
                             e,
                         ),

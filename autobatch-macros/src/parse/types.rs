@@ -1,9 +1,14 @@
-//! Types of the language: `bool`, `i32`, `i64`, `f32`, `f64`, `Key`, `Vector` and tuples.
+//! Types of the language: `bool`, every integer type up to 64 bits (`i8`..`i64`, `isize`,
+//! `u8`..`u64`, `usize`), `f32`, `f64`, `Key`, `Vector` and tuples.
 
 use super::ast::Ty;
 use super::Errors;
 use autobatch_ir::DType;
 use quote::ToTokens;
+use syn::spanned::Spanned;
+
+/// The types a message lists as supported.
+const SUPPORTED: &str = "bool, i8, i16, i32, i64, isize, u8, u16, u32, u64, usize, f32, f64, Vector, Key or tuples of them";
 
 /// Parses a Rust type of the language.
 pub fn ty(t: &syn::Type, errors: &mut Errors) -> Ty {
@@ -16,17 +21,15 @@ pub fn ty(t: &syn::Type, errors: &mut Errors) -> Ty {
                 .map(|s| s.ident.to_string())
                 .unwrap_or_default();
             match last.as_str() {
-                "bool" => Ty::Scalar(DType::Bool),
-                "i32" => Ty::Scalar(DType::I32),
-                "i64" => Ty::Scalar(DType::I64),
-                "f32" => Ty::Scalar(DType::F32),
-                "f64" => Ty::Scalar(DType::F64),
                 "Key" => Ty::Scalar(DType::Key),
                 "Vector" => Ty::Vector,
-                _ => {
-                    errors.at(t, format!("type `{}` is not supported in #[autobatch] code; use bool, i32, i64, f32, f64, Vector, Key or tuples of them", t.to_token_stream()));
-                    Ty::unit()
-                }
+                name => match DType::from_name(name) {
+                    Some(d) => Ty::Scalar(d),
+                    None => {
+                        errors.at(t, unsupported(&t.to_token_stream().to_string()));
+                        Ty::unit()
+                    }
+                },
             }
         }
         syn::Type::Tuple(tuple) => Ty::Tuple(tuple.elems.iter().map(|e| ty(e, errors)).collect()),
@@ -36,19 +39,89 @@ pub fn ty(t: &syn::Type, errors: &mut Errors) -> Ty {
             Ty::unit()
         }
         _ => {
-            errors.at(t, format!("type `{}` is not supported in #[autobatch] code; use bool, i32, i64, f32, f64, Vector, Key or tuples of them", t.to_token_stream()));
+            errors.at(t, unsupported(&t.to_token_stream().to_string()));
             Ty::unit()
         }
     }
 }
 
-/// The scalar type a literal suffix or a type name stands for (`i64` in `1i64`, `i64::MAX`).
+/// Why type `name` is refused, and what to write instead.
+fn unsupported(name: &str) -> String {
+    match name {
+        "i128" | "u128" => {
+            let narrower = if name == "i128" { "i64" } else { "u64" };
+            format!("`{name}` is not supported in #[autobatch] code (lanes hold at most 64 bits); use `{narrower}`")
+        }
+        _ => format!("type `{name}` is not supported in #[autobatch] code; use {SUPPORTED}"),
+    }
+}
+
+/// The scalar type a type name stands for (`u8` in `u8::MAX`, `u8::from`): every number type
+/// and `bool`.
 pub(super) fn suffix(s: &str) -> Option<DType> {
-    match s {
-        "i32" => Some(DType::I32),
-        "i64" => Some(DType::I64),
-        "f32" => Some(DType::F32),
-        "f64" => Some(DType::F64),
-        _ => None,
+    DType::from_name(s).filter(|d| *d != DType::Bool)
+}
+
+/// The type of a literal with suffix `s` (`1u8`, `2.0f32`; `None` without one); an `i128` or
+/// `u128` suffix is reported at `lit`.
+pub(super) fn literal_suffix(s: &str, lit: impl Spanned, errors: &mut Errors) -> Option<DType> {
+    if matches!(s, "i128" | "u128") {
+        errors.at(lit, unsupported(s));
+    }
+    suffix(s)
+}
+
+/// The type of the associated constant `name` of the number type `of` (`u32` for `BITS`,
+/// which every integer type has; `of` itself for `MAX`, `MIN`, `EPSILON`, ..).
+pub(super) fn constant(of: DType, name: &str) -> Ty {
+    match name {
+        "BITS" if of.is_int() => Ty::Scalar(DType::U32),
+        _ => Ty::Scalar(of),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(t: syn::Type) -> (Ty, Vec<String>) {
+        let mut errors = Errors::default();
+        let ty = ty(&t, &mut errors);
+        let messages = match errors.finish() {
+            Ok(()) => Vec::new(),
+            Err(e) => e.into_iter().map(|e| e.to_string()).collect(),
+        };
+        (ty, messages)
+    }
+
+    #[test]
+    fn every_integer_type_parses() {
+        for d in DType::INTEGERS {
+            let t: syn::Type = syn::parse_str(d.name()).unwrap();
+            assert_eq!(parsed(t), (Ty::Scalar(d), Vec::new()));
+        }
+        assert_eq!(
+            parsed(syn::parse_quote!((u8, usize))).0,
+            Ty::Tuple(vec![Ty::Scalar(DType::U8), Ty::Scalar(DType::Usize)])
+        );
+    }
+
+    #[test]
+    fn wide_integers_are_refused_with_the_type_to_use() {
+        let (_, e) = parsed(syn::parse_quote!(u128));
+        assert_eq!(e.len(), 1);
+        assert!(e[0].contains("use `u64`"), "{e:?}");
+        let (_, e) = parsed(syn::parse_quote!(i128));
+        assert!(e[0].contains("use `i64`"), "{e:?}");
+        let (_, e) = parsed(syn::parse_quote!(String));
+        assert!(e[0].contains("u8, u16, u32, u64, usize"), "{e:?}");
+    }
+
+    #[test]
+    fn bits_is_a_u32() {
+        assert_eq!(constant(DType::U8, "BITS"), Ty::Scalar(DType::U32));
+        assert_eq!(constant(DType::I16, "MAX"), Ty::Scalar(DType::I16));
+        assert_eq!(suffix("usize"), Some(DType::Usize));
+        assert_eq!(suffix("bool"), None);
     }
 }

@@ -106,4 +106,15 @@ mod tests {
             &[0, 0]
         );
     }
+
+    #[test]
+    fn narrow_and_pointer_sized_integers_convert_at_their_own_width() {
+        let bytes = input(ndarray::array![0u8, 255].view());
+        assert_eq!(output::<u8>(&bytes).unwrap().to_vec(), vec![0, 255]);
+        let err = output::<i8>(&bytes).unwrap_err().to_string();
+        assert!(err.contains("output is u8, expected i8"), "{err}");
+        let sizes = input(ndarray::array![usize::MAX].view());
+        assert_eq!(output::<usize>(&sizes).unwrap()[0], usize::MAX);
+        assert!(output::<u64>(&sizes).is_err());
+    }
 }

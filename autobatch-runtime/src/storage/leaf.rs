@@ -37,21 +37,11 @@ pub(crate) enum Held {
     Shared(Vec<u32>),
 }
 
-/// Bytes of one element of `dtype`.
-fn dtype_bytes(dtype: DType) -> usize {
-    match dtype {
-        DType::Bool => 1,
-        DType::I32 | DType::F32 => 4,
-        DType::I64 | DType::F64 => 8,
-        DType::Key => std::mem::size_of::<crate::random::Key>(),
-    }
-}
-
 impl Held {
     /// Bytes held outside the arena (a dense copy, or one handle per lane).
     pub(crate) fn bytes(&self) -> usize {
         match self {
-            Held::Dense(c) => c.rows() * c.width() * dtype_bytes(c.dtype()),
+            Held::Dense(c) => c.rows() * c.width() * Column::element_bytes(c.dtype()),
             Held::Shared(handles) => handles.len() * 4,
         }
     }
@@ -111,7 +101,7 @@ impl Leaf {
     /// Bytes one saved row of this leaf takes (a shared leaf saves a 4-byte handle).
     pub(crate) fn saved_row_bytes(&self) -> usize {
         match self {
-            Leaf::Dense { saved, .. } => saved.width() * dtype_bytes(saved.dtype()),
+            Leaf::Dense { saved, .. } => saved.width() * Column::element_bytes(saved.dtype()),
             Leaf::Shared { .. } => 4,
         }
     }

@@ -35,6 +35,7 @@ fn read(c: &Column, lane: usize) -> Num {
         Column::F32(a) => Num::F(a[[lane, 0]] as f64),
         Column::F64(a) => Num::F(a[[lane, 0]]),
         Column::Key(_) => panic!("test kernels take no keys"),
+        other => panic!("test kernels take no {}", other.dtype()),
     }
 }
 
@@ -56,6 +57,7 @@ fn write(c: &mut Column, row: usize, v: Num) {
             }
         }
         Column::Key(_) => panic!("test kernels make no keys"),
+        other => panic!("test kernels make no {}", other.dtype()),
     }
 }
 

@@ -62,6 +62,10 @@ impl Scope for KernelProbe<'_> {
         self.scope.demand(name, ty);
     }
 
+    fn unify(&self, a: &str, a_ty: &Ty, b: &str, b_ty: &Ty) {
+        self.scope.unify(a, a_ty, b, b_ty);
+    }
+
     fn typed_branch(&self, ty: &Ty) {
         if ty.is_unit() || ty.has_vector() {
             self.keep_branches.set(true);

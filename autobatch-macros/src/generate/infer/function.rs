@@ -10,7 +10,7 @@
 //! [`LetTypes`] and runs once.
 
 use super::classify::{classify, Strategy};
-use super::{infer, operator_type, tuple_elements, Scope};
+use super::{infer, operator_type, same_type, tuple_elements, Scope};
 use crate::generate::context;
 use crate::generate::pure::is_pure;
 use crate::parse::ast::{BinOp, Block, Expr, ExprKind, Func, Pat, Stmt, Ty};
@@ -38,16 +38,78 @@ impl LetTypes {
 pub fn let_types(func: &Func) -> LetTypes {
     let mut fixed = LetTypes::default();
     for _round in 0..ROUNDS {
-        let demands = Walk::new(func, &fixed).run();
-        let changed = demands.into_iter().fold(false, |changed, (key, t)| {
-            let old = fixed.0.insert(key, t.clone());
-            changed || old.as_ref() != Some(&t)
-        });
-        if !changed {
+        let (demands, links, tuples) = Walk::new(func, &fixed).run();
+        let mut next = fixed.0.clone();
+        for (key, t) in demands {
+            settle(&mut next, key, t);
+        }
+        unify_linked(&mut next, &links);
+        // A tuple `let` is typed as a whole: its elements' types, re-typed or as bound.
+        for (init, literals, bound) in tuples {
+            if literals.iter().flatten().any(|k| next.contains_key(k)) {
+                let elements = literals.iter().zip(bound);
+                let elements =
+                    elements.map(|(k, t)| k.and_then(|k| next.get(&k).cloned()).unwrap_or(t));
+                next.insert(init, Ty::Tuple(elements.collect()));
+            }
+        }
+        if next == fixed.0 {
             break;
         }
+        fixed.0 = next;
     }
     fixed
+}
+
+/// True for a literal's default type (`i32`, `f64`): a demand for it may only repeat a
+/// default another demand corrects.
+fn is_default(t: &Ty) -> bool {
+    matches!(t, Ty::Scalar(DType::I32 | DType::F64))
+}
+
+/// Fixes `key`'s type to `t` unless it already has a type that is not a literal's default
+/// (the original function type-checks, so the constraints on one `let` agree but for
+/// defaults that another walk's demand corrects).
+fn settle(types: &mut HashMap<*const Expr, Ty>, key: *const Expr, t: Ty) {
+    match types.get(&key) {
+        Some(old) if !is_default(old) && is_default(&t) => {}
+        _ => {
+            types.insert(key, t);
+        }
+    }
+}
+
+/// Gives every `let` linked to another (directly or through others) the one type of their
+/// class, as rustc infers one type for variables used together (`total += i`).
+fn unify_linked(types: &mut HashMap<*const Expr, Ty>, links: &[(*const Expr, *const Expr)]) {
+    let mut classes: Vec<Vec<*const Expr>> = Vec::new();
+    for &(a, b) in links {
+        let find = |classes: &[Vec<*const Expr>], k| classes.iter().position(|c| c.contains(&k));
+        match (find(&classes, a), find(&classes, b)) {
+            (Some(i), Some(j)) if i != j => {
+                let merged = classes.swap_remove(i.max(j));
+                classes[i.min(j)].extend(merged);
+            }
+            (Some(_), Some(_)) => {}
+            (Some(i), None) => classes[i].push(b),
+            (None, Some(j)) => classes[j].push(a),
+            (None, None) => classes.push(vec![a, b]),
+        }
+    }
+    for class in classes {
+        let known = class.iter().filter_map(|k| types.get(k));
+        let Some(t) = known
+            .clone()
+            .find(|t| !is_default(t))
+            .or_else(|| known.clone().next())
+        else {
+            continue;
+        };
+        let t = t.clone();
+        for k in class {
+            types.insert(k, t.clone());
+        }
+    }
 }
 
 /// A name in scope: its type, and the `let` that may still re-type it.
@@ -89,7 +151,22 @@ struct Walk<'a> {
     /// False after a jump, until code is reachable again.
     live: bool,
     demands: RefCell<Vec<(*const Expr, Ty)>>,
+    /// Pairs of unannotated `let`s that have one type.
+    links: RefCell<Vec<(*const Expr, *const Expr)>>,
+    /// Unannotated tuple `let`s over tuple expressions.
+    tuples: RefCell<Vec<TupleLet>>,
 }
+
+/// A tuple `let` whose elements' literals may be re-typed: the initialiser, each element's
+/// literal (if it is a bare one), and the elements' types as bound.
+type TupleLet = (*const Expr, Vec<Option<*const Expr>>, Vec<Ty>);
+
+/// What one walk found: demands, links, and tuple `let`s.
+type Found = (
+    Vec<(*const Expr, Ty)>,
+    Vec<(*const Expr, *const Expr)>,
+    Vec<TupleLet>,
+);
 
 /// The walk's names in scope, as type inference sees them.
 struct View<'w, 'a> {
@@ -112,6 +189,10 @@ impl Scope for View<'_, '_> {
     fn demand(&self, name: &str, ty: &Ty) {
         self.walk.demand(name, ty);
     }
+
+    fn unify(&self, a: &str, a_ty: &Ty, b: &str, b_ty: &Ty) {
+        self.walk.unify(a, a_ty, b, b_ty);
+    }
 }
 
 impl<'a> Walk<'a> {
@@ -123,11 +204,13 @@ impl<'a> Walk<'a> {
             loops: Vec::new(),
             live: true,
             demands: RefCell::new(Vec::new()),
+            links: RefCell::new(Vec::new()),
+            tuples: RefCell::new(Vec::new()),
         }
     }
 
-    /// Walks the body; returns the demands.
-    fn run(mut self) -> Vec<(*const Expr, Ty)> {
+    /// Walks the body; returns what it found.
+    fn run(mut self) -> Found {
         for (name, ty) in &self.func.params {
             self.bind(name.to_string(), ty.clone(), None);
         }
@@ -138,7 +221,11 @@ impl<'a> Walk<'a> {
             _ => Some(Place::Var),
         };
         self.block_into(&self.func.body, dest, &ret);
-        self.demands.into_inner()
+        (
+            self.demands.into_inner(),
+            self.links.into_inner(),
+            self.tuples.into_inner(),
+        )
     }
 
     fn lookup(&self, name: &str) -> Option<&Binding> {
@@ -165,6 +252,19 @@ impl<'a> Walk<'a> {
             if have != ty {
                 self.demands.borrow_mut().push((*key, ty.clone()));
             }
+        }
+    }
+
+    /// Notes that `a` and `b` have one type: linked if both are unannotated `let`s.
+    fn unify(&self, a: &str, a_ty: &Ty, b: &str, b_ty: &Ty) {
+        let key = |n: &str| self.lookup(n).and_then(|b| b.flexible);
+        match (key(a), key(b)) {
+            (Some(x), Some(y)) => self.links.borrow_mut().push((x, y)),
+            _ if a_ty != b_ty => {
+                self.demand(a, b_ty);
+                self.demand(b, a_ty);
+            }
+            _ => {}
         }
     }
 
@@ -353,7 +453,13 @@ impl<'a> Walk<'a> {
         };
         match pat {
             Pat::Ident(_) if ty.is_unit() => {}
-            Pat::Ident(name) => self.bind(name.to_string(), ty, key),
+            Pat::Ident(name) => {
+                self.bind(name.to_string(), ty.clone(), key);
+                if let ExprKind::Var(source) = &init.kind {
+                    // `let b = a;`: one type for both.
+                    self.unify(&name.to_string(), &ty, &source.to_string(), &ty);
+                }
+            }
             Pat::Wild => {}
             Pat::Tuple(_) => {
                 let mut binds = Vec::new();
@@ -371,11 +477,31 @@ impl<'a> Walk<'a> {
         };
         let ty = Ty::Tuple(tys.clone());
         self.compile_into(init, Place::Elems, &ty);
-        let mut binds = Vec::new();
-        for (p, t) in ps.iter().zip(&tys) {
-            flatten(p, t, &mut binds);
+        // `let (a, b) = (0, 1);` (unannotated): each name bound to a bare literal is re-typed
+        // from its uses like a `let` of its own, keyed by its literal.
+        let literals: Vec<Option<*const Expr>> = match &init.kind {
+            ExprKind::Tuple(items) if expected == self.fixed.get(init) => items
+                .iter()
+                .map(|x| {
+                    matches!(x.kind, ExprKind::Lit { suffix: None, .. })
+                        .then(|| std::ptr::from_ref(x))
+                })
+                .collect(),
+            _ => vec![None; ps.len()],
+        };
+        if literals.iter().any(Option::is_some) {
+            self.tuples.borrow_mut().push((
+                std::ptr::from_ref(init),
+                literals.clone(),
+                tys.clone(),
+            ));
         }
-        binds.into_iter().for_each(|(n, t)| self.bind(n, t, None));
+        for ((p, t), key) in ps.iter().zip(&tys).zip(literals) {
+            let mut binds = Vec::new();
+            flatten(p, t, &mut binds);
+            let key = key.filter(|_| matches!(p, Pat::Ident(_)));
+            binds.into_iter().for_each(|(n, t)| self.bind(n, t, key));
+        }
         true
     }
 
@@ -384,6 +510,15 @@ impl<'a> Walk<'a> {
             return;
         };
         let (ty, flexible) = (b.ty.clone(), b.flexible.is_some());
+        if let (ExprKind::Var(v), true) = (&value.kind, op != Some(BinOp::Shift)) {
+            // `n = m`, `n += m`: one type for both.
+            if let Some(vt) = self.lookup(&v.to_string()).map(|b| b.ty.clone()) {
+                self.unify(&target.to_string(), &ty, &v.to_string(), &vt);
+            }
+            if op.is_none() {
+                return;
+            }
+        }
         // A variable typed by a literal's default that is assigned a value of another type
         // takes that type: `let mut n = 0; n += m_i64;` makes `n` an `i64`.
         if flexible && is_pure(value) && op != Some(BinOp::Shift) {
@@ -443,15 +578,8 @@ impl<'a> Walk<'a> {
             }
         }
         if let (ExprKind::Binary(op, _, l, r), [lt, rt]) = (&e.kind, types.as_slice()) {
-            if *op != BinOp::Shift
-                && lt != rt
-                && !matches!((lt, rt), (Ty::Vector, _) | (_, Ty::Vector))
-            {
-                for (x, other) in [(l, rt), (r, lt)] {
-                    if let ExprKind::Var(id) = &x.kind {
-                        self.demand(&id.to_string(), other);
-                    }
-                }
+            if *op != BinOp::Shift {
+                same_type(l, lt, r, rt, &self.view());
             }
         }
         let Some(ty) = operator_type(e, &types, expected) else {
@@ -718,6 +846,55 @@ mod tests {
             }
         });
         assert_eq!(t, [None, None]);
+    }
+
+    #[test]
+    fn lets_used_together_take_one_type_from_a_later_use() {
+        let t = fixed(syn::parse_quote! {
+            fn f(n: u8) -> i64 {
+                let mut total = 0;
+                let mut i = 0;
+                while i < 3 { total += i; i += 1; }
+                let copy = total;
+                copy * n as i64
+            }
+        });
+        assert_eq!(t, [Some(I64), Some(I64), Some(I64)]);
+    }
+
+    #[test]
+    fn an_exponent_is_a_u32_and_a_literal_next_to_a_u8_a_u8() {
+        let t = fixed(syn::parse_quote! {
+            fn f(x: u64, b: u8) -> (u64, bool) {
+                let k = 2;
+                let limit = 100;
+                (x.pow(k), b < limit)
+            }
+        });
+        assert_eq!(
+            t,
+            [Some(Ty::Scalar(DType::U32)), Some(Ty::Scalar(DType::U8))]
+        );
+    }
+
+    #[test]
+    fn a_tuple_let_of_literals_is_typed_per_element_from_their_uses() {
+        let t = fixed(syn::parse_quote! {
+            fn f(n: u8) -> u64 {
+                let (mut a, mut b) = (0, 1);
+                let mut i = 0;
+                while i < n { let next = a + b; a = b; b = next; i += 1; }
+                a
+            }
+        });
+        let u64_ty = Ty::Scalar(DType::U64);
+        assert_eq!(
+            t,
+            [
+                Some(Ty::Tuple(vec![u64_ty.clone(), u64_ty])),
+                Some(Ty::Scalar(DType::U8))
+            ]
+        );
     }
 
     #[test]

@@ -26,6 +26,15 @@ pub trait Scope {
     /// Records that variable `name` is used where a value of type `ty` is needed (lets whose
     /// type came from a literal's default are re-typed from these demands); by default, nothing.
     fn demand(&self, _name: &str, _ty: &Ty) {}
+    /// Records that variables `a` (of type `a_ty`) and `b` (of type `b_ty`) have one type (the
+    /// operands of `+`, a variable assigned to another): by default each is demanded at the
+    /// other's type; the inference pass types two unannotated `let`s together, as rustc does.
+    fn unify(&self, a: &str, a_ty: &Ty, b: &str, b_ty: &Ty) {
+        if a_ty != b_ty {
+            self.demand(a, b_ty);
+            self.demand(b, a_ty);
+        }
+    }
     /// Called with the type of every `if` and block expression typed as a value (kernel
     /// classification keeps `()`- and vector-valued ones as control flow).
     fn typed_branch(&self, _ty: &Ty) {}
@@ -46,8 +55,8 @@ fn err<T>(e: &Expr, message: impl Into<String>) -> Result<T, TypeError> {
     })
 }
 
-/// Methods whose result has the receiver's type.
-const SAME_TYPE_METHODS: &[&str] = &[
+/// Float methods whose result has the receiver's type.
+const FLOAT_SAME_TYPE: &[&str] = &[
     "abs",
     "sqrt",
     "cbrt",
@@ -61,7 +70,6 @@ const SAME_TYPE_METHODS: &[&str] = &[
     "log",
     "powi",
     "powf",
-    "pow",
     "min",
     "max",
     "clamp",
@@ -90,34 +98,126 @@ const SAME_TYPE_METHODS: &[&str] = &[
     "to_degrees",
     "to_radians",
     "copysign",
-    "wrapping_add",
-    "wrapping_sub",
-    "wrapping_mul",
-    "wrapping_neg",
-    "wrapping_div",
-    "wrapping_rem",
-    "wrapping_abs",
-    "saturating_add",
-    "saturating_sub",
-    "saturating_mul",
     "rem_euclid",
     "div_euclid",
-    "abs_diff",
-    "map",
-    "zip_map",
 ];
 
-/// Methods whose result is `bool`.
-const BOOL_METHODS: &[&str] = &[
+/// Float methods whose result is `bool`.
+const FLOAT_BOOL: &[&str] = &[
     "is_nan",
     "is_finite",
     "is_infinite",
     "is_normal",
     "is_sign_positive",
     "is_sign_negative",
-    "is_positive",
-    "is_negative",
 ];
+
+/// Integer methods whose result, and every argument, has the receiver's type.
+const INT_SAME_TYPE: &[&str] = &[
+    "abs",
+    "signum",
+    "min",
+    "max",
+    "clamp",
+    "isqrt",
+    "swap_bytes",
+    "reverse_bits",
+    "rem_euclid",
+    "div_euclid",
+    "wrapping_add",
+    "wrapping_sub",
+    "wrapping_mul",
+    "wrapping_div",
+    "wrapping_rem",
+    "wrapping_neg",
+    "wrapping_abs",
+    "wrapping_rem_euclid",
+    "wrapping_div_euclid",
+    "saturating_add",
+    "saturating_sub",
+    "saturating_mul",
+    "saturating_div",
+];
+
+/// Integer methods whose result has the receiver's type and whose one argument is a `u32`
+/// (an exponent, a bit count).
+const INT_U32_ARGUMENT: &[&str] = &[
+    "pow",
+    "saturating_pow",
+    "wrapping_pow",
+    "rotate_left",
+    "rotate_right",
+    "wrapping_shl",
+    "wrapping_shr",
+];
+
+/// Integer methods whose result is a `u32` (a count of bits, a logarithm).
+const INT_U32_RESULT: &[&str] = &[
+    "count_ones",
+    "count_zeros",
+    "leading_zeros",
+    "trailing_zeros",
+    "leading_ones",
+    "trailing_ones",
+    "ilog2",
+    "ilog10",
+];
+
+/// Integer methods whose result is `(value, overflowed)`; their arguments as in
+/// [`INT_SAME_TYPE`] (`overflowing_add`) or [`INT_U32_ARGUMENT`] (`overflowing_pow`).
+const INT_OVERFLOWING: &[&str] = &[
+    "overflowing_add",
+    "overflowing_sub",
+    "overflowing_mul",
+    "overflowing_neg",
+    "overflowing_pow",
+    "overflowing_shl",
+    "overflowing_shr",
+];
+
+/// The type of the arguments of method `name` on a receiver of type `recv` (what an
+/// unsuffixed literal there becomes): the receiver's own type unless the method takes
+/// something else.
+pub fn method_argument(recv: &Ty, name: &str) -> Ty {
+    let u32_ty = Ty::Scalar(DType::U32);
+    match name {
+        "powi" => Ty::Scalar(DType::I32),
+        "get" if *recv == Ty::Vector => Ty::Scalar(DType::Usize),
+        _ if recv.is_int() && INT_U32_ARGUMENT.contains(&name) => u32_ty,
+        "overflowing_pow" | "overflowing_shl" | "overflowing_shr" if recv.is_int() => u32_ty,
+        _ => recv.clone(),
+    }
+}
+
+/// True if method `name`'s result has its receiver's type (so the receiver takes the type its
+/// context expects, as rustc infers an unsuffixed literal receiver).
+fn keeps_receiver_type(name: &str) -> bool {
+    FLOAT_SAME_TYPE.contains(&name)
+        || INT_SAME_TYPE.contains(&name)
+        || INT_U32_ARGUMENT.contains(&name)
+}
+
+/// Why method `name` is not supported, when it is a known method the language leaves out.
+fn refused_method(name: &str) -> Option<String> {
+    if let Some(op) = name.strip_prefix("checked_") {
+        return Some(format!(
+            "`{name}` returns an `Option`, which #[autobatch] code cannot hold; use `wrapping_{op}`, `saturating_{op}` or `overflowing_{op}` (a `(value, overflowed)` tuple), or test the operands first"
+        ));
+    }
+    matches!(name, "try_into" | "try_from").then(|| {
+        format!("`{name}` returns a `Result`, which #[autobatch] code cannot hold; convert with `as` (after checking the range) or `into()` where the conversion cannot fail")
+    })
+}
+
+/// The message for method `name`, which a receiver of type `recv` does not have here.
+fn unsupported_method(recv: &Ty, name: &str) -> String {
+    refused_method(name).unwrap_or_else(|| {
+        format!(
+            "method `{name}` is not supported on {} in #[autobatch] code",
+            describe(recv)
+        )
+    })
+}
 
 /// The type of `e`, given the type the context expects (used for unsuffixed literals).
 pub fn infer(e: &Expr, expected: Option<&Ty>, scope: &dyn Scope) -> Result<Ty, TypeError> {
@@ -152,6 +252,15 @@ pub fn infer(e: &Expr, expected: Option<&Ty>, scope: &dyn Scope) -> Result<Ty, T
                 BinOp::And | BinOp::Or => Some(&Ty::Scalar(DType::Bool)),
             };
             let (lt, rt) = infer_pair(l, r, operand_expected, *op == BinOp::Shift, scope)?;
+            if let Some(want @ Ty::Scalar(_)) = operand_expected.filter(|_| *op != BinOp::And && *op != BinOp::Or) {
+                // `total * 1_000` where an `i64` is needed makes an unannotated `total` one.
+                if lt != *want {
+                    demand_var(l, want, scope);
+                }
+                if rt != *want && *op == BinOp::Arith {
+                    demand_var(r, want, scope);
+                }
+            }
             match op {
                 BinOp::Compare | BinOp::And | BinOp::Or => Ok(Ty::Scalar(DType::Bool)),
                 BinOp::Shift => Ok(lt),
@@ -161,7 +270,13 @@ pub fn infer(e: &Expr, expected: Option<&Ty>, scope: &dyn Scope) -> Result<Ty, T
                 }),
             }
         }
-        ExprKind::Unary(_, inner) | ExprKind::Ref(inner) => infer(inner, expected, scope),
+        ExprKind::Unary(_, inner) | ExprKind::Ref(inner) => {
+            let t = infer(inner, expected, scope)?;
+            if let Some(want @ Ty::Scalar(_)) = expected.filter(|w| **w != t) {
+                demand_var(inner, want, scope);
+            }
+            Ok(t)
+        }
         ExprKind::Cast(inner, t, _) => {
             if !matches!(inner.kind, ExprKind::Uniform(false)) {
                 infer(inner, None, scope)?;
@@ -169,36 +284,37 @@ pub fn infer(e: &Expr, expected: Option<&Ty>, scope: &dyn Scope) -> Result<Ty, T
             Ok(t.clone())
         }
         ExprKind::Method(recv, name, args) => {
-            let rt = infer(recv, expected, scope)?;
             let n = name.to_string();
-            for a in args {
-                let hint = if matches!(n.as_str(), "powi") { Some(Ty::Scalar(DType::I32)) } else { Some(rt.clone()) };
-                infer(a, hint.as_ref(), scope)?;
+            if let Some(message) = refused_method(&n) {
+                return err(e, message);
             }
-            method_type(&rt, &n).map_or_else(|| err(e, format!("method `{n}` is not supported on {} in #[autobatch] code", describe(&rt))), Ok)
+            let hint = expected.filter(|_| keeps_receiver_type(&n));
+            let rt = infer(recv, hint, scope)?;
+            if n == "into" {
+                // `x.into()` is the `From` conversion to the type its place needs.
+                return expected.cloned().map_or_else(|| err(e, "cannot infer the type `into()` converts to here; annotate the binding (`let y: u64 = x.into();`) or write `u64::from(x)`"), Ok);
+            }
+            infer_arguments(recv, &rt, &n, args, scope)?;
+            method_type(&rt, &n).map_or_else(|| err(e, unsupported_method(&rt, &n)), Ok)
         }
         ExprKind::Assoc(ty_name, f, args) => {
-            let tn = ty_name.to_string();
-            let fname = f.to_string();
-            let arg_hint = match tn.as_str() {
-                "f64" => Some(Ty::Scalar(DType::F64)),
-                "f32" => Some(Ty::Scalar(DType::F32)),
-                "i64" => Some(Ty::Scalar(DType::I64)),
-                "i32" => Some(Ty::Scalar(DType::I32)),
-                _ => None,
-            };
-            for a in args {
-                infer(a, arg_hint.as_ref(), scope)?;
+            let (tn, fname) = (ty_name.to_string(), f.to_string());
+            if let Some(message) = refused_method(&fname) {
+                return err(e, message);
             }
-            match (tn.as_str(), fname.as_str()) {
-                ("Vector", "filled_like") => Ok(Ty::Vector),
-                ("Key", "new") => Ok(Ty::Scalar(DType::Key)),
-                (_, _) if arg_hint.is_some() => {
-                    let t = arg_hint.unwrap_or_else(Ty::unit);
-                    method_type(&t, &fname).map_or_else(|| err(e, format!("`{tn}::{fname}` is not supported in #[autobatch] code")), Ok)
+            match (suffix_type(&tn), fname.as_str()) {
+                // `u64::from(x)` (rustc checks the conversion exists), `f64::from_bits(u64)`.
+                (Some(t), "from_bits") => infer_all(args, method_type(&t, "to_bits").as_ref(), scope)?,
+                // `f64::max(a, b)`, `u32::pow(x, 2)`: the method with its receiver first.
+                (Some(t), name) if name != "from" => {
+                    if let Some((first, rest)) = args.split_first() {
+                        infer(first, Some(&t), scope)?;
+                        infer_arguments(first, &t, name, rest, scope)?;
+                    }
                 }
-                _ => err(e, format!("`{tn}::{fname}` is not supported in #[autobatch] code")),
+                _ => infer_all(args, None, scope)?,
             }
+            assoc_type(&tn, &fname).map_or_else(|| err(e, format!("`{tn}::{fname}` is not supported in #[autobatch] code")), Ok)
         }
         ExprKind::Tuple(items) => {
             let hints: Vec<Option<&Ty>> = match expected {
@@ -392,6 +508,15 @@ impl Scope for Locals<'_> {
         }
     }
 
+    fn unify(&self, a: &str, a_ty: &Ty, b: &str, b_ty: &Ty) {
+        if self.local(a).is_none() && self.local(b).is_none() {
+            self.outer.unify(a, a_ty, b, b_ty);
+        } else if a_ty != b_ty {
+            self.demand(a, b_ty);
+            self.demand(b, a_ty);
+        }
+    }
+
     fn typed_branch(&self, ty: &Ty) {
         self.outer.typed_branch(ty);
     }
@@ -420,15 +545,28 @@ fn infer_pair(
         )
     };
     let (lt, rt) = infer_pair_inner(l, r, expected, shift, scope, is_free_lit)?;
-    if !shift && lt != rt && lt != Ty::Vector && rt != Ty::Vector {
-        if let ExprKind::Var(id) = &l.kind {
-            scope.demand(&id.to_string(), &rt);
-        }
-        if let ExprKind::Var(id) = &r.kind {
-            scope.demand(&id.to_string(), &lt);
-        }
+    if !shift {
+        same_type(l, &lt, r, &rt, scope);
     }
     Ok((lt, rt))
+}
+
+/// Notes that `a` (of type `at`) and `b` (of type `bt`) must have one type: two variables are
+/// unified, a variable and another expression of another type demand the other's type.
+pub fn same_type(a: &Expr, at: &Ty, b: &Expr, bt: &Ty, scope: &dyn Scope) {
+    if at.has_vector() || bt.has_vector() {
+        return;
+    }
+    match (&a.kind, &b.kind) {
+        (ExprKind::Var(x), ExprKind::Var(y)) => {
+            scope.unify(&x.to_string(), at, &y.to_string(), bt);
+        }
+        _ if at != bt => {
+            demand_var(a, bt, scope);
+            demand_var(b, at, scope);
+        }
+        _ => {}
+    }
 }
 
 fn infer_pair_inner(
@@ -486,9 +624,11 @@ pub fn tuple_elements(
 
 /// The result type of method `name` on a receiver of type `recv`.
 pub fn method_type(recv: &Ty, name: &str) -> Option<Ty> {
+    let bool_ty = Ty::Scalar(DType::Bool);
     match recv {
         Ty::Vector => match name {
             "dot" | "sum" | "norm_squared" | "get" => Some(Ty::Scalar(DType::F64)),
+            "len" => Some(Ty::Scalar(DType::Usize)),
             "map" | "zip_map" | "clone" => Some(Ty::Vector),
             _ => None,
         },
@@ -498,10 +638,7 @@ pub fn method_type(recv: &Ty, name: &str) -> Option<Ty> {
                 Ty::Scalar(DType::Key),
             ])),
             "normals_like" => Some(Ty::Tuple(vec![Ty::Vector, Ty::Scalar(DType::Key)])),
-            "bernoulli" => Some(Ty::Tuple(vec![
-                Ty::Scalar(DType::Bool),
-                Ty::Scalar(DType::Key),
-            ])),
+            "bernoulli" => Some(Ty::Tuple(vec![bool_ty, Ty::Scalar(DType::Key)])),
             "split" => Some(Ty::Tuple(vec![
                 Ty::Scalar(DType::Key),
                 Ty::Scalar(DType::Key),
@@ -509,14 +646,112 @@ pub fn method_type(recv: &Ty, name: &str) -> Option<Ty> {
             "fold_in" => Some(Ty::Scalar(DType::Key)),
             _ => None,
         },
-        Ty::Scalar(_) if BOOL_METHODS.contains(&name) => Some(Ty::Scalar(DType::Bool)),
-        Ty::Scalar(_)
-            if SAME_TYPE_METHODS.contains(&name) && name != "map" && name != "zip_map" =>
-        {
-            Some(recv.clone())
-        }
+        Ty::Scalar(d) if d.is_float() => match name {
+            "to_bits" => Some(Ty::Scalar(if *d == DType::F32 {
+                DType::U32
+            } else {
+                DType::U64
+            })),
+            _ if FLOAT_BOOL.contains(&name) => Some(bool_ty),
+            _ if FLOAT_SAME_TYPE.contains(&name) => Some(recv.clone()),
+            _ => None,
+        },
+        Ty::Scalar(d) if d.is_int() => match name {
+            "unsigned_abs" if d.is_signed_int() => d.unsigned().map(Ty::Scalar),
+            "abs_diff" => d.unsigned().map(Ty::Scalar),
+            "abs" | "signum" | "wrapping_abs" if !d.is_signed_int() => None,
+            "is_positive" | "is_negative" if d.is_signed_int() => Some(bool_ty),
+            "is_power_of_two" | "is_multiple_of" if !d.is_signed_int() => Some(bool_ty),
+            _ if INT_SAME_TYPE.contains(&name) || INT_U32_ARGUMENT.contains(&name) => {
+                Some(recv.clone())
+            }
+            _ if INT_U32_RESULT.contains(&name) => Some(Ty::Scalar(DType::U32)),
+            _ if INT_OVERFLOWING.contains(&name) => Some(Ty::Tuple(vec![recv.clone(), bool_ty])),
+            _ => None,
+        },
         _ => None,
     }
+}
+
+/// Infers the arguments of method `name` on `recv` (of type `rt`), each at the type the
+/// method takes. A variable argument of another type is demanded at that type (`x.pow(k)`
+/// makes an unannotated `k` a `u32`); an argument of the receiver's type and a receiver that
+/// disagree demand each other's type, as the operands of `+` do (`acc.wrapping_add(b)` with
+/// `b: u8` makes an unannotated `acc` a `u8`).
+fn infer_arguments(
+    recv: &Expr,
+    rt: &Ty,
+    name: &str,
+    args: &[Expr],
+    scope: &dyn Scope,
+) -> Result<(), TypeError> {
+    let want = method_argument(rt, name);
+    for a in args {
+        let at = infer(a, Some(&want), scope)?;
+        if want == *rt {
+            same_type(recv, rt, a, &at, scope);
+        } else if at != want && !at.has_vector() {
+            demand_var(a, &want, scope);
+        }
+    }
+    Ok(())
+}
+
+/// Infers each of `exprs` with the same expected type.
+fn infer_all(exprs: &[Expr], expected: Option<&Ty>, scope: &dyn Scope) -> Result<(), TypeError> {
+    exprs
+        .iter()
+        .try_for_each(|x| infer(x, expected, scope).map(drop))
+}
+
+/// If `e` is a variable, a reference to one or a field of one (`t.0`), records that it is
+/// needed at type `ty` (a tuple variable at its type with that element replaced).
+fn demand_var(e: &Expr, ty: &Ty, scope: &dyn Scope) {
+    match &e.kind {
+        ExprKind::Var(id) => scope.demand(&id.to_string(), ty),
+        ExprKind::Ref(inner) => demand_var(inner, ty, scope),
+        ExprKind::Field(base, i) => {
+            if let Some(Ty::Tuple(mut items)) = place_type(base, scope) {
+                if let Some(item) = items.get_mut(*i as usize) {
+                    *item = ty.clone();
+                    demand_var(base, &Ty::Tuple(items), scope);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The type of a variable or a field of one, as bound.
+fn place_type(e: &Expr, scope: &dyn Scope) -> Option<Ty> {
+    match &e.kind {
+        ExprKind::Var(id) => scope.lookup(&id.to_string()),
+        ExprKind::Field(base, i) => match place_type(base, scope)? {
+            Ty::Tuple(items) => items.get(*i as usize).cloned(),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The result type of the associated function `ty_name::name` (`Vector::filled_like`,
+/// `u64::from`, `f64::from_bits`, `f64::max`, ..).
+fn assoc_type(ty_name: &str, name: &str) -> Option<Ty> {
+    match (ty_name, name, suffix_type(ty_name)) {
+        ("Vector", "filled_like", _) => Some(Ty::Vector),
+        ("Key", "new", _) => Some(Ty::Scalar(DType::Key)),
+        (_, "from", Some(t)) => Some(t),
+        (_, "from_bits", Some(t)) if t.is_float() => Some(t),
+        (_, _, Some(t)) => method_type(&t, name),
+        _ => None,
+    }
+}
+
+/// The number type a type name stands for (`u8` -> `u8`), if it is one.
+fn suffix_type(name: &str) -> Option<Ty> {
+    DType::from_name(name)
+        .filter(|d| *d != DType::Bool)
+        .map(Ty::Scalar)
 }
 
 /// The type of an operator, cast, method, tuple or field expression whose operands (in order)
@@ -535,7 +770,9 @@ pub fn operator_type(e: &Expr, types: &[Ty], expected: Option<&Ty>) -> Option<Ty
             Ty::Tuple(items) => items.get(*i as usize)?.clone(),
             _ => return None,
         },
+        ExprKind::Method(_, name, _) if name == "into" => expected?.clone(),
         ExprKind::Method(_, name, _) => method_type(types.first()?, &name.to_string())?,
+        ExprKind::Assoc(t, name, _) => assoc_type(&t.to_string(), &name.to_string())?,
         ExprKind::Tuple(_) => Ty::Tuple(types.to_vec()),
         _ => expected?.clone(),
     })
@@ -546,9 +783,10 @@ pub fn operator_type_error(e: &Expr, types: &[Ty]) -> String {
     let first = types.first().map_or_else(|| "()".into(), describe);
     match &e.kind {
         ExprKind::Field(_, i) => format!("no field `{i}` on {first}"),
-        ExprKind::Method(_, name, _) => {
-            format!("method `{name}` is not supported on {first} in #[autobatch] code")
-        }
+        ExprKind::Method(_, name, _) => match types.first() {
+            Some(t) => unsupported_method(t, &name.to_string()),
+            None => format!("method `{name}` is not supported on {first} in #[autobatch] code"),
+        },
         _ => "cannot infer the type of this expression; annotate the binding".into(),
     }
 }
@@ -662,6 +900,45 @@ mod tests {
         assert!(type_of(syn::parse_quote!(g(n)), None)
             .unwrap_err()
             .contains("annotate the binding"));
+    }
+
+    #[test]
+    fn integer_methods_have_std_types() {
+        let scope = Vars(vec![
+            ("a", Ty::Scalar(DType::I16)),
+            ("u", Ty::Scalar(DType::U64)),
+            ("f", F32),
+        ]);
+        let ty = |e: syn::Expr| infer(&expr(e), None, &scope).map_err(|e| e.message);
+        let u16_ty = Ty::Scalar(DType::U16);
+        let u32_ty = Ty::Scalar(DType::U32);
+        assert_eq!(ty(syn::parse_quote!(a.abs_diff(3))), Ok(u16_ty.clone()));
+        assert_eq!(ty(syn::parse_quote!(a.unsigned_abs())), Ok(u16_ty));
+        assert_eq!(ty(syn::parse_quote!(u.count_ones())), Ok(u32_ty.clone()));
+        assert_eq!(
+            ty(syn::parse_quote!(u.wrapping_pow(3))),
+            Ok(Ty::Scalar(DType::U64))
+        );
+        assert_eq!(ty(syn::parse_quote!(f.to_bits())), Ok(u32_ty));
+        assert_eq!(ty(syn::parse_quote!(f64::from_bits(u))), Ok(F64));
+        assert_eq!(ty(syn::parse_quote!(i64::from(a))), Ok(I64));
+        assert_eq!(
+            ty(syn::parse_quote!(u.overflowing_sub(1))),
+            Ok(Ty::Tuple(vec![Ty::Scalar(DType::U64), BOOL]))
+        );
+        assert_eq!(ty(syn::parse_quote!(a.is_negative())), Ok(BOOL));
+        assert!(
+            ty(syn::parse_quote!(u.abs())).is_err(),
+            "unsigned types have no abs"
+        );
+        assert!(ty(syn::parse_quote!(u.checked_add(1)))
+            .unwrap_err()
+            .contains("use `wrapping_add`, `saturating_add` or `overflowing_add`"));
+        assert!(ty(syn::parse_quote!(a.into()))
+            .unwrap_err()
+            .contains("annotate the binding"));
+        let into = infer(&expr(syn::parse_quote!(a.into())), Some(&I64), &scope);
+        assert_eq!(into.map_err(|e| e.message), Ok(I64));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use super::kernel::source_text;
 use super::{Dest, Translator, Value};
 use crate::generate::infer::classify::Strategy;
-use crate::generate::infer::{describe, operator_type, operator_type_error};
+use crate::generate::infer::{describe, method_argument, operator_type, operator_type_error};
 use crate::parse::ast::{BinOp, Expr, ExprKind, Ty};
 use proc_macro2::Ident;
 use quote::{format_ident, quote};
@@ -151,17 +151,18 @@ impl Translator<'_> {
     pub(super) fn mixed(&mut self, e: &Expr, expected: Option<&Ty>) -> Value {
         let mut inputs: Vec<(Ident, usize)> = Vec::new();
         let mut types: Vec<Ty> = Vec::new();
-        let mut operand = |this: &mut Self, x: &Expr, hint: Option<&Ty>| -> Option<Box<Expr>> {
-            match this.compile(x, hint) {
-                Value::Var { var, ty, .. } => {
-                    let id = format_ident!("__a{}", inputs.len());
-                    inputs.push((id.clone(), var));
-                    types.push(ty);
-                    Some(Box::new(Expr::var(&id)))
+        let mut operand =
+            |this: &mut Self, x: &Expr, hint: Option<&Ty>| -> Option<(Box<Expr>, Ty)> {
+                match this.compile(x, hint) {
+                    Value::Var { var, ty, .. } => {
+                        let id = format_ident!("__a{}", inputs.len());
+                        inputs.push((id.clone(), var));
+                        types.push(ty.clone());
+                        Some((Box::new(Expr::var(&id)), ty))
+                    }
+                    _ => None,
                 }
-                _ => None,
-            }
-        };
+            };
         // The same expression over the operands' variables (`__a0`, `__a1`, ..).
         let (kind, tokens) = match &e.kind {
             ExprKind::Binary(op, op_tokens, l, r) => {
@@ -170,17 +171,38 @@ impl Translator<'_> {
                 } else {
                     expected
                 };
-                let Some(lt) = operand(self, l, hint) else {
-                    return Value::Diverged;
-                };
-                let rhint = if matches!(op, BinOp::Shift) {
-                    None
+                // As rustc types them: an unsuffixed literal operand takes the other operand's
+                // type (computed first: a literal has no effects to order), the right operand of
+                // a shift its own.
+                let free_lit = |x: &Expr| matches!(x.kind, ExprKind::Lit { suffix: None, .. });
+                let shift = matches!(op, BinOp::Shift);
+                let scalar = |t: Ty| (!t.has_vector()).then_some(t);
+                let (lt, rt) = if free_lit(l) && !free_lit(r) && !shift {
+                    let Some((rt, rty)) = operand(self, r, hint) else {
+                        return Value::Diverged;
+                    };
+                    let Some((lt, _)) = operand(self, l, scalar(rty).as_ref().or(hint)) else {
+                        return Value::Diverged;
+                    };
+                    (lt, rt)
                 } else {
-                    None.or(hint)
+                    let Some((lt, lty)) = operand(self, l, hint) else {
+                        return Value::Diverged;
+                    };
+                    let rhint = if shift {
+                        None
+                    } else {
+                        scalar(lty).or(hint.cloned())
+                    };
+                    let Some((rt, _)) = operand(self, r, rhint.as_ref()) else {
+                        return Value::Diverged;
+                    };
+                    (lt, rt)
                 };
-                let Some(rt) = operand(self, r, rhint) else {
-                    return Value::Diverged;
-                };
+                if free_lit(l) && !free_lit(r) && !shift {
+                    // The operands were computed right first: keep the types in source order.
+                    types.swap(0, 1);
+                }
                 let tokens = {
                     let (l, r) = (&lt.tokens, &rt.tokens);
                     quote!(#l #op_tokens #r)
@@ -188,7 +210,7 @@ impl Translator<'_> {
                 (ExprKind::Binary(*op, op_tokens.clone(), lt, rt), tokens)
             }
             ExprKind::Unary(op_tokens, x) => {
-                let Some(xt) = operand(self, x, expected) else {
+                let Some((xt, _)) = operand(self, x, expected) else {
                     return Value::Diverged;
                 };
                 let tokens = {
@@ -198,7 +220,7 @@ impl Translator<'_> {
                 (ExprKind::Unary(op_tokens.clone(), xt), tokens)
             }
             ExprKind::Ref(x) => {
-                let Some(xt) = operand(self, x, expected) else {
+                let Some((xt, _)) = operand(self, x, expected) else {
                     return Value::Diverged;
                 };
                 let tokens = {
@@ -208,7 +230,7 @@ impl Translator<'_> {
                 (ExprKind::Ref(xt), tokens)
             }
             ExprKind::Cast(x, ty, ty_tokens) => {
-                let Some(xt) = operand(self, x, None) else {
+                let Some((xt, _)) = operand(self, x, None) else {
                     return Value::Diverged;
                 };
                 let tokens = {
@@ -218,7 +240,7 @@ impl Translator<'_> {
                 (ExprKind::Cast(xt, ty.clone(), ty_tokens.clone()), tokens)
             }
             ExprKind::Field(x, i) => {
-                let Some(xt) = operand(self, x, None) else {
+                let Some((xt, _)) = operand(self, x, None) else {
                     return Value::Diverged;
                 };
                 let idx = syn::Index::from(*i as usize);
@@ -229,10 +251,13 @@ impl Translator<'_> {
                 (ExprKind::Field(xt, *i), tokens)
             }
             ExprKind::Method(r, name, args) => {
-                let Some(rt) = operand(self, r, None) else {
+                let Some((rt, rty)) = operand(self, r, None) else {
                     return Value::Diverged;
                 };
-                let ats = args.iter().map(|a| operand(self, a, None).map(|a| *a));
+                let want = method_argument(&rty, &name.to_string());
+                let ats = args
+                    .iter()
+                    .map(|a| operand(self, a, Some(&want)).map(|a| *a.0));
                 let Some(ats) = ats.collect::<Option<Vec<Expr>>>() else {
                     return Value::Diverged;
                 };
@@ -243,7 +268,7 @@ impl Translator<'_> {
                 (ExprKind::Method(rt, name.clone(), ats), tokens)
             }
             ExprKind::Assoc(t, f, args) => {
-                let ats = args.iter().map(|a| operand(self, a, None).map(|a| *a));
+                let ats = args.iter().map(|a| operand(self, a, None).map(|a| *a.0));
                 let Some(ats) = ats.collect::<Option<Vec<Expr>>>() else {
                     return Value::Diverged;
                 };
@@ -261,7 +286,7 @@ impl Translator<'_> {
                     _ => vec![None; items.len()],
                 };
                 let ats = items.iter().zip(&hints);
-                let ats = ats.map(|(a, h)| operand(self, a, h.as_ref()).map(|a| *a));
+                let ats = ats.map(|(a, h)| operand(self, a, h.as_ref()).map(|a| *a.0));
                 let Some(ats) = ats.collect::<Option<Vec<Expr>>>() else {
                     return Value::Diverged;
                 };
