@@ -3,6 +3,7 @@
 //! reported (a panic, a non-finite start) or show as divergences (NaN while sampling), and
 //! every other chain's draws are bit for bit those of a run over the good chains alone.
 
+use autobatch_examples::inference_data::write_run;
 use autobatch_examples::nuts::{
     initial_point, sample_chains, CorrelatedGaussian, Progress, Run, SampleError, Settings, Target,
 };
@@ -172,6 +173,35 @@ fn a_target_panicking_at_one_chains_start_loses_only_that_chain() {
         );
         others_are_untouched(target, &settings, &run, &seen);
     }
+}
+
+/// The InferenceData of a run without its failed chain names the others by their own
+/// indices: its `chain` coordinates are the run's chain ids.
+#[test]
+fn inference_data_keeps_the_real_chain_ids() {
+    let settings = settings(Mode::FullVm);
+    let target = Faulty::injected(Fault::PanicAt(start(&settings, 5)));
+    let (run, _) = run_all(target, &settings);
+    let dir = std::env::temp_dir().join(format!("nuts-faults-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    let store = dir.join("run.zarr");
+    write_run(&store, &run, &[]).expect("writes the store");
+    let ids: Vec<i64> = vec![0, 1, 2, 3, 4, 6, 7];
+    for group in [
+        "posterior",
+        "sample_stats",
+        "warmup_posterior",
+        "warmup_sample_stats",
+    ] {
+        let bytes = std::fs::read(store.join(group).join("chain/0")).expect("a chain coordinate");
+        let chains: Vec<i64> = bytes
+            .chunks_exact(8)
+            .map(|b| i64::from_le_bytes(b.try_into().expect("8 bytes")))
+            .collect();
+        assert_eq!(chains, ids, "{group}");
+    }
+    std::fs::remove_dir_all(&dir).expect("removes the scratch directory");
 }
 
 /// A target that panics at a point one chain reaches while sampling: that chain is reported
