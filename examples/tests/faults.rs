@@ -176,18 +176,19 @@ fn a_target_panicking_at_one_chains_start_loses_only_that_chain() {
 }
 
 /// The InferenceData of a run without its failed chain names the others by their own
-/// indices: its `chain` coordinates are the run's chain ids.
+/// indices: its `chain` coordinates are the run's chain ids, and its draws are theirs.
 #[test]
 fn inference_data_keeps_the_real_chain_ids() {
     let settings = settings(Mode::FullVm);
-    let target = Faulty::injected(Fault::PanicAt(start(&settings, 5)));
+    let (plain_run, _) = run_all(plain(), &settings);
+    let target = Faulty::injected(Fault::PanicAt(a_draw_of_one_chain(&plain_run)));
     let (run, _) = run_all(target, &settings);
     let dir = std::env::temp_dir().join(format!("nuts-faults-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("a scratch directory");
     let store = dir.join("run.zarr");
     write_run(&store, &run, &[]).expect("writes the store");
-    let ids: Vec<i64> = vec![0, 1, 2, 3, 4, 6, 7];
+    let ids: Vec<i64> = vec![0, 1, 2, 4, 5, 6, 7];
     for group in [
         "posterior",
         "sample_stats",
@@ -201,6 +202,13 @@ fn inference_data_keeps_the_real_chain_ids() {
             .collect();
         assert_eq!(chains, ids, "{group}");
     }
+    let bytes = std::fs::read(store.join("posterior/x/0.0.0")).expect("the draws");
+    let draws: Vec<u64> = bytes
+        .chunks_exact(8)
+        .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+        .collect();
+    assert_eq!(draws, bits(run.draws.q.iter().copied()));
+    assert_eq!(run.draws.q.dim(), (7, settings.draws, DIM));
     std::fs::remove_dir_all(&dir).expect("removes the scratch directory");
 }
 
@@ -226,7 +234,7 @@ fn a_target_panicking_while_one_chain_samples_loses_only_that_chain() {
         others_are_untouched(target, &settings, &run, &seen);
         // The others are also the plain run's chains.
         let others: Vec<usize> = (0..settings.chains).filter(|&c| c != CHAIN).collect();
-        assert_eq!(run.draws, plain_run.draws.chains(&others));
+        assert_eq!(run.draws, plain_run.draws.clone().keep_chains(&others));
     }
 }
 
@@ -271,10 +279,13 @@ fn a_nan_density_while_one_chain_samples_shows_as_its_divergence() {
     let until = |r: &Run| bits(r.draws.q.slice(s![CHAIN, ..DRAW, ..]).iter().copied());
     assert_eq!(until(&run), until(&plain_run));
     let others: Vec<usize> = (0..settings.chains).filter(|&c| c != CHAIN).collect();
-    assert_eq!(run.draws.chains(&others), plain_run.draws.chains(&others));
+    assert_eq!(
+        run.draws.clone().keep_chains(&others),
+        plain_run.draws.clone().keep_chains(&others)
+    );
     assert_eq!(run.warmup, plain_run.warmup);
     let alone = sample_chains(target, &settings, &[CHAIN as u64], |_| {}).unwrap();
-    assert_eq!(alone.draws, run.draws.chains(&[CHAIN]));
+    assert_eq!(alone.draws, run.draws.clone().keep_chains(&[CHAIN]));
 }
 
 /// When every chain fails at its start, nothing can run: the run fails with the first

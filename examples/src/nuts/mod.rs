@@ -538,7 +538,8 @@ pub fn sample_chains(
         .filter(|&row| run.failed.iter().all(|f| f.lane != row))
         .collect();
     let (_, step_size, inverse_metric) = run.outputs;
-    let recorded = recorded.chains(&good);
+    // In place: the draws of a large run are most of its memory.
+    let recorded = recorded.keep_chains(&good);
     Ok(Run {
         chain_ids: good.iter().map(|&row| ids[row]).collect(),
         failed,

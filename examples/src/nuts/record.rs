@@ -12,7 +12,7 @@
 //! or before it: every slot is stored once, and progress and `recorded` count each transition
 //! once.
 
-use autobatch_runtime::ndarray::{s, Array2, Array3, ArrayView1, Axis};
+use autobatch_runtime::ndarray::{s, Array, Array2, Array3, ArrayView1, Axis, RemoveAxis, Slice};
 use autobatch_runtime::{primitive, Vector};
 use std::cell::RefCell;
 
@@ -59,18 +59,23 @@ impl Draws {
         }
     }
 
-    /// The draws of the chains at `rows`, in that order (e.g. the chains that did not fail).
-    pub fn chains(&self, rows: &[usize]) -> Draws {
-        let stored = self.stored.select(Axis(0), rows);
+    /// Only the draws of the chains at `rows` (strictly increasing), in that order: e.g. the
+    /// chains that did not fail. Each kept chain's rows move down in place, so this needs no
+    /// memory beyond what the draws already hold.
+    ///
+    /// # Panics
+    /// If `rows` is not strictly increasing or names a chain past the last.
+    pub fn keep_chains(self, rows: &[usize]) -> Draws {
+        let stored = keep_rows(self.stored, rows);
         Draws {
-            q: self.q.select(Axis(0), rows),
-            depth: self.depth.select(Axis(0), rows),
-            n_leapfrog: self.n_leapfrog.select(Axis(0), rows),
-            divergent: self.divergent.select(Axis(0), rows),
-            accept: self.accept.select(Axis(0), rows),
-            step_size: self.step_size.select(Axis(0), rows),
-            lp: self.lp.select(Axis(0), rows),
-            energy: self.energy.select(Axis(0), rows),
+            q: keep_rows(self.q, rows),
+            depth: keep_rows(self.depth, rows),
+            n_leapfrog: keep_rows(self.n_leapfrog, rows),
+            divergent: keep_rows(self.divergent, rows),
+            accept: keep_rows(self.accept, rows),
+            step_size: keep_rows(self.step_size, rows),
+            lp: keep_rows(self.lp, rows),
+            energy: keep_rows(self.energy, rows),
             recorded: stored.iter().filter(|&&s| s).count() as u64,
             stored,
         }
@@ -111,6 +116,26 @@ impl Draws {
     }
 }
 
+/// `a` with only its rows (along the first axis) at `rows`, strictly increasing: row
+/// `rows[k]` moves to row `k` in place, and the array is cut after the last kept row.
+fn keep_rows<A: Clone, D: RemoveAxis>(mut a: Array<A, D>, rows: &[usize]) -> Array<A, D> {
+    assert!(
+        rows.windows(2).all(|w| w[0] < w[1]) && rows.last().is_none_or(|&r| r < a.len_of(Axis(0))),
+        "rows to keep must be strictly increasing and in range: {rows:?}"
+    );
+    for (k, &row) in rows.iter().enumerate() {
+        if k != row {
+            // k < row: the row moves down, past rows already kept.
+            let (mut below, above) = a.view_mut().split_at(Axis(0), row);
+            below
+                .index_axis_mut(Axis(0), k)
+                .assign(&above.index_axis(Axis(0), 0));
+        }
+    }
+    a.slice_axis_inplace(Axis(0), Slice::from(..rows.len()));
+    a
+}
+
 /// One transition's statistics, as [`record()`] receives them.
 struct DrawStats {
     depth: i64,
@@ -133,11 +158,12 @@ pub struct Recorded {
 }
 
 impl Recorded {
-    /// What the chains at `rows` recorded, in that order.
-    pub fn chains(&self, rows: &[usize]) -> Recorded {
+    /// Only what the chains at `rows` (strictly increasing) recorded, in that order, moved in
+    /// place (see [`Draws::keep_chains`]).
+    pub fn keep_chains(self, rows: &[usize]) -> Recorded {
         Recorded {
-            draws: self.draws.chains(rows),
-            warmup: self.warmup.chains(rows),
+            draws: self.draws.keep_chains(rows),
+            warmup: self.warmup.keep_chains(rows),
         }
     }
 }
