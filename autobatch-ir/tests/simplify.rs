@@ -3,7 +3,9 @@
 
 mod support;
 
-use autobatch_ir::passes::{allocate, fuse_pop_push, lower, simplify_blocks};
+use autobatch_ir::passes::{
+    allocate, fuse_pop_push, lower, simplify_blocks, simplify_blocks_keeping,
+};
 use autobatch_ir::{
     verify_high, verify_lowered, Block, Form, FormKind, FuncId, KernelId, Op, Program,
     ProgramBuilder, Terminator, Type, Var, Verified,
@@ -306,6 +308,44 @@ fn lowered_call_targets_and_return_addresses_survive() {
             "ret: x * 2 | indirect_jump",
             "exit: x * 3 | goto ret",
         ]
+    );
+}
+
+/// Kept blocks (a recursive function's lowered entry, reached by a tail call's `goto`) are
+/// neither merged into their one predecessor nor threaded past when empty; they still absorb
+/// their own successors, and the same program without them simplifies fully.
+#[test]
+fn kept_blocks_are_neither_merged_nor_threaded_past() {
+    let (mut b, f, x, _) = start();
+    let names = ["entry", "g", "g_body", "h", "h_body"];
+    let bl: Vec<Block> = names.iter().map(|n| b.block(f, n)).collect();
+    let (entry, g, g_body, h, h_body) = (bl[0], bl[1], bl[2], bl[3], bl[4]);
+    b.prim(entry, &[x], &[x], KernelId::new(0), "x + 1");
+    b.goto(entry, g);
+    b.prim(g, &[x], &[x], KernelId::new(1), "x - 1");
+    b.goto(g, g_body);
+    b.prim(g_body, &[x], &[x], KernelId::new(2), "x * 2");
+    b.goto(g_body, h);
+    b.goto(h, h_body);
+    b.prim(h_body, &[x], &[x], KernelId::new(3), "x * 3");
+    b.ret(h_body);
+    let p = b.finish_lowered(f).unwrap();
+    let kept = simplify_blocks_keeping(&p, &[g, h]);
+    assert_eq!(
+        shape(&kept),
+        [
+            "entry: x + 1 | goto g",
+            "g: x - 1 x * 2 | goto h",
+            "h: x * 3 | return",
+        ]
+    );
+    assert_eq!(
+        simplify_blocks_keeping(&kept, &[Block::new(1), Block::new(2)]),
+        kept
+    );
+    assert_eq!(
+        shape(&simplified(&p)),
+        ["entry: x + 1 x - 1 x * 2 x * 3 | return"]
     );
 }
 

@@ -3,8 +3,8 @@
 //! cannot overflow the thread's stack.
 
 use crate::error::RuntimeError;
-use autobatch_ir::{FuncId, Op, Program, Terminator};
-use std::collections::HashMap;
+use autobatch_ir::passes::recursive_entries;
+use autobatch_ir::{Program, Terminator};
 
 /// Host stack kept free before a recursive interpreter call: more than any one level of
 /// stackless or reference recursion uses between two checks.
@@ -20,68 +20,25 @@ pub(crate) fn on_enough_stack<R>(f: impl FnOnce() -> R) -> R {
     stacker::maybe_grow(RED_ZONE, SEGMENT, f)
 }
 
-/// Per function of high-level `program`: whether it is recursive (on a cycle of the call
+/// Per function of a high-level program: whether it is recursive (on a cycle of the call
 /// graph, self-calls included). Only frames of these count against the depth limit: inlining
 /// copies only non-recursive functions, so every program prepared from one source has the same
 /// counted calls.
-pub(crate) fn recursive_functions(program: &Program) -> Vec<bool> {
-    let n = program.functions.len();
-    let callees: Vec<Vec<usize>> = program
-        .functions
-        .iter()
-        .map(|f| {
-            let mut out: Vec<usize> = f
-                .blocks
-                .iter()
-                .flat_map(|&b| &program.block(b).ops)
-                .filter_map(|op| match op {
-                    Op::Call(c) => Some(c.func.index()),
-                    _ => None,
-                })
-                .collect();
-            out.sort_unstable();
-            out.dedup();
-            out
-        })
-        .collect();
-    (0..n)
-        .map(|f| {
-            // f is recursive when f is reachable from its own callees.
-            let mut seen = vec![false; n];
-            let mut work = callees[f].clone();
-            while let Some(g) = work.pop() {
-                if g == f {
-                    return true;
-                }
-                if !std::mem::replace(&mut seen[g], true) {
-                    work.extend_from_slice(&callees[g]);
-                }
-            }
-            false
-        })
-        .collect()
-}
+pub(crate) use autobatch_ir::passes::recursive_functions;
 
 /// Per block of lowered `program`: the function whose call a lane entering that block makes,
 /// if the call counts. With `high`, the high-level program `program` was lowered from, those
-/// are the entry blocks of its recursive functions (lowering and simplification keep their
-/// names); a hand-lowered program (`None`) has no functions, so every `push_goto` target
+/// are the blocks where its recursive functions' bodies start ([`recursive_entries`]): every
+/// call enters there, tail calls (plain jumps) included, because the pipeline's simplification
+/// keeps those blocks (it neither merges them into the calling block nor threads jumps past an
+/// empty one). A hand-lowered program (`None`) has no functions, so every `push_goto` target
 /// counts, named by its block.
 pub(crate) fn counted_entries(program: &Program, high: Option<&Program>) -> Vec<Option<String>> {
     let mut counted: Vec<Option<String>> = vec![None; program.blocks.len()];
     match high {
         Some(high) => {
-            let by_name: HashMap<&str, String> = recursive_functions(high)
-                .iter()
-                .enumerate()
-                .filter(|&(_, &r)| r)
-                .map(|(f, _)| {
-                    let func = high.function(FuncId::new(f));
-                    (high.block(func.entry()).name.as_str(), func.name.clone())
-                })
-                .collect();
-            for (slot, data) in counted.iter_mut().zip(&program.blocks) {
-                *slot = by_name.get(data.name.as_str()).cloned();
+            for (block, f) in recursive_entries(high, program) {
+                counted[block.index()] = Some(high.function(f).name.clone());
             }
         }
         None => {

@@ -25,24 +25,26 @@ pub fn write_run(path: &Path, run: &Run, attrs: &[(&str, &str)]) -> Result<(), Z
     let mut store = Store::create(path)?;
     let mut attrs = attrs.to_vec();
     attrs.push(("inference_library", "autobatch"));
-    write_group(&mut store, "", &run.draws, &attrs)?;
+    write_group(&mut store, "", &run.draws, &run.chain_ids, &attrs)?;
     if !run.warmup.is_empty() {
-        write_group(&mut store, "warmup_", &run.warmup, &attrs)?;
+        write_group(&mut store, "warmup_", &run.warmup, &run.chain_ids, &attrs)?;
     }
     store.finish()
 }
 
-/// The posterior and sample-stats groups of `draws`, their names prefixed with `prefix`.
+/// The posterior and sample-stats groups of `draws` (of the chains `chain_ids`), their names
+/// prefixed with `prefix`.
 fn write_group(
     store: &mut Store,
     prefix: &str,
     draws: &Draws,
+    chain_ids: &[u64],
     attrs: &[(&str, &str)],
 ) -> Result<(), ZarrError> {
-    let (chains, n, dim) = draws.q.dim();
+    let (_, n, dim) = draws.q.dim();
     let posterior = format!("{prefix}posterior");
     store.group(&posterior, attrs)?;
-    coordinates(store, &posterior, chains, n)?;
+    coordinates(store, &posterior, chain_ids, n)?;
     let dim_name = format!("{VARIABLE}_dim_0");
     let index = Array1::from_iter(0..dim as i64).into_dyn();
     store.array(
@@ -57,7 +59,7 @@ fn write_group(
     )?;
     let stats = format!("{prefix}sample_stats");
     store.group(&stats, attrs)?;
-    coordinates(store, &stats, chains, n)?;
+    coordinates(store, &stats, chain_ids, n)?;
     let dims = ["chain", "draw"];
     let f64s = [
         ("acceptance_rate", &draws.accept),
@@ -77,10 +79,17 @@ fn write_group(
     store.array(&format!("{stats}/diverging"), &dims, diverging)
 }
 
-/// The `chain` and `draw` coordinates of a group.
-fn coordinates(store: &mut Store, group: &str, chains: usize, n: usize) -> Result<(), ZarrError> {
-    for (name, len) in [("chain", chains), ("draw", n)] {
-        let index = Array1::from_iter(0..len as i64).into_dyn();
+/// The `chain` coordinate (the chains' indices, so a run without its failed chains keeps
+/// theirs) and the `draw` coordinate of a group.
+fn coordinates(
+    store: &mut Store,
+    group: &str,
+    chain_ids: &[u64],
+    n: usize,
+) -> Result<(), ZarrError> {
+    let chains = Array1::from_iter(chain_ids.iter().map(|&c| c as i64)).into_dyn();
+    let draws = Array1::from_iter(0..n as i64).into_dyn();
+    for (name, index) in [("chain", chains), ("draw", draws)] {
         store.array(
             &format!("{group}/{name}"),
             &[name],

@@ -56,7 +56,7 @@ fn draw(path: &Path, run: &Run, summaries: &[Summary], coords: &[usize]) -> Draw
         let draws = run.draws.q.index_axis(Axis(2), i);
         rank_plot(area, draws, i, &summaries[i])?;
     }
-    lanes_per_call(&bottom, &run.gradients.rows_per_call, run.chains())?;
+    lanes_per_call(&bottom, &run.gradients.rows_per_call, run.batch())?;
     root.present()?;
     Ok(())
 }

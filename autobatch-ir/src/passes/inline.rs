@@ -35,6 +35,7 @@
 //! allocation depends on liveness across blocks and calls, which inlining changes.
 
 use crate::entity::{Block, FuncId, Var};
+use crate::passes::calls::{call_graph, on_cycles};
 use crate::program::{
     BlockData, CallOp, FunctionData, KernelRef, Op, PrimOp, Program, Terminator, VarData,
 };
@@ -91,46 +92,6 @@ pub fn inline_calls(program: &HighProgram, options: &InlineOptions) -> HighProgr
         return program.clone();
     }
     trusted(work.finish(program, &calls))
-}
-
-/// The functions each function calls, in order of first call, without repeats.
-fn call_graph(program: &Program) -> Vec<Vec<FuncId>> {
-    program
-        .functions
-        .iter()
-        .map(|func| {
-            let mut callees: Vec<FuncId> = Vec::new();
-            for &b in &func.blocks {
-                for op in &program.block(b).ops {
-                    if let Op::Call(c) = op {
-                        if !callees.contains(&c.func) {
-                            callees.push(c.func);
-                        }
-                    }
-                }
-            }
-            callees
-        })
-        .collect()
-}
-
-/// Whether each function lies on a cycle of the call graph (calls itself, maybe indirectly).
-fn on_cycles(calls: &[Vec<FuncId>]) -> Vec<bool> {
-    (0..calls.len())
-        .map(|f| {
-            let mut seen = vec![false; calls.len()];
-            let mut stack: Vec<FuncId> = calls[f].clone();
-            while let Some(g) = stack.pop() {
-                if g.index() == f {
-                    return true;
-                }
-                if !std::mem::replace(&mut seen[g.index()], true) {
-                    stack.extend(calls[g.index()].iter().copied());
-                }
-            }
-            false
-        })
-        .collect()
 }
 
 /// Every function, each after the functions it calls unless they are on a cycle with it

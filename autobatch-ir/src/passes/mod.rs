@@ -2,6 +2,7 @@
 //! the pipeline that runs them in order.
 
 pub mod allocation;
+pub mod calls;
 pub mod copies;
 pub mod fusion;
 pub mod inline;
@@ -12,6 +13,7 @@ pub mod priority;
 pub mod simplify;
 
 pub use allocation::{allocate, allocations, allocations_with, is_tail_call, AllocationOptions};
+pub use calls::{recursive_entries, recursive_functions};
 pub use copies::propagate_copies;
 pub use fusion::fuse_pop_push;
 pub use inline::{inline_calls, InlineOptions};
@@ -19,4 +21,4 @@ pub use liveness::{liveness, BlockLiveness, Liveness, VarSet};
 pub use lowering::lower;
 pub use pipeline::{prepare, Allocations, Passes, Prepared, Source, VerifiedSource};
 pub use priority::{prioritize_blocks, prioritize_blocks_deferring};
-pub use simplify::simplify_blocks;
+pub use simplify::{simplify_blocks, simplify_blocks_keeping};

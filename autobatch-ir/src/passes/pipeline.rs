@@ -6,15 +6,17 @@
 //! [`verifications`](crate::verify::verifications)).
 
 use crate::passes::allocation::allocate;
+use crate::passes::calls::recursive_entries;
 use crate::passes::copies::propagate_copies;
 use crate::passes::fusion::fuse_pop_push;
 use crate::passes::inline::{inline_calls, InlineOptions};
 use crate::passes::lowering::lower;
 use crate::passes::priority::prioritize_blocks_deferring;
-use crate::passes::simplify::simplify_blocks;
+use crate::passes::simplify::{simplify_blocks, simplify_blocks_keeping};
 use crate::program::{PrimOp, Program};
 use crate::verified::{Form, HighProgram, LoweredProgram, Verified};
 use crate::verify::{verify_high, verify_lowered, VerifyErrors};
+use crate::Block;
 
 /// The optional passes [`prepare`] runs.
 ///
@@ -135,7 +137,8 @@ pub struct Prepared {
 ///   `passes.inline`), simplified (if `passes.simplify`), rid of needless copies (if
 ///   `passes.copies`; then simplified again) and allocated again when that changed it or
 ///   allocations are computed: that is [`Prepared::high`]. It is then lowered, simplified
-///   again, its pops fused into in-place writes, and its blocks ordered, blocks holding an op
+///   again (keeping the blocks where recursive functions' bodies start, see
+///   [`recursive_entries`]), its pops fused into in-place writes, and its blocks ordered, blocks holding an op
 ///   for which `defer` is true last ([`prioritize_blocks_deferring`]): that is
 ///   [`Prepared::lowered`];
 /// * a hand-lowered source is simplified (if `passes.simplify`) and its blocks ordered.
@@ -180,7 +183,18 @@ pub fn prepare(
             } else {
                 high
             };
-            let low = simplified(lower(&high)?, passes.simplify);
+            // Calls to recursive functions count against the depth limit where the lowered
+            // program enters their bodies, so simplification keeps those blocks.
+            let low = lower(&high)?;
+            let low = if passes.simplify {
+                let keep: Vec<Block> = recursive_entries(&high, &low)
+                    .into_iter()
+                    .map(|(b, _)| b)
+                    .collect();
+                simplify_blocks_keeping(&low, &keep)
+            } else {
+                low
+            };
             let lowered = prioritize_blocks_deferring(&fuse_pop_push(&low), defer);
             Ok(Prepared {
                 source: VerifiedSource::High(source),

@@ -17,6 +17,15 @@
 //!   back on itself (or to `A`) is left alone. Likewise a `branch` arm to a block with no ops
 //!   that ends in `goto(X)` is pointed at `X` (an arm cannot return, so only `goto` chains).
 //!
+//! * **kept blocks**: [`simplify_blocks_keeping`] is also given blocks that must stay blocks of
+//!   their own, entered by the same jumps: they are neither merged into a predecessor nor
+//!   threaded through (a jump to one stays a jump to it), though one may still absorb its own
+//!   single-predecessor successor. The pipeline keeps the lowered entry blocks of recursive
+//!   functions, where the full VM counts call depth: a tail call into one lowers to a plain
+//!   `goto`, and without this its entry could be merged into the calling block or jumped past
+//!   when empty, so the lanes would enter the function uncounted
+//!   (docs/reference-semantics.md, "The full VM").
+//!
 //! Both repeat to a fixpoint; then blocks no longer reachable are dropped (reachable: from each
 //! function's entry, along `goto`, both arms of `branch`, and a `push_goto`'s target and return
 //! address), the survivors are renumbered in their old relative order (so each function's
@@ -46,16 +55,16 @@ fn edges(term: &Terminator) -> Vec<Block> {
 
 /// The terminator block `from` takes when it jumps to `first` through blocks that only jump:
 /// the first `return` / `indirect_jump` of the chain, or a `goto` to its first block with ops
-/// (or another terminator). `None` if `first` has ops, or if the chain comes back to a block
-/// it passed (or to `from`): a lane there loops without running anything, so it keeps looping
-/// the way it did.
-fn threaded(blocks: &[BlockData], from: Block, first: Block) -> Option<Terminator> {
+/// or that is `kept` (or with another terminator). `None` if `first` has ops or is kept, or if
+/// the chain comes back to a block it passed (or to `from`): a lane there loops without
+/// running anything, so it keeps looping the way it did.
+fn threaded(blocks: &[BlockData], kept: &[bool], from: Block, first: Block) -> Option<Terminator> {
     let mut seen = vec![from];
     let mut current = first;
     let mut result = None;
     loop {
         let data = &blocks[current.index()];
-        if !data.ops.is_empty() {
+        if !data.ops.is_empty() || kept[current.index()] {
             return result;
         }
         match &data.term {
@@ -79,10 +88,21 @@ fn threaded(blocks: &[BlockData], from: Block, first: Block) -> Option<Terminato
 /// See the module docs for the rules. Works on high-level and lowered programs; variables,
 /// allocations, functions and the program's form are unchanged.
 pub fn simplify_blocks<F: Form>(program: &Verified<F>) -> Verified<F> {
+    simplify_blocks_keeping(program, &[])
+}
+
+/// [`simplify_blocks`], keeping each block of `keep` a block of its own that lanes enter by
+/// the same jumps as before: none is merged into a predecessor or threaded through (see the
+/// module docs). The kept blocks keep their names, so their new numbers are found by name.
+pub fn simplify_blocks_keeping<F: Form>(program: &Verified<F>, keep: &[Block]) -> Verified<F> {
     let n = program.blocks.len();
     let owners = program.block_owners();
     let mut blocks: Vec<BlockData> = program.blocks.iter().cloned().collect();
-    let mut pinned = vec![false; n];
+    let mut kept = vec![false; n];
+    for b in keep {
+        kept[b.index()] = true;
+    }
+    let mut pinned = kept.clone();
     for f in &program.functions {
         pinned[f.entry().index()] = true;
     }
@@ -111,7 +131,7 @@ pub fn simplify_blocks<F: Form>(program: &Verified<F>) -> Verified<F> {
             let from = Block::new(a);
             if let Terminator::Branch { cond, then_, else_ } = blocks[a].term {
                 // An arm to a chain of blocks that only jump goes where the chain ends.
-                let mut arm = |t: Block| match threaded(&blocks, from, t) {
+                let mut arm = |t: Block| match threaded(&blocks, &kept, from, t) {
                     Some(Terminator::Goto(end)) => {
                         preds[t.index()] -= 1;
                         preds[end.index()] += 1;
@@ -124,7 +144,7 @@ pub fn simplify_blocks<F: Form>(program: &Verified<F>) -> Verified<F> {
                 blocks[a].term = Terminator::Branch { cond, then_, else_ };
             }
             while let Terminator::Goto(target) = blocks[a].term {
-                if let Some(term) = threaded(&blocks, from, target) {
+                if let Some(term) = threaded(&blocks, &kept, from, target) {
                     if term != blocks[a].term {
                         preds[target.index()] -= 1;
                         for t in edges(&term) {

@@ -184,28 +184,11 @@ pub fn is_depth_error(e: &RuntimeError) -> bool {
     )
 }
 
-/// How closely the interpreters' depth errors must follow the reference interpreter's.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Depth {
-    /// Exactly: a depth error where the reference has one, its results where it has them.
-    Exact,
-    /// Up to the one known gap: the full VM does not count a recursive function's frame when
-    /// simplification has threaded lanes past that function's (empty) entry block, so it may
-    /// complete a run the reference stops, but then with the results the reference gives
-    /// without a limit.
-    UncountedEntries,
-}
-
 /// At a small stack limit `limit`: where the reference interpreter stops with a depth error,
 /// every way (every `Passes` combination, inlining included: depth counts frames of recursive
 /// functions, which inlining never removes) stops with one; where it completes, every way
-/// gives its results (see [`Depth`] for how closely).
-pub fn agree_at_limit(
-    spec: &Spec,
-    batch: &Batch,
-    limit: usize,
-    depth: Depth,
-) -> Result<(), TestCaseError> {
+/// gives its results.
+pub fn agree_at_limit(spec: &Spec, batch: &Batch, limit: usize) -> Result<(), TestCaseError> {
     let built = build(spec, batch.len);
     let inputs = columns(batch, &spec.funcs[0].params);
     let exe = Executable::with_passes(
@@ -223,23 +206,17 @@ pub fn agree_at_limit(
             )));
         }
     }
-    let unlimited = exe.run_reference(&inputs, &config(Mode::FullVm, batch, LIMIT));
-    let same = |want: &Result<Run, RuntimeError>, have: &Run| match want {
-        Ok(want) => {
-            (0..batch.lanes.len()).all(|l| lane(&want.outputs, l) == lane(&have.outputs, l))
-        }
-        Err(_) => false,
+    let same = |want: &Run, have: &Run| {
+        (0..batch.lanes.len()).all(|l| lane(&want.outputs, l) == lane(&have.outputs, l))
     };
     let mut failures: Vec<String> = Vec::new();
     for passes in variants(false) {
         for mode in [Mode::FullVm, Mode::Stackless] {
-            let gap = depth == Depth::UncountedEntries && mode == Mode::FullVm;
             let got = run(&built, &passes, &config(mode, batch, limit), &inputs);
             let agrees = match (&reference, &got) {
-                (Ok(_), Ok(have)) => same(&reference, have),
+                (Ok(want), Ok(have)) => same(want, have),
                 (Err(_), Err(e)) => is_depth_error(e),
-                (Err(_), Ok(have)) => gap && same(&unlimited, have),
-                (Ok(_), Err(_)) => false,
+                _ => false,
             };
             if !agrees {
                 let got = got.map(|_| "results");

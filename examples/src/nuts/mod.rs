@@ -8,6 +8,11 @@
 //! - [`record`]: the primitive that hands every draw back, and the per-run sink;
 //! - this module: [`Settings`], validation, initial points and [`sample`], which runs every
 //!   chain's warmup and draws in one autobatched call.
+//!
+//! One chain's failure loses nothing else: a chain whose target panics (at its initial point
+//! or while sampling) or whose initial point has no finite density is reported in
+//! [`Run::failed`], and every other chain's draws are those of a run without it, bit for bit
+//! (the autobatched call runs with lane isolation).
 
 pub mod record;
 pub mod sampler;
@@ -19,10 +24,12 @@ pub use shared::{ChainSettings, GradientCounts, Shared};
 pub use target::{CorrelatedGaussian, LogisticRegression, Target};
 
 use crate::diagnostics::{self, Summary};
-use autobatch_runtime::ndarray::{Array1, Array2, ArrayView2};
-use autobatch_runtime::{Config, Key, Mode, RuntimeError, Stats};
+use autobatch_runtime::ndarray::{Array1, Array2, ArrayView2, Axis};
+use autobatch_runtime::{autobatch, Config, Key, Mode, RuntimeError, Stats, Vector};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use shared::logp_grad;
 use thiserror::Error;
 
 /// How to run the sampler. `Settings::default()` is the main job's configuration: 1,000
@@ -103,7 +110,9 @@ pub enum SampleError {
         /// The target's dimension.
         dim: usize,
     },
-    /// The log density or its gradient is not finite at a chain's initial point.
+    /// The log density or its gradient is not finite at a chain's initial point. Only an
+    /// error of the run when it holds for every chain; else that chain is one of
+    /// [`Run::failed`] with this message.
     #[error("target `{target}`: the log density is {logp} (gradient finite: {grad_finite}) at the initial point of chain {chain}; it must be finite where chains start")]
     NonFiniteStart {
         /// The target's name.
@@ -115,15 +124,56 @@ pub enum SampleError {
         /// Whether every gradient coordinate was finite.
         grad_finite: bool,
     },
-    /// The autobatched run failed.
+    /// The target failed at a chain's initial point: it panicked, or returned arrays of the
+    /// wrong shape for that point alone. Only an error of the run when it holds for every
+    /// chain; else that chain is one of [`Run::failed`] with this message.
+    #[error("target `{target}` failed at the initial point of chain {chain}: {message}")]
+    TargetFailed {
+        /// The target's name.
+        target: String,
+        /// The chain.
+        chain: u64,
+        /// What went wrong (a panic's message, as the runtime reports it).
+        message: String,
+    },
+    /// The target panicked on the initial points of chains together though it did not on
+    /// each alone: its `logp_grad` is not row-wise (see [`Target`]).
+    #[error("target `{target}` panicked on the initial points of {rows} chains together, though not on each alone; `logp_grad` must compute each row from that row only ({message})")]
+    NotRowWise {
+        /// The target's name.
+        target: String,
+        /// Rows evaluated together.
+        rows: usize,
+        /// The panic's message.
+        message: String,
+    },
+    /// The autobatched run failed (for every chain, if the failure was a chain's own).
     #[error(transparent)]
     Runtime(#[from] RuntimeError),
 }
 
-/// The result of [`sample`].
+/// A chain left out of a run: it failed, and every other chain ran as if it had not been there.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FailedChain {
+    /// The chain's index (as in [`sample_chains`]'s `ids`).
+    pub chain: u64,
+    /// Whether it failed at its initial point, before sampling (else while sampling).
+    pub at_start: bool,
+    /// What went wrong, in words.
+    pub error: String,
+}
+
+/// The result of [`sample`]: the chains that ran to their end, and those that failed.
 #[derive(Clone, Debug)]
 pub struct Run {
-    /// Every draw with its statistics.
+    /// The index of each chain that ran to its end: row `k` of [`draws`](Self::draws),
+    /// [`warmup`](Self::warmup), [`step_size`](Self::step_size) and
+    /// [`inverse_metric`](Self::inverse_metric) is chain `chain_ids[k]`.
+    pub chain_ids: Vec<u64>,
+    /// The chains that failed, by index, with why (empty if none did). They are in no other
+    /// field but [`gradients`](Self::gradients), which counts every evaluation made.
+    pub failed: Vec<FailedChain>,
+    /// Every draw of the chains in [`chain_ids`](Self::chain_ids), with its statistics.
     pub draws: Draws,
     /// The warmup transitions with their statistics if [`Settings::save_warmup`] was set
     /// (else empty).
@@ -132,23 +182,31 @@ pub struct Run {
     pub step_size: Array1<f64>,
     /// Each chain's adapted diagonal inverse metric: `[chains, dim]`.
     pub inverse_metric: Array2<f64>,
-    /// The interpreter's statistics for the run.
+    /// The interpreter's statistics for the run (after a chain failed while sampling: for the
+    /// run of the others alone).
     pub stats: Stats,
-    /// Gradient evaluations: batched kernel calls and rows computed.
+    /// Gradient evaluations: batched kernel calls and rows computed (after a chain failed
+    /// while sampling: over every attempt, since the others then ran again without it).
     pub gradients: GradientCounts,
     /// Wall time of the autobatched call.
     pub elapsed: Duration,
 }
 
 impl Run {
-    /// Chains in the run.
+    /// Chains that ran to their end (the rows of the draws).
     pub fn chains(&self) -> usize {
         self.draws.q.dim().0
     }
 
-    /// Mean fraction of the batch each gradient call computed (rows / (calls x chains)).
+    /// Chains the sampler started: those that ran to their end and those that failed while
+    /// sampling (the batch of the first autobatched call).
+    pub fn batch(&self) -> usize {
+        self.chains() + self.failed.iter().filter(|f| !f.at_start).count()
+    }
+
+    /// Mean fraction of the batch each gradient call computed (rows / (calls x batch)).
     pub fn gradient_utilisation(&self) -> f64 {
-        let slots = self.gradients.calls as f64 * self.chains() as f64;
+        let slots = self.gradients.calls as f64 * self.batch() as f64;
         if slots == 0.0 {
             0.0
         } else {
@@ -275,36 +333,115 @@ pub fn initial_point(seed: u64, chain: u64, dim: usize, radius: f64) -> Vec<f64>
         .collect()
 }
 
-/// Evaluates the target at `q` and checks shapes and finiteness (the checks a run makes
-/// before it starts).
-fn check_start(target: &dyn Target, ids: &[u64], q: ArrayView2<f64>) -> Result<(), SampleError> {
-    let (rows, dim) = q.dim();
-    let (logp, grad) = target.logp_grad(q);
-    let shape_error = |what, got: &[usize]| SampleError::TargetShape {
-        target: target.name(),
-        what,
-        got: got.to_vec(),
-        rows,
-        dim,
-    };
-    if logp.len() != rows {
-        return Err(shape_error("log densities", logp.shape()));
+/// The log density and gradient of the installed target at `q`: one chain's initial point,
+/// evaluated through the runtime so that a panic is caught quietly and blamed on its chain.
+#[autobatch]
+fn start_point(shared: &Shared, q: Vector) -> (f64, Vector) {
+    let (logp, g) = logp_grad(shared, &q);
+    (logp, g)
+}
+
+/// What a chain's runtime failure says, in the sampler's words: where it happened (the
+/// failing primitive, if a kernel failed) and what happened.
+fn failure_message(error: &RuntimeError) -> (Option<&str>, String) {
+    match error {
+        RuntimeError::Kernel {
+            source_text,
+            message,
+            ..
+        } => (Some(source_text), message.clone()),
+        other => (None, other.to_string()),
     }
-    if grad.dim() != (rows, dim) {
-        return Err(shape_error("gradients", grad.shape()));
-    }
-    for ((lp, g), &chain) in logp.iter().zip(grad.rows()).zip(ids) {
-        let grad_finite = g.iter().all(|x| x.is_finite());
-        if !lp.is_finite() || !grad_finite {
-            return Err(SampleError::NonFiniteStart {
+}
+
+/// Evaluates the target at the initial points `q` of chains `ids` before sampling: returns the
+/// rows of the chains that cannot start (the target panics there, or the log density or
+/// gradient is not finite), lowest first, each with its error. Fails if the target returns arrays of the wrong shape, is not
+/// row-wise, or no chain can start (with the first chain's error).
+///
+/// The points are first evaluated through the runtime with lane isolation, which catches a
+/// panic without printing it and names the chain at fault; the chains left are then evaluated
+/// together directly, to check shapes and finiteness.
+fn check_start(
+    target: &Arc<dyn Target>,
+    settings: &Settings,
+    ids: &[u64],
+    q: ArrayView2<f64>,
+) -> Result<Vec<(usize, SampleError)>, SampleError> {
+    let config = Config::with_mode(settings.mode);
+    // Its own context, so these evaluations are not counted as the run's gradients.
+    let shared = Shared::new(target.clone(), settings.chain_settings());
+    let isolated = start_point::batch_isolated(&shared, q, &config);
+    let mut failed: Vec<(usize, SampleError)> = isolated?
+        .failed
+        .iter()
+        .map(|f| {
+            let error = SampleError::TargetFailed {
                 target: target.name(),
-                chain,
-                logp: *lp,
-                grad_finite,
-            });
+                chain: ids[f.lane],
+                message: failure_message(&f.error).1,
+            };
+            (f.lane, error)
+        })
+        .collect();
+    let rows: Vec<usize> = (0..ids.len())
+        .filter(|r| failed.iter().all(|(f, _)| f != r))
+        .collect();
+    if !rows.is_empty() {
+        let q = q.select(Axis(0), &rows);
+        let (rows_n, dim) = q.dim();
+        let (logp, grad) =
+            catch_unwind(AssertUnwindSafe(|| target.logp_grad(q.view()))).map_err(|payload| {
+                SampleError::NotRowWise {
+                    target: target.name(),
+                    rows: rows_n,
+                    message: panic_text(payload.as_ref()),
+                }
+            })?;
+        let shape_error = |what, got: &[usize]| SampleError::TargetShape {
+            target: target.name(),
+            what,
+            got: got.to_vec(),
+            rows: rows_n,
+            dim,
+        };
+        if logp.len() != rows_n {
+            return Err(shape_error("log densities", logp.shape()));
+        }
+        if grad.dim() != (rows_n, dim) {
+            return Err(shape_error("gradients", grad.shape()));
+        }
+        for ((lp, g), &row) in logp.iter().zip(grad.rows()).zip(&rows) {
+            let grad_finite = g.iter().all(|x| x.is_finite());
+            if !lp.is_finite() || !grad_finite {
+                let error = SampleError::NonFiniteStart {
+                    target: target.name(),
+                    chain: ids[row],
+                    logp: *lp,
+                    grad_finite,
+                };
+                failed.push((row, error));
+            }
         }
     }
-    Ok(())
+    failed.sort_by_key(|(row, _)| *row);
+    if failed.len() == ids.len() {
+        let (_, first) = failed.remove(0);
+        return Err(first);
+    }
+    Ok(failed)
+}
+
+/// A panic payload's message, as the runtime words a kernel's.
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    match (
+        payload.downcast_ref::<&str>(),
+        payload.downcast_ref::<String>(),
+    ) {
+        (Some(s), _) => format!("panicked: {s}"),
+        (_, Some(s)) => format!("panicked: {s}"),
+        _ => "panicked".to_string(),
+    }
 }
 
 /// Samples `target` with chains `0..settings.chains` in one autobatched call of
@@ -321,8 +458,15 @@ pub fn sample<T: Target + 'static>(
     sample_chains(Arc::new(target), settings, &ids, progress)
 }
 
-/// Like [`sample`] for the chains with the given indices (row `k` of the result is chain
-/// `ids[k]`; `settings.chains` is ignored): e.g. one chain of a large run, alone.
+/// Like [`sample`] for the chains with the given indices (`settings.chains` is ignored): e.g.
+/// one chain of a large run, alone. Row `k` of the result is chain `run.chain_ids[k]`: the
+/// chains of `ids` in order, less those in [`Run::failed`].
+///
+/// A chain fails, and is reported there instead of failing the run, if the target panics at
+/// its initial point or while it samples, or if the log density or its gradient is not finite
+/// at its initial point (a non-finite density while sampling is a divergence, not a failure).
+/// The other chains' draws are those of a run without it, bit for bit. The run fails if
+/// every chain does, or if the target returns arrays of the wrong shape.
 pub fn sample_chains(
     target: Arc<dyn Target>,
     settings: &Settings,
@@ -349,7 +493,21 @@ pub fn sample_chains(
             .collect(),
     )
     .expect("chains x dim values");
-    check_start(target.as_ref(), ids, init.view())?;
+    let refused = check_start(&target, settings, ids, init.view())?;
+    let starting: Vec<usize> = (0..ids.len())
+        .filter(|&row| refused.iter().all(|(r, _)| *r != row))
+        .collect();
+    let mut failed: Vec<FailedChain> = refused
+        .into_iter()
+        .map(|(row, error)| FailedChain {
+            chain: ids[row],
+            at_start: true,
+            error: error.to_string(),
+        })
+        .collect();
+    let ids: Vec<u64> = starting.iter().map(|&row| ids[row]).collect();
+    let init = init.select(Axis(0), &starting);
+    let chains = ids.len();
     let keys = Array1::from_iter(ids.iter().map(|&c| chain_key(settings.seed, c)));
     let rows = Array1::from_iter(0..chains as i64);
     let shared = Shared::new(target, settings.chain_settings());
@@ -363,17 +521,39 @@ pub fn sample_chains(
     };
     let shape = (chains, settings.draws, dim);
     let (result, recorded) = record::with_sink(shape, keep_warmup, total, progress, || {
-        sampler::chain::batch_with_stats(&shared, init.view(), rows.view(), keys.view(), &config)
+        sampler::chain::batch_isolated(&shared, init.view(), rows.view(), keys.view(), &config)
     });
     let gradients = shared.gradients();
     let elapsed = start.elapsed();
-    let ((_, step_size, inverse_metric), stats) = result?;
+    let run = result?;
+    if run.failed.len() == chains {
+        return Err(SampleError::Runtime(run.failed[0].error.clone()));
+    }
+    failed.extend(run.failed.iter().map(|f| FailedChain {
+        chain: ids[f.lane],
+        at_start: false,
+        error: match failure_message(&f.error) {
+            (Some(primitive), message) => {
+                format!("failed while sampling, in `{primitive}`: {message}")
+            }
+            (None, message) => format!("failed while sampling: {message}"),
+        },
+    }));
+    failed.sort_by_key(|f| f.chain);
+    let good: Vec<usize> = (0..chains)
+        .filter(|&row| run.failed.iter().all(|f| f.lane != row))
+        .collect();
+    let (_, step_size, inverse_metric) = run.outputs;
+    // In place: the draws of a large run are most of its memory.
+    let recorded = recorded.keep_chains(&good);
     Ok(Run {
+        chain_ids: good.iter().map(|&row| ids[row]).collect(),
+        failed,
         draws: recorded.draws,
         warmup: recorded.warmup,
-        step_size,
-        inverse_metric,
-        stats,
+        step_size: step_size.select(Axis(0), &good),
+        inverse_metric: inverse_metric.select(Axis(0), &good),
+        stats: run.stats,
         gradients,
         elapsed,
     })

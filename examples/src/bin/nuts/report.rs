@@ -1,6 +1,7 @@
-//! What the `nuts` binary prints after a run: the diagnostics of the worst coordinates (or of
-//! all), sampler statistics, throughput and utilisation, each figure saying what it means;
-//! and the same diagnostics for every coordinate as CSV.
+//! What the `nuts` binary prints after a run: the chains that failed (if any), the diagnostics
+//! of the worst coordinates (or of all) over the others, sampler statistics, throughput and
+//! utilisation, each figure saying what it means; and the same diagnostics for every
+//! coordinate as CSV.
 
 use autobatch_examples::diagnostics::Summary;
 use autobatch_examples::nuts::{Run, Settings};
@@ -8,6 +9,9 @@ use std::io::{self, Write};
 
 /// How many coordinates each "worst" list shows.
 const WORST: usize = 3;
+
+/// How many failed chains are listed one by one.
+const FAILED_LISTED: usize = 10;
 
 /// The table's header and one row per coordinate.
 fn header() -> String {
@@ -78,6 +82,7 @@ pub fn print(
         "run        {chains} chains x {draws} draws after {} warmup, {:?}, seed {}",
         settings.warmup, settings.mode, settings.seed
     )?;
+    failures(out, run)?;
     writeln!(out)?;
     let lists: Vec<(&str, Vec<usize>)> = if all {
         vec![("every coordinate", (0..dim).collect())]
@@ -160,7 +165,8 @@ pub fn print(
     )?;
     writeln!(
         out,
-        "               this fraction of the {chains} chains ({} calls, {:.0} rows per call)",
+        "               this fraction of the {} chains ({} calls, {:.0} rows per call)",
+        run.batch(),
         run.gradients.calls,
         run.gradients.rows as f64 / run.gradients.calls.max(1) as f64
     )?;
@@ -181,6 +187,28 @@ pub fn print(
         rows as f64 / run.stats.batch_size.max(1) as f64
     )?;
     writeln!(out, "               vectors the interpreter held at once")
+}
+
+/// Lists the chains that failed (the first [`FAILED_LISTED`]) and says that everything after
+/// covers the others; nothing if none failed.
+fn failures(out: &mut impl Write, run: &Run) -> io::Result<()> {
+    let n = run.failed.len();
+    if n == 0 {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "failed     {n} of {} chains, left out of everything below (it covers the other {}):",
+        n + run.chains(),
+        run.chains()
+    )?;
+    for f in run.failed.iter().take(FAILED_LISTED) {
+        writeln!(out, "  chain {}: {}", f.chain, f.error)?;
+    }
+    if n > FAILED_LISTED {
+        writeln!(out, "  ... and {} more", n - FAILED_LISTED)?;
+    }
+    Ok(())
 }
 
 /// Writes every coordinate's diagnostics as CSV (full precision, one row per coordinate).
@@ -230,6 +258,50 @@ mod tests {
         assert_eq!(worst_by(&s, 3, |s| s.r_hat), vec![2, 1, 3]);
         assert_eq!(worst_by(&s, 2, |s| -s.ess_bulk), vec![3, 1]);
         assert_eq!(worst_by(&s, 9, |s| s.r_hat).len(), 4);
+    }
+
+    #[test]
+    fn failed_chains_come_first_and_the_rest_is_said_to_cover_the_others() {
+        use autobatch_examples::nuts::{Draws, FailedChain, GradientCounts};
+        use autobatch_runtime::ndarray::{Array1, Array2};
+        let failed = |chain, at_start| FailedChain {
+            chain,
+            at_start,
+            error: format!("boom {chain}"),
+        };
+        let mut run = Run {
+            chain_ids: vec![0, 2],
+            failed: Vec::new(),
+            draws: Draws::new(2, 4, 1),
+            warmup: Draws::new(2, 0, 1),
+            step_size: Array1::zeros(2),
+            inverse_metric: Array2::zeros((2, 1)),
+            stats: Default::default(),
+            gradients: GradientCounts::default(),
+            elapsed: Default::default(),
+        };
+        let mut out = Vec::new();
+        failures(&mut out, &run).unwrap();
+        assert!(out.is_empty(), "nothing when no chain failed");
+        run.failed = vec![failed(1, true), failed(3, false)];
+        failures(&mut out, &run).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(
+            text,
+            "failed     2 of 4 chains, left out of everything below (it covers the other 2):\n  \
+             chain 1: boom 1\n  chain 3: boom 3\n"
+        );
+        assert_eq!(
+            run.batch(),
+            3,
+            "the sampler started the chains not refused at start"
+        );
+        run.failed = (0..12).map(|c| failed(c + 10, false)).collect();
+        let mut out = Vec::new();
+        failures(&mut out, &run).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(text.lines().count(), 1 + FAILED_LISTED + 1);
+        assert!(text.ends_with("  ... and 2 more\n"), "{text}");
     }
 
     #[test]
