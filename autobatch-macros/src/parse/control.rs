@@ -1,6 +1,7 @@
-//! Blocks and control flow: `if`, `while`, `loop`, `break`, `continue`, `return`, `{ .. }`.
+//! Blocks and control flow: `if`, `while`, `loop` (labelled or not), `break`, `continue`,
+//! `return`, `{ .. }`.
 
-use super::ast::{Block, Expr, ExprKind, Stmt};
+use super::ast::{Block, Expr, ExprKind, Label, Stmt};
 use super::expr::{boxed, expr, mk};
 use super::pattern::pattern;
 use super::{rejected, Errors};
@@ -47,36 +48,30 @@ pub(super) fn flow(e: &syn::Expr, errors: &mut Errors) -> Expr {
             let els = i.else_branch.as_ref().map(|(_, x)| boxed(x, errors));
             mk(ExprKind::If(cond, then, els), e)
         }
-        syn::Expr::While(w) => {
-            if let Some(l) = &w.label {
-                errors.at(l, "loop labels are not supported in #[autobatch] code");
-            }
-            mk(
-                ExprKind::While(boxed(&w.cond, errors), block(&w.body, errors)),
-                e,
-            )
-        }
-        syn::Expr::Loop(l) => {
-            if let Some(lb) = &l.label {
-                errors.at(lb, "loop labels are not supported in #[autobatch] code");
-            }
-            mk(ExprKind::Loop(block(&l.body, errors)), e)
-        }
-        syn::Expr::Break(b) => {
-            if let Some(l) = &b.label {
-                errors.at(l, "loop labels are not supported in #[autobatch] code");
-            }
-            mk(
-                ExprKind::Break(b.expr.as_ref().map(|x| boxed(x, errors))),
-                e,
-            )
-        }
-        syn::Expr::Continue(c) => {
-            if let Some(l) = &c.label {
-                errors.at(l, "loop labels are not supported in #[autobatch] code");
-            }
-            mk(ExprKind::Continue, e)
-        }
+        syn::Expr::While(w) => mk(
+            ExprKind::While(
+                w.label.as_ref().map(label),
+                boxed(&w.cond, errors),
+                block(&w.body, errors),
+            ),
+            e,
+        ),
+        syn::Expr::Loop(l) => mk(
+            ExprKind::Loop(l.label.as_ref().map(label), block(&l.body, errors)),
+            e,
+        ),
+        syn::Expr::ForLoop(f) => super::loops::for_loop(f, errors),
+        syn::Expr::Break(b) => mk(
+            ExprKind::Break(
+                b.label.as_ref().map(|l| l.ident.to_string()),
+                b.expr.as_ref().map(|x| boxed(x, errors)),
+            ),
+            e,
+        ),
+        syn::Expr::Continue(c) => mk(
+            ExprKind::Continue(c.label.as_ref().map(|l| l.ident.to_string())),
+            e,
+        ),
         syn::Expr::Return(r) => mk(
             ExprKind::Return(r.expr.as_ref().map(|x| boxed(x, errors))),
             e,
@@ -89,4 +84,9 @@ pub(super) fn flow(e: &syn::Expr, errors: &mut Errors) -> Expr {
         }
         _ => rejected::expr(e, errors),
     }
+}
+
+/// A loop's label, by name (`'outer` -> `outer`).
+pub(super) fn label(l: &syn::Label) -> Label {
+    l.name.ident.to_string()
 }

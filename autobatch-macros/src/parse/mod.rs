@@ -6,6 +6,7 @@
 pub mod args;
 pub mod ast;
 mod control;
+mod loops;
 pub mod expr;
 mod pattern;
 mod rejected;

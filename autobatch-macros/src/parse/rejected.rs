@@ -8,17 +8,6 @@ use super::Errors;
 /// Reports `e`, a construct the language does not have, and returns its placeholder.
 pub(super) fn expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
     match e {
-        syn::Expr::ForLoop(f) => {
-            errors.at(f.for_token, "`for` loops are not supported in #[autobatch] code; write a `while` loop with a counter");
-            invalid(e)
-        }
-        syn::Expr::Match(m) => {
-            errors.at(
-                m.match_token,
-                "`match` is not supported in #[autobatch] code; use `if` / `else if`",
-            );
-            invalid(e)
-        }
         syn::Expr::Closure(c) => {
             errors.at(c, "closures are not supported in #[autobatch] code; write another #[autobatch] function");
             invalid(e)

@@ -137,7 +137,11 @@ pub fn infer(e: &Expr, expected: Option<&Ty>, scope: &dyn Scope) -> Result<Ty, T
             None => err(e, unknown_variable(id)),
         },
         ExprKind::Invalid => err(e, ""),
-        ExprKind::Const(t) => Ok(t.clone()),
+        ExprKind::Const(Some(t)) => Ok(t.clone()),
+        ExprKind::Const(None) => match expected {
+            Some(t) => Ok(t.clone()),
+            None => err(e, format!("the type of the constant `{}` is not known here; annotate it (`let x: i64 = {}`)", e.tokens, e.tokens)),
+        },
         ExprKind::Binary(op, _, l, r) => {
             let operand_expected = match op {
                 BinOp::Arith | BinOp::Shift => expected,
@@ -403,7 +407,8 @@ fn infer_pair(
     shift: bool,
     scope: &dyn Scope,
 ) -> Result<(Ty, Ty), TypeError> {
-    let is_free_lit = |e: &Expr| matches!(e.kind, ExprKind::Lit { suffix: None, .. });
+    let is_free_lit =
+        |e: &Expr| matches!(e.kind, ExprKind::Lit { suffix: None, .. } | ExprKind::Const(None));
     let (lt, rt) = infer_pair_inner(l, r, expected, shift, scope, is_free_lit)?;
     if !shift && lt != rt && lt != Ty::Vector && rt != Ty::Vector {
         if let ExprKind::Var(id) = &l.kind {
