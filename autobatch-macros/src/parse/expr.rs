@@ -4,7 +4,7 @@
 
 use super::ast::{BinOp, Expr, ExprKind, Ty};
 use super::types::{suffix, ty};
-use super::{control, rejected, Errors};
+use super::{control, destructure, rejected, Errors};
 use autobatch_ir::DType;
 use quote::ToTokens;
 use syn::spanned::Spanned;
@@ -186,6 +186,9 @@ pub fn expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
                 invalid(e)
             }
         },
+        syn::Expr::Assign(a) if matches!(&*a.left, syn::Expr::Tuple(_) | syn::Expr::Infer(_)) => {
+            destructure::assignment(a, errors)
+        }
         syn::Expr::Assign(a) => match assign_target(&a.left, errors) {
             Some(target) => mk(ExprKind::Assign(target, boxed(&a.right, errors), None), e),
             None => invalid(e),
@@ -269,6 +272,7 @@ pub fn expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
         | syn::Expr::While(_)
         | syn::Expr::Loop(_)
         | syn::Expr::ForLoop(_)
+        | syn::Expr::Match(_)
         | syn::Expr::Break(_)
         | syn::Expr::Continue(_)
         | syn::Expr::Return(_)

@@ -6,7 +6,9 @@
 pub mod args;
 pub mod ast;
 mod control;
+mod destructure;
 mod loops;
+mod matching;
 pub mod expr;
 mod pattern;
 mod rejected;
@@ -14,7 +16,7 @@ mod types;
 
 pub use types::ty;
 
-use ast::{Func, Ty};
+use ast::{Expr, Func, Stmt, Ty};
 use control::block;
 use pattern::pattern;
 use syn::spanned::Spanned;
@@ -70,6 +72,7 @@ pub fn func(item: &syn::ItemFn, errors: &mut Errors) -> Func {
     }
     let mut params = Vec::new();
     let mut poisoned = Vec::new();
+    let mut unpack = Vec::new();
     for input in &sig.inputs {
         match input {
             syn::FnArg::Receiver(r) => {
@@ -81,8 +84,22 @@ pub fn func(item: &syn::ItemFn, errors: &mut Errors) -> Func {
                     syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
                         params.push((pi.ident.clone(), t))
                     }
+                    tuple @ syn::Pat::Tuple(_) => {
+                        // `(a, b): (i64, i64)`: one parameter, taken apart at the start.
+                        let name = syn::Ident::new(
+                            &format!("__autobatch_param{}", params.len()),
+                            tuple.span(),
+                        );
+                        let (pat, _) = pattern(tuple, errors);
+                        unpack.push(Stmt::Let {
+                            pat,
+                            ty: Some(t.clone()),
+                            init: Expr::var(&name),
+                        });
+                        params.push((name, t));
+                    }
                     other => {
-                        errors.at(other, "parameters must be plain names (`x: i64`); destructure in the body with `let`");
+                        errors.at(other, "parameters are names (`x: i64`) or tuples of them (`(a, b): (i64, i64)`)");
                         poisoned.extend(pattern(other, &mut Errors::default()).0.names());
                     }
                 }
@@ -93,7 +110,8 @@ pub fn func(item: &syn::ItemFn, errors: &mut Errors) -> Func {
         syn::ReturnType::Default => Ty::unit(),
         syn::ReturnType::Type(_, t) => ty(t, errors),
     };
-    let body = block(&item.block, errors);
+    let mut body = block(&item.block, errors);
+    body.stmts.splice(0..0, unpack);
     Func {
         name: sig.ident.clone(),
         params,

@@ -3,7 +3,7 @@
 
 use super::ast::Expr;
 use super::expr::invalid;
-use super::Errors;
+use super::{matching, Errors};
 
 /// Reports `e`, a construct the language does not have, and returns its placeholder.
 pub(super) fn expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
@@ -26,13 +26,13 @@ pub(super) fn expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
             );
             invalid(e)
         }
-        syn::Expr::Macro(m) => {
+        syn::Expr::Macro(m) => matching::matches_macro(&m.mac, errors).unwrap_or_else(|| {
             errors.at(
                 m,
                 "macros are not supported in #[autobatch] code; write the expression out",
             );
             invalid(e)
-        }
+        }),
         syn::Expr::Index(i) => {
             errors.at(
                 i,

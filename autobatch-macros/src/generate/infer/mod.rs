@@ -160,7 +160,10 @@ pub fn infer(e: &Expr, expected: Option<&Ty>, scope: &dyn Scope) -> Result<Ty, T
         }
         ExprKind::Unary(_, inner) | ExprKind::Ref(inner) => infer(inner, expected, scope),
         ExprKind::Cast(inner, t, _) => {
-            infer(inner, None, scope)?;
+            // A constant the macro cannot see is cast as rustc types it.
+            if !matches!(inner.kind, ExprKind::Const(None)) {
+                infer(inner, None, scope)?;
+            }
             Ok(t.clone())
         }
         ExprKind::Method(recv, name, args) => {
@@ -223,7 +226,16 @@ pub fn infer(e: &Expr, expected: Option<&Ty>, scope: &dyn Scope) -> Result<Ty, T
             if cond_ty != bool_ty {
                 return err(cond, format!("expected bool, found {}", describe(&cond_ty)));
             }
-            let then_ty = infer_block(then, expected, scope)?;
+            let then_ty = match infer_block(then, expected, scope) {
+                Ok(t) => t,
+                // A branch that takes its type from the other (a constant the macro cannot
+                // see: `if c { N } else { n }`) is typed after it.
+                Err(_) if expected.is_none() => {
+                    let else_ty = infer(els, None, scope)?;
+                    infer_block(then, Some(&else_ty), scope)?
+                }
+                Err(te) => return Err(te),
+            };
             let else_ty = infer(els, expected.or(Some(&then_ty)), scope)?;
             let ty = if then_ty == else_ty {
                 then_ty
