@@ -92,7 +92,9 @@ pub(super) fn flow(e: &syn::Expr, errors: &mut Errors) -> Expr {
         ),
         syn::Expr::Block(b) => {
             if let Some(l) = &b.label {
-                errors.at(l, "block labels are not supported in #[autobatch] code");
+                // Its `break`s name the label: they would be follow-on errors.
+                errors.at(l, "block labels are not supported in #[autobatch] code; label a `loop` and `break` out of it");
+                return super::expr::invalid(e);
             }
             mk(ExprKind::Block(block(&b.block, errors)), e)
         }

@@ -146,7 +146,12 @@ pub fn expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
         syn::Expr::Path(p) if p.qself.is_none() => match p.path.get_ident() {
             Some(id) if !is_constant_name(id) => mk(ExprKind::Var(id.clone()), e),
             _ if const_type(&p.path).is_some() => mk(ExprKind::Const(const_type(&p.path)), e),
-            _ if p.path.segments.last().is_some_and(|s| is_constant_name(&s.ident)) => {
+            _ if p
+                .path
+                .segments
+                .last()
+                .is_some_and(|s| is_constant_name(&s.ident)) =>
+            {
                 mk(ExprKind::Const(None), e)
             }
             _ => {

@@ -23,9 +23,7 @@ struct Range {
 pub(super) fn for_loop(f: &syn::ExprForLoop, errors: &mut Errors) -> Expr {
     let e = syn::Expr::ForLoop(f.clone());
     let var = match &*f.pat {
-        syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
-            Some(pi.ident.clone())
-        }
+        syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => Some(pi.ident.clone()),
         syn::Pat::Wild(_) => None,
         other => {
             errors.at(
@@ -69,7 +67,10 @@ fn range(e: &syn::Expr, errors: &mut Errors) -> Option<Range> {
                 step: None,
             }),
             _ => {
-                errors.at(r, format!("a `for` range in #[autobatch] code has both ends; {RANGES}"));
+                errors.at(
+                    r,
+                    format!("a `for` range in #[autobatch] code has both ends; {RANGES}"),
+                );
                 None
             }
         },

@@ -20,6 +20,9 @@ use syn::spanned::Spanned;
 /// The patterns the language matches, for messages.
 const PATTERNS: &str = "patterns in #[autobatch] code are integer and bool literals, ranges of them (`1..=5`, `..=0`), constants, `_`, names (`n`, `n @ 1..=9`), `|` and tuples of these";
 
+/// What to write instead of a float pattern.
+const FLOATS: &str = "float patterns are not supported in #[autobatch] code; compare with `if` (`x >= 0.0 && x < 1.0`)";
+
 /// Where the value being matched is: one expression, or the elements of a tuple expression.
 #[derive(Clone)]
 enum Place {
@@ -91,7 +94,7 @@ fn endpoint(e: &syn::Expr, errors: &mut Errors) -> Option<TokenStream> {
         syn::Expr::Lit(l) => match &l.lit {
             syn::Lit::Int(_) | syn::Lit::Bool(_) => Some(e.to_token_stream()),
             syn::Lit::Float(_) => {
-                errors.at(e, "float patterns are not supported in #[autobatch] code; compare with `if` (`x >= 0.0 && x < 1.0`)");
+                errors.at(e, FLOATS);
                 None
             }
             _ => {
@@ -104,7 +107,10 @@ fn endpoint(e: &syn::Expr, errors: &mut Errors) -> Option<TokenStream> {
         }
         syn::Expr::Path(p)
             if p.qself.is_none()
-                && p.path.segments.last().is_some_and(|s| is_constant_name(&s.ident)) =>
+                && p.path
+                    .segments
+                    .last()
+                    .is_some_and(|s| is_constant_name(&s.ident)) =>
         {
             Some(e.to_token_stream())
         }
@@ -151,6 +157,19 @@ fn pattern(pat: &syn::Pat, place: &Place, test: &mut Test, errors: &mut Errors) 
             None => false,
         },
         syn::Pat::Range(r) => {
+            let is_float = |x: &Option<Box<syn::Expr>>| {
+                matches!(
+                    x.as_deref(),
+                    Some(syn::Expr::Lit(syn::ExprLit {
+                        lit: syn::Lit::Float(_),
+                        ..
+                    }))
+                )
+            };
+            if is_float(&r.start) || is_float(&r.end) {
+                errors.at(r, FLOATS);
+                return false;
+            }
             let lo = r.start.as_ref().map(|x| endpoint(x, errors));
             let hi = r.end.as_ref().map(|x| endpoint(x, errors));
             if matches!(lo, Some(None)) || matches!(hi, Some(None)) {
@@ -293,7 +312,10 @@ pub(super) fn match_expr(m: &syn::ExprMatch, errors: &mut Errors) -> Expr {
         })
         .collect();
     if arms.is_empty() {
-        errors.at(m, "a `match` without arms is not supported in #[autobatch] code");
+        errors.at(
+            m,
+            "a `match` without arms is not supported in #[autobatch] code",
+        );
         return invalid(&whole);
     }
     match chain(&m.expr, &arms, errors).and_then(|t| reparse(t, m, errors)) {

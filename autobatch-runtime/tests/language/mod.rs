@@ -147,7 +147,6 @@ fn stepped_sum(n: i64, k: i64) -> i64 {
     s
 }
 
-
 /// Collatz with `match`.
 #[autobatch]
 fn collatz_match(n: i64) -> i64 {
@@ -287,10 +286,7 @@ fn gcd_assign(a: i64, b: i64) -> i64 {
 #[autobatch]
 fn tak((x, y): (i64, i64), z: i64) -> i64 {
     if y < x {
-        tak(
-            (tak((x - 1, y), z), tak((y - 1, z), x)),
-            tak((z - 1, x), y),
-        )
+        tak((tak((x - 1, y), z), tak((y - 1, z), x)), tak((z - 1, x), y))
     } else {
         z
     }
@@ -316,6 +312,32 @@ fn clamp_scaled(x: i64) -> f64 {
         return 0.0;
     }
     total + LIMIT as f64
+}
+
+/// Parameters and locals named as the generated code's own names.
+#[autobatch]
+fn hygiene(config: i64, lanes: i64, exe: i64) -> i64 {
+    let inputs = config + lanes;
+    let outputs = inputs * exe;
+    let mut ctx = 0;
+    for program in 0..outputs % 5 {
+        let executable = program + 1;
+        ctx += executable;
+    }
+    let batch_with_stats = ctx - inputs;
+    batch_with_stats + outputs
+}
+
+#[test]
+fn generated_names_never_meet_the_users() {
+    let a = Array1::from_vec(vec![1i64, -4, 7]);
+    let b = Array1::from_vec(vec![3i64, 5, -2]);
+    let c = Array1::from_vec(vec![2i64, 9, 4]);
+    for config in modes() {
+        let got = hygiene::batch(a.view(), b.view(), c.view(), &config).unwrap();
+        let expected: Vec<i64> = (0..3).map(|i| hygiene(a[i], b[i], c[i])).collect();
+        assert_eq!(got.to_vec(), expected);
+    }
 }
 
 proptest! {
@@ -389,7 +411,10 @@ fn step_by_zero_is_an_error_not_a_hang() {
         let err = stepped_sum::batch(n.view(), k.view(), &config).unwrap_err();
         assert!(err.to_string().contains("step != 0"), "{err}");
         let isolated = stepped_sum::batch_isolated(n.view(), k.view(), &config).unwrap();
-        assert_eq!(isolated.failed.iter().map(|f| f.lane).collect::<Vec<_>>(), [1]);
+        assert_eq!(
+            isolated.failed.iter().map(|f| f.lane).collect::<Vec<_>>(),
+            [1]
+        );
         assert_eq!(isolated.outputs[0], 45);
         assert_eq!(isolated.outputs[2], 18);
     }

@@ -606,10 +606,7 @@ impl<'a> Walk<'a> {
     fn target_loop(&self, label: Option<&Label>) -> Option<usize> {
         match label {
             None => self.loops.len().checked_sub(1),
-            Some(l) => self
-                .loops
-                .iter()
-                .rposition(|c| c.label.as_ref() == Some(l)),
+            Some(l) => self.loops.iter().rposition(|c| c.label.as_ref() == Some(l)),
         }
     }
 
@@ -665,14 +662,25 @@ impl<'a> Walk<'a> {
 
 /// The integer type a `for` loop's range has: the one its variable's uses fixed (keyed by the
 /// range's start in [`LetTypes`]), else that of the bound that is not an unsuffixed literal
-/// (`0..n` counts in `n`'s type), else the start's; `None` if typing the bounds fails.
+/// (`0..n` counts in `n`'s type), else the start's, or `i64` next to a constant the macro cannot
+/// see; `None` if typing the bounds fails.
 pub fn range_type(f: &ForLoop, fixed: &LetTypes, scope: &dyn Scope) -> Option<Ty> {
     if let Some(t) = fixed.get(&f.lo) {
         return Some(t.clone());
     }
-    let free = |e: &Expr| matches!(e.kind, ExprKind::Lit { suffix: None, .. } | ExprKind::Const(None));
+    let free = |e: &Expr| {
+        matches!(
+            e.kind,
+            ExprKind::Lit { suffix: None, .. } | ExprKind::Const(None)
+        )
+    };
+    let unseen = |e: &Expr| matches!(e.kind, ExprKind::Const(None));
     if free(&f.lo) && !free(&f.hi) {
         infer(&f.hi, None, scope).ok()
+    } else if free(&f.lo) && (unseen(&f.lo) || unseen(&f.hi)) {
+        // Nothing here gives the type of a constant the macro cannot see: `0..N` counts in
+        // `i64` (rustc says so at `N` if it has another type).
+        Some(Ty::Scalar(DType::I64))
     } else {
         infer(&f.lo, None, scope).ok()
     }

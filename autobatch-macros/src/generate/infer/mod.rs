@@ -419,8 +419,12 @@ fn infer_pair(
     shift: bool,
     scope: &dyn Scope,
 ) -> Result<(Ty, Ty), TypeError> {
-    let is_free_lit =
-        |e: &Expr| matches!(e.kind, ExprKind::Lit { suffix: None, .. } | ExprKind::Const(None));
+    let is_free_lit = |e: &Expr| {
+        matches!(
+            e.kind,
+            ExprKind::Lit { suffix: None, .. } | ExprKind::Const(None)
+        )
+    };
     let (lt, rt) = infer_pair_inner(l, r, expected, shift, scope, is_free_lit)?;
     if !shift && lt != rt && lt != Ty::Vector && rt != Ty::Vector {
         if let ExprKind::Var(id) = &l.kind {

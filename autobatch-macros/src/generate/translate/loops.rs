@@ -28,10 +28,7 @@ impl Translator<'_> {
     ) -> Option<usize> {
         let found = match label {
             None => self.loops.len().checked_sub(1),
-            Some(l) => self
-                .loops
-                .iter()
-                .rposition(|c| c.label.as_ref() == Some(l)),
+            Some(l) => self.loops.iter().rposition(|c| c.label.as_ref() == Some(l)),
         };
         if found.is_none() {
             let message = match label {
