@@ -58,7 +58,7 @@ pub(super) fn flow(e: &syn::Expr, errors: &mut Errors) -> Expr {
             mk(ExprKind::If(cond, then, els), e)
         }
         syn::Expr::While(w) if matches!(&*w.cond, syn::Expr::Let(_)) => {
-            errors.at(&w.while_token, "`while let` is not supported in #[autobatch] code; write a `loop` with an `if let` that `break`s");
+            errors.at(w.while_token, "`while let` is not supported in #[autobatch] code; write a `loop` with an `if let` that `break`s");
             super::expr::invalid(e)
         }
         syn::Expr::Match(m) => matching::match_expr(m, errors),

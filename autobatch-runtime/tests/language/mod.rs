@@ -79,7 +79,8 @@ fn at_the_limits(d: i32) -> i64 {
 }
 
 /// The smallest divisor above 1, with an early `return` from a `for`; a body that always
-/// returns.
+/// returns (its next-value block is never reached).
+#[allow(clippy::never_loop)]
 #[autobatch]
 fn smallest_divisor(n: i64) -> i64 {
     for d in 2..n {
@@ -114,10 +115,10 @@ fn find_factors(target: i64, limit: i64) -> i64 {
 /// `break 'label value` out of a nested `loop`, and labelled `while` loops.
 #[autobatch]
 fn next_multiple(n: i64, m: i64) -> i64 {
-    let mut rounds = 0;
+    let mut rounds: i64 = 0;
     'count: while rounds < 3 {
         rounds += 1;
-        let mut j: i64 = 0;
+        let mut j = 0;
         while j < 10 {
             j += 1;
             if j == rounds {
@@ -129,12 +130,15 @@ fn next_multiple(n: i64, m: i64) -> i64 {
         let mut k = n;
         loop {
             if k % m == 0 {
-                break 'search k + rounds;
+                break 'search k + 2 * rounds;
+            }
+            if k > n + m {
+                break;
             }
             k += 1;
         }
     };
-    found
+    found - rounds
 }
 
 /// `step_by(0)` panics in Rust; batched it is an error.
