@@ -100,7 +100,10 @@ pub fn func(item: &syn::ItemFn, errors: &mut Errors) -> Func {
                     }
                     other => {
                         errors.at(other, "parameters are names (`x: i64`) or tuples of them (`(a, b): (i64, i64)`)");
-                        poisoned.extend(pattern(other, &mut Errors::default()).0.names());
+                        match other {
+                            syn::Pat::Ident(pi) => poisoned.push(pi.ident.to_string()),
+                            _ => poisoned.extend(pattern(other, &mut Errors::default()).0.names()),
+                        }
                     }
                 }
             }

@@ -407,7 +407,7 @@ impl Scope for Locals<'_> {
 /// The message for a name that is not a variable of the function (or an already reported one).
 pub fn unknown_variable(id: &syn::Ident) -> String {
     format!(
-        "cannot find variable `{id}` in this #[autobatch] function; constants and statics from outside the function are not supported: pass the value as a parameter"
+        "cannot find variable `{id}` in this #[autobatch] function; name a constant in SCREAMING_CASE (`N`, `Type::N`), and pass any other value from outside as a parameter"
     )
 }
 
