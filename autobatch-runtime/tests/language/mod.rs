@@ -329,7 +329,10 @@ fn hygiene(config: i64, lanes: i64, exe: i64) -> i64 {
         ctx += executable;
     }
     let batch_with_stats = ctx - inputs;
-    batch_with_stats + outputs
+    // Named as the operand the macro binds a call's result to.
+    let mut __a0 = 1;
+    __a0 += sum_below(inputs % 7);
+    batch_with_stats + outputs + __a0
 }
 
 #[test]

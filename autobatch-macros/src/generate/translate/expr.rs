@@ -6,7 +6,7 @@ use super::{Dest, Translator, Value};
 use crate::generate::infer::classify::Strategy;
 use crate::generate::infer::{describe, operator_type, operator_type_error};
 use crate::parse::ast::{BinOp, Expr, ExprKind, Ty};
-use proc_macro2::Ident;
+use proc_macro2::{Ident, Span};
 use quote::{format_ident, quote};
 
 impl Translator<'_> {
@@ -146,7 +146,7 @@ impl Translator<'_> {
         let mut operand = |this: &mut Self, x: &Expr, hint: Option<&Ty>| -> Option<Box<Expr>> {
             match this.compile(x, hint) {
                 Value::Var { var, ty, .. } => {
-                    let id = format_ident!("__a{}", inputs.len());
+                    let id = format_ident!("__a{}", inputs.len(), span = Span::mixed_site());
                     inputs.push((id.clone(), var));
                     types.push(ty);
                     Some(Box::new(Expr::var(&id)))
