@@ -785,6 +785,36 @@ mod tests {
     }
 
     #[test]
+    fn a_for_loop_counts_in_the_type_its_variable_is_used_at() {
+        use crate::parse::ast::ExprKind;
+        let item: syn::ItemFn = syn::parse_quote! {
+            fn f(x: i64) -> i64 {
+                let mut acc: i64 = 0;
+                for k in 0..5 { acc = acc * x + k; }
+                for j in 0..3 { acc += 1; }
+                acc
+            }
+        };
+        let mut errors = Errors::default();
+        let func = parse::func(&item, &mut errors);
+        assert!(errors.finish().is_ok());
+        let lets = let_types(&func);
+        let ranges: Vec<Option<Ty>> = func
+            .body
+            .stmts
+            .iter()
+            .filter_map(|s| match s {
+                Stmt::Expr(e) => match &e.kind {
+                    ExprKind::For(f) => Some(lets.get(&f.lo).cloned()),
+                    _ => None,
+                },
+                Stmt::Let { .. } => None,
+            })
+            .collect();
+        assert_eq!(ranges, [Some(I64), None]);
+    }
+
+    #[test]
     fn tuple_lets_bind_the_call_results_types() {
         let t = fixed(syn::parse_quote! {
             fn f(n: i64) -> (i64, f64) {
