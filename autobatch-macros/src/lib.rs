@@ -44,22 +44,108 @@ use quote::quote;
 ///
 /// The language is the Rust you would write anyway: parameters and results of `bool`, every
 /// integer type (`i8`, `i16`, `i32`, `i64`, `isize`, `u8`, `u16`, `u32`, `u64`, `usize`), `f32`,
-/// `f64`, `Vector`, `Key` and tuples of them; `let` (patterns over tuples,
-/// shadowing, `mut`), assignment and compound assignment, `if` / `else if` / `else` as
-/// statements and expressions, `while`, `loop` with `break` / `break value`, `continue`, early
-/// `return`, calls to other `#[autobatch]` functions (recursion and mutual recursion, across
-/// modules), `&&` / `||` with short-circuiting, arithmetic, comparison and bit operators, the
-/// usual float and integer methods and `as` casts. Anything else is a compile error pointing at
-/// it and saying what to write instead:
+/// `f64`, `Vector`, `Key` and tuples of them (a parameter may be a tuple pattern,
+/// `(a, b): (i64, i64)`); `let` (patterns over tuples, shadowing, `mut`), assignment, compound
+/// and destructuring assignment (`(a, b) = (b, a % b)`), `if` / `else if` / `else` as
+/// statements and expressions, `while`, `loop` with `break` / `break value`, `continue`, `for`
+/// over integer ranges, loop labels, `match`, `if let`, `let ... else` and `matches!` on
+/// integers, bools and tuples of them, early `return`, calls to other `#[autobatch]` functions
+/// (recursion and mutual recursion, across modules), constants, `&&` / `||` with
+/// short-circuiting, arithmetic, comparison and bit operators, the usual float and integer
+/// methods and `as` casts. Each with its meaning in plain Rust:
+///
+/// `for` over `a..b`, `a..=b`, `(a..b).rev()`, `(a..b).step_by(k)` and `.rev().step_by(k)`,
+/// bounds and step evaluated once; labels on `for`, `while` and `loop`, with `break 'label`,
+/// `continue 'label` and `break 'label value`. A range ending at the type's maximum does not
+/// overflow, and `step_by(0)`, which panics in Rust, is an error naming the lane:
+///
+/// ```
+/// use autobatch_runtime::ndarray::array;
+/// use autobatch_runtime::{autobatch, Config};
+///
+/// /// The first pair `a <= b` below `limit` with `a * b == target`, as `a * 1000 + b`.
+/// #[autobatch]
+/// fn factor_pair(target: i64, limit: i64) -> i64 {
+///     let mut found = -1;
+///     'outer: for a in 2..limit {
+///         for b in (a..limit).step_by(1) {
+///             if a * b == target {
+///                 found = a * 1000 + b;
+///                 break 'outer;
+///             }
+///         }
+///     }
+///     found
+/// }
+///
+/// let out = factor_pair::batch(array![15, 49, 13].view(), array![20, 20, 20].view(), &Config::default());
+/// assert_eq!(out.unwrap(), array![3005, 7007, -1]);
+/// ```
+///
+/// `match` with literal, range (`1..=9`, `..=0`, `10..`), `|`, `_`, binding (`x`, `n @ 1..=9`)
+/// and tuple patterns and guards, as a statement or for its value; `if let`, `let ... else` and
+/// `matches!(x, pat)` (with a guard) on the same patterns. The `match` is rustc's to check for
+/// exhaustiveness, as the function is also compiled unchanged:
+///
+/// ```
+/// use autobatch_runtime::ndarray::array;
+/// use autobatch_runtime::{autobatch, Config};
+///
+/// #[autobatch]
+/// fn collatz(n: i64) -> i64 {
+///     let 1.. = n else { return -1 };
+///     let mut n = n;
+///     let mut steps = 0;
+///     while !matches!(n, 1) {
+///         n = match (n % 2, n) {
+///             (0, _) => n / 2,
+///             (_, big @ 1_000_000..) if big % 3 == 0 => big / 3,
+///             _ => 3 * n + 1,
+///         };
+///         steps += 1;
+///     }
+///     steps
+/// }
+///
+/// let out = collatz::batch(array![1, 6, 27, 0].view(), &Config::default()).unwrap();
+/// assert_eq!(out, array![0, 8, 111, -1]);
+/// ```
+///
+/// Destructuring assignment, tuple parameters and constants (a name in SCREAMING_CASE, or
+/// `Type::NAME`, is a constant: it is compiled into the kernel that reads it, where rustc
+/// resolves and types it):
+///
+/// ```
+/// use autobatch_runtime::ndarray::array;
+/// use autobatch_runtime::{autobatch, Config};
+///
+/// const SCALE: i64 = 10;
+///
+/// #[autobatch]
+/// fn gcd((a, b): (i64, i64)) -> i64 {
+///     let (mut a, mut b) = (a, b);
+///     while b != 0 {
+///         (a, b) = (b, a % b);
+///     }
+///     a * SCALE + i64::MAX % 2
+/// }
+///
+/// fn main() {
+///     let out = gcd::batch((array![12, 7].view(), array![18, 5].view()), &Config::default());
+///     assert_eq!(out.unwrap(), array![61, 11]);
+/// }
+/// ```
+///
+/// Anything else is a compile error pointing at it and saying what to write instead:
 ///
 /// ```compile_fail
 /// use autobatch_runtime::autobatch;
 ///
 /// #[autobatch]
-/// fn sum_to(n: i64) -> i64 {
-///     let mut s = 0;
-///     for i in 0..n { s += i; } // `for` loops are not supported: write a `while` loop
-///     s
+/// fn halve(n: i64) -> i64 {
+///     let mut k = n;
+///     while let 1.. = k { k /= 2; } // `while let` is not supported: write a `loop` with `if let`
+///     k
 /// }
 /// ```
 ///

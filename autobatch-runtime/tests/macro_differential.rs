@@ -6,6 +6,8 @@ use autobatch_runtime::ndarray::{Array1, ArrayView1};
 use autobatch_runtime::{autobatch, Column, Config, Mode, RuntimeError};
 use proptest::prelude::*;
 
+mod language;
+
 #[autobatch]
 fn fib(n: i64) -> i64 {
     if n <= 1 {

@@ -221,3 +221,36 @@ fn fused_kernels_output_the_values_later_blocks_read() {
         }
     }
 }
+
+/// A `for` loop: the first value and the next one are each one kernel over the counter
+/// (`i.next`, `range.more`), the loop variable a copy of the counter.
+#[autobatch]
+fn stepped_sum(n: i64) -> i64 {
+    let mut s = 0;
+    for i in (0..n).step_by(2) {
+        if i > 10 {
+            break;
+        }
+        s += i;
+    }
+    s
+}
+
+/// A `match` with a call in one arm branches; its pure scrutinee tests are kernels.
+#[autobatch]
+fn match_sign(n: i64) -> i64 {
+    match n {
+        0 => 0,
+        1..=9 => stepped_sum(n),
+        _ => -1,
+    }
+}
+
+#[test]
+fn for_and_match_programs() {
+    golden(
+        "macro_for_linked",
+        &stepped_sum::program().unwrap().to_string(),
+    );
+    golden("macro_match_compile_time", match_sign::COMPILE_TIME_PROGRAM);
+}

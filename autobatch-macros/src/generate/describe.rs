@@ -166,7 +166,7 @@ fn expr_calls<'a>(e: &'a Expr, out: &mut Vec<&'a syn::Path>) {
         | ExprKind::Var(_)
         | ExprKind::Const(_)
         | ExprKind::Uniform(_)
-        | ExprKind::Continue
+        | ExprKind::Continue(_)
         | ExprKind::Invalid => {}
         ExprKind::Binary(_, _, a, b) => {
             expr_calls(a, out);
@@ -189,12 +189,20 @@ fn expr_calls<'a>(e: &'a Expr, out: &mut Vec<&'a syn::Path>) {
                 expr_calls(e, out);
             }
         }
-        ExprKind::While(c, body) => {
+        ExprKind::While(_, c, body) => {
             expr_calls(c, out);
             block_calls(body, out);
         }
-        ExprKind::Loop(body) | ExprKind::Block(body) => block_calls(body, out),
-        ExprKind::Break(v) | ExprKind::Return(v) => {
+        ExprKind::For(f) => {
+            expr_calls(&f.lo, out);
+            expr_calls(&f.hi, out);
+            if let Some(step) = &f.step {
+                expr_calls(step, out);
+            }
+            block_calls(&f.body, out);
+        }
+        ExprKind::Loop(_, body) | ExprKind::Block(body) => block_calls(body, out),
+        ExprKind::Break(_, v) | ExprKind::Return(v) => {
             if let Some(v) = v {
                 expr_calls(v, out);
             }

@@ -146,6 +146,26 @@ fn callee_path(p: &syn::Path) -> TokenStream {
     }
 }
 
+/// The stand-in for a callee named `name` that is neither `#[autobatch]` nor `#[primitive]`:
+/// a module of its name whose `__define` cannot be called, rustc saying what to add.
+fn missing_callee(rt: &Runtime, name: &Ident) -> TokenStream {
+    let rtp = rt.path();
+    let message = format!(
+        "`{name}` is neither #[autobatch] nor #[primitive]: add `#[autobatch]` (or `#[primitive]`) to `fn {name}` to call it from #[autobatch] code"
+    );
+    quote! {
+        #[doc(hidden)]
+        #[allow(dead_code, non_snake_case, non_camel_case_types)]
+        mod #name {
+            #[diagnostic::on_unimplemented(message = #message, label = "called here")]
+            pub trait Annotated {}
+            pub fn __define<L: Annotated>(_: &mut L) -> #rtp::Callee {
+                ::std::unreachable!()
+            }
+        }
+    }
+}
+
 fn alloc_tokens(rt: &Runtime, a: Allocation) -> TokenStream {
     let rtp = rt.path();
     let a = format_ident!("{}", format!("{a:?}"));
@@ -241,11 +261,24 @@ pub fn function(
     let callees = l.callees.iter().zip(&callee_names).map(|(c, id)| {
         if c.is_self {
             quote!(let #id = #rtp::Callee::Function(__f);)
+        } else if let Some(name) = c.path.get_ident() {
+            // Resolved in `__define`'s own scope first, where the callee's generated module
+            // is found; a plain function has none and reaches its `missing_callee` instead.
+            quote_spanned!(c.span=> let #id = #name::__define(__l);)
         } else {
             let p = callee_path(&c.path);
             quote_spanned!(c.span=> let #id = #p::__define(__l);)
         }
     });
+    let mut missing: Vec<&Ident> = Vec::new();
+    for c in l.callees.iter().filter(|c| !c.is_self) {
+        if let Some(name) = c.path.get_ident() {
+            if !missing.contains(&name) {
+                missing.push(name);
+            }
+        }
+    }
+    let missing = missing.into_iter().map(|name| missing_callee(rt, name));
     let vars = l
         .vars
         .iter()
@@ -349,17 +382,19 @@ pub fn function(
     let scalar = quote!(const _: fn(#(#param_types),*) -> #ret_type = #name;);
     let register = ctx.map(|c| context::register(rt, c, &name_str));
     let (ctx_param, ctx_arg) = (context::entry_param(ctx), context::entry_arg(ctx));
+    // The entry points' own names never meet the user's parameters (`config`, `inputs`, ..).
+    let config = Ident::new("config", Span::mixed_site());
     let run = context::run_call(
         rt,
         ctx,
-        quote!(executable()?),
+        quote!(self::executable()?),
         quote!(&__inputs),
-        quote!(config),
+        quote!(#config),
     );
     let run_isolated = context::run_call(
         rt,
         ctx,
-        quote!(executable()?),
+        quote!(self::executable()?),
         quote!(&__inputs),
         quote!(&__config),
     );
@@ -390,6 +425,7 @@ pub fn function(
             /// Adds this function (and, through their own generated code, its callees) to `__l`.
             #[doc(hidden)]
             pub fn __define(__l: &mut #rtp::Linker) -> #rtp::Callee {
+                use super::*;
                 let __f = match __l.declare(::std::concat!(::std::module_path!(), "::", #name_str), #name_str) {
                     ::std::result::Result::Ok(__f) => return #rtp::Callee::Function(__f),
                     ::std::result::Result::Err(__f) => __f,
@@ -403,6 +439,8 @@ pub fn function(
                 #(#steps)*
                 #rtp::Callee::Function(__f)
             }
+
+            #(#missing)*
 
             /// The linked program with its kernels, built once.
             pub fn executable() -> ::std::result::Result<&'static #rtp::Executable, #rtp::RuntimeError> {
@@ -435,21 +473,21 @@ pub fn function(
             pub const VECTOR_KERNELS: usize = #vector_kernels;
 
             #[doc = #doc_batch]
-            pub fn batch(#ctx_param #(#param_names: #param_views,)* config: &#rtp::Config) -> ::std::result::Result<#ret_array, #rtp::RuntimeError> {
-                batch_with_stats(#ctx_arg #(#param_names,)* config).map(|(__out, _)| __out)
+            pub fn batch(#ctx_param #(#param_names: #param_views,)* #config: &#rtp::Config) -> ::std::result::Result<#ret_array, #rtp::RuntimeError> {
+                self::batch_with_stats(#ctx_arg #(#param_names,)* #config).map(|(__out, _)| __out)
             }
 
             /// Like [`batch`] with [`Config::lane_isolation`](#rtp::Config::lane_isolation) on: lanes
             /// that fail are listed in `failed` (their rows hold zeros), the others keep their results.
-            pub fn batch_isolated(#ctx_param #(#param_names: #param_views,)* config: &#rtp::Config) -> ::std::result::Result<#rtp::Isolated<#ret_array>, #rtp::RuntimeError> {
+            pub fn batch_isolated(#ctx_param #(#param_names: #param_views,)* #config: &#rtp::Config) -> ::std::result::Result<#rtp::Isolated<#ret_array>, #rtp::RuntimeError> {
                 let __inputs: ::std::vec::Vec<#rtp::Column> = ::std::vec![#(#inputs),*];
-                let __config = #rtp::Config { lane_isolation: true, ..::std::clone::Clone::clone(config) };
+                let __config = #rtp::Config { lane_isolation: true, ..::std::clone::Clone::clone(#config) };
                 let __run = #run_isolated?;
                 ::std::result::Result::Ok(#rtp::Isolated { outputs: #outputs, failed: __run.failed, stats: __run.stats })
             }
 
             /// Like [`batch`], also returning the run's statistics.
-            pub fn batch_with_stats(#ctx_param #(#param_names: #param_views,)* config: &#rtp::Config) -> ::std::result::Result<(#ret_array, #rtp::Stats), #rtp::RuntimeError> {
+            pub fn batch_with_stats(#ctx_param #(#param_names: #param_views,)* #config: &#rtp::Config) -> ::std::result::Result<(#ret_array, #rtp::Stats), #rtp::RuntimeError> {
                 let __inputs: ::std::vec::Vec<#rtp::Column> = ::std::vec![#(#inputs),*];
                 let __run = #run?.complete()?;
                 ::std::result::Result::Ok((#outputs, __run.stats))

@@ -212,6 +212,34 @@ impl Expr {
     }
 }
 
+/// A loop label (`'outer`), by name.
+pub type Label = String;
+
+/// `'label: for pat in range { body }`: the loop variable takes each value of an integer range
+/// in turn (`lo..hi`, `lo..=hi`, `(..).rev()`, `(..).step_by(k)`, `(..).rev().step_by(k)`),
+/// with the bounds and the step evaluated once, before the first iteration, as Rust does.
+#[derive(Clone)]
+pub struct ForLoop {
+    /// The loop's label.
+    pub label: Option<Label>,
+    /// The loop variable (`None` for `_`).
+    pub var: Option<Ident>,
+    /// The range's start.
+    pub lo: Expr,
+    /// The range's end.
+    pub hi: Expr,
+    /// `..=` rather than `..`.
+    pub inclusive: bool,
+    /// Counting down from the end (`.rev()`).
+    pub rev: bool,
+    /// The step (`.step_by(k)`, a `usize` in Rust), if any.
+    pub step: Option<Expr>,
+    /// The body.
+    pub body: Block,
+    /// The range as written, for the printed program.
+    pub source: String,
+}
+
 /// Expression kinds.
 #[derive(Clone)]
 pub enum ExprKind {
@@ -224,8 +252,10 @@ pub enum ExprKind {
     },
     /// A variable.
     Var(Ident),
-    /// A constant path of a known type (`i64::MAX`, `std::f64::consts::PI`).
-    Const(Ty),
+    /// A constant path: of a known type (`i64::MAX`, `std::f64::consts::PI`), or `None` for a
+    /// user's constant (`N`, `Self::N`, `Config::N`) the macro cannot see, whose type its use
+    /// gives and rustc checks in the kernel.
+    Const(Option<Ty>),
     /// `a op b`, with the operator's tokens.
     Binary(BinOp, TokenStream, Box<Expr>, Box<Expr>),
     /// `-a` or `!a`, with the operator's tokens.
@@ -246,14 +276,16 @@ pub enum ExprKind {
     Ref(Box<Expr>),
     /// `if c { .. } else ..`.
     If(Box<Expr>, Block, Option<Box<Expr>>),
-    /// `while c { .. }`.
-    While(Box<Expr>, Block),
-    /// `loop { .. }`.
-    Loop(Block),
-    /// `break` / `break value`.
-    Break(Option<Box<Expr>>),
-    /// `continue`.
-    Continue,
+    /// `'label: while c { .. }`.
+    While(Option<Label>, Box<Expr>, Block),
+    /// `'label: loop { .. }`.
+    Loop(Option<Label>, Block),
+    /// `'label: for pat in range { .. }` over an integer range.
+    For(Box<ForLoop>),
+    /// `break 'label value`, label and value optional.
+    Break(Option<Label>, Option<Box<Expr>>),
+    /// `continue 'label`, label optional.
+    Continue(Option<Label>),
     /// `return` / `return value`.
     Return(Option<Box<Expr>>),
     /// `{ .. }`.

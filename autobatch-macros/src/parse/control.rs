@@ -1,9 +1,10 @@
-//! Blocks and control flow: `if`, `while`, `loop`, `break`, `continue`, `return`, `{ .. }`.
+//! Blocks and control flow: `if`, `while`, `loop` (labelled or not), `break`, `continue`,
+//! `return`, `{ .. }`.
 
-use super::ast::{Block, Expr, ExprKind, Stmt};
+use super::ast::{Block, Expr, ExprKind, Label, Stmt};
 use super::expr::{boxed, expr, mk};
 use super::pattern::pattern;
-use super::{rejected, Errors};
+use super::{matching, rejected, Errors};
 
 /// Parses a block: its statements and its value.
 pub(super) fn block(b: &syn::Block, errors: &mut Errors) -> Block {
@@ -15,7 +16,8 @@ pub(super) fn block(b: &syn::Block, errors: &mut Errors) -> Block {
             syn::Stmt::Local(local) => {
                 if let Some(init) = &local.init {
                     if let Some((_, diverge)) = &init.diverge {
-                        errors.at(diverge, "`let ... else` is not supported in #[autobatch] code; use `if`");
+                        stmts.extend(matching::let_else(local, init, diverge, errors));
+                        continue;
                     }
                     let (pat, annotated) = pattern(&local.pat, errors);
                     stmts.push(Stmt::Let { pat, ty: annotated, init: expr(&init.expr, errors) });
@@ -32,7 +34,11 @@ pub(super) fn block(b: &syn::Block, errors: &mut Errors) -> Block {
                 }
             }
             syn::Stmt::Item(item) => errors.at(item, "items inside #[autobatch] functions are not supported; define them outside the function"),
-            syn::Stmt::Macro(m) => errors.at(m, "macros are not supported in #[autobatch] code; write the expression out"),
+            syn::Stmt::Macro(m) => match matching::matches_macro(&m.mac, errors) {
+                Some(e) if m.semi_token.is_none() && i + 1 == n => tail = Some(Box::new(e)),
+                Some(e) => stmts.push(Stmt::Expr(e)),
+                None => errors.at(m, "macros are not supported in #[autobatch] code; write the expression out"),
+            },
         }
     }
     Block { stmts, tail }
@@ -41,52 +47,62 @@ pub(super) fn block(b: &syn::Block, errors: &mut Errors) -> Block {
 /// Parses a control-flow expression.
 pub(super) fn flow(e: &syn::Expr, errors: &mut Errors) -> Expr {
     match e {
+        syn::Expr::If(i) if matches!(&*i.cond, syn::Expr::Let(_)) => match &*i.cond {
+            syn::Expr::Let(l) => matching::if_let(i, l, errors),
+            _ => unreachable!("matched above"),
+        },
         syn::Expr::If(i) => {
             let cond = boxed(&i.cond, errors);
             let then = block(&i.then_branch, errors);
             let els = i.else_branch.as_ref().map(|(_, x)| boxed(x, errors));
             mk(ExprKind::If(cond, then, els), e)
         }
-        syn::Expr::While(w) => {
-            if let Some(l) = &w.label {
-                errors.at(l, "loop labels are not supported in #[autobatch] code");
-            }
-            mk(
-                ExprKind::While(boxed(&w.cond, errors), block(&w.body, errors)),
-                e,
-            )
+        syn::Expr::While(w) if matches!(&*w.cond, syn::Expr::Let(_)) => {
+            errors.at(w.while_token, "`while let` is not supported in #[autobatch] code; write a `loop` with an `if let` that `break`s");
+            super::expr::invalid(e)
         }
-        syn::Expr::Loop(l) => {
-            if let Some(lb) = &l.label {
-                errors.at(lb, "loop labels are not supported in #[autobatch] code");
-            }
-            mk(ExprKind::Loop(block(&l.body, errors)), e)
-        }
-        syn::Expr::Break(b) => {
-            if let Some(l) = &b.label {
-                errors.at(l, "loop labels are not supported in #[autobatch] code");
-            }
-            mk(
-                ExprKind::Break(b.expr.as_ref().map(|x| boxed(x, errors))),
-                e,
-            )
-        }
-        syn::Expr::Continue(c) => {
-            if let Some(l) = &c.label {
-                errors.at(l, "loop labels are not supported in #[autobatch] code");
-            }
-            mk(ExprKind::Continue, e)
-        }
+        syn::Expr::Match(m) => matching::match_expr(m, errors),
+        syn::Expr::While(w) => mk(
+            ExprKind::While(
+                w.label.as_ref().map(label),
+                boxed(&w.cond, errors),
+                block(&w.body, errors),
+            ),
+            e,
+        ),
+        syn::Expr::Loop(l) => mk(
+            ExprKind::Loop(l.label.as_ref().map(label), block(&l.body, errors)),
+            e,
+        ),
+        syn::Expr::ForLoop(f) => super::loops::for_loop(f, errors),
+        syn::Expr::Break(b) => mk(
+            ExprKind::Break(
+                b.label.as_ref().map(|l| l.ident.to_string()),
+                b.expr.as_ref().map(|x| boxed(x, errors)),
+            ),
+            e,
+        ),
+        syn::Expr::Continue(c) => mk(
+            ExprKind::Continue(c.label.as_ref().map(|l| l.ident.to_string())),
+            e,
+        ),
         syn::Expr::Return(r) => mk(
             ExprKind::Return(r.expr.as_ref().map(|x| boxed(x, errors))),
             e,
         ),
         syn::Expr::Block(b) => {
             if let Some(l) = &b.label {
-                errors.at(l, "block labels are not supported in #[autobatch] code");
+                // Its `break`s name the label: they would be follow-on errors.
+                errors.at(l, "block labels are not supported in #[autobatch] code; label a `loop` and `break` out of it");
+                return super::expr::invalid(e);
             }
             mk(ExprKind::Block(block(&b.block, errors)), e)
         }
         _ => rejected::expr(e, errors),
     }
+}
+
+/// A loop's label, by name (`'outer` -> `outer`).
+pub(super) fn label(l: &syn::Label) -> Label {
+    l.name.ident.to_string()
 }

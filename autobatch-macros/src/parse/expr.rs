@@ -4,7 +4,7 @@
 
 use super::ast::{BinOp, Expr, ExprKind, Ty};
 use super::types::{constant, literal_suffix, suffix, ty};
-use super::{context, control, rejected, Errors};
+use super::{context, control, destructure, rejected, Errors};
 use autobatch_ir::DType;
 use quote::ToTokens;
 use syn::spanned::Spanned;
@@ -67,6 +67,15 @@ fn const_type(path: &syn::Path) -> Option<Ty> {
         .skip(1)
         .find_map(|s| suffix(&s.ident.to_string()))
         .map(|d| constant(d, &name))
+}
+
+/// True for a name in SCREAMING_CASE (`N`, `MAX_DEPTH`): a constant, compiled into the kernel
+/// that reads it as Rust code, so rustc resolves and types it.
+pub(super) fn is_constant_name(id: &syn::Ident) -> bool {
+    let s = id.to_string();
+    s.chars().any(|c| c.is_ascii_uppercase())
+        && s.chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
 }
 
 /// An expression of `kind` for the user's `e`.
@@ -138,14 +147,19 @@ pub fn expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
                 invalid(e)
             }
         },
-        syn::Expr::Path(p) => match p.path.get_ident() {
-            Some(id) if p.qself.is_none() => mk(ExprKind::Var(id.clone()), e),
-            _ if const_type(&p.path).is_some() => mk(
-                ExprKind::Const(const_type(&p.path).unwrap_or_else(Ty::unit)),
-                e,
-            ),
+        syn::Expr::Path(p) if p.qself.is_none() => match p.path.get_ident() {
+            Some(id) if !is_constant_name(id) => mk(ExprKind::Var(id.clone()), e),
+            _ if const_type(&p.path).is_some() => mk(ExprKind::Const(const_type(&p.path)), e),
+            _ if p
+                .path
+                .segments
+                .last()
+                .is_some_and(|s| is_constant_name(&s.ident)) =>
+            {
+                mk(ExprKind::Const(None), e)
+            }
             _ => {
-                errors.at(p, "only local variables can be named here; constants and statics are not supported in #[autobatch] code (pass them as parameters)");
+                errors.at(p, "only local variables and constants (`N`, `Type::N`, `i64::MAX`) can be named here in #[autobatch] code");
                 invalid(e)
             }
         },
@@ -181,6 +195,9 @@ pub fn expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
                 invalid(e)
             }
         },
+        syn::Expr::Assign(a) if matches!(&*a.left, syn::Expr::Tuple(_) | syn::Expr::Infer(_)) => {
+            destructure::assignment(a, errors)
+        }
         syn::Expr::Assign(a) => match assign_target(&a.left, errors) {
             Some(target) => mk(ExprKind::Assign(target, boxed(&a.right, errors), None), e),
             None => invalid(e),
@@ -263,6 +280,8 @@ pub fn expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
         syn::Expr::If(_)
         | syn::Expr::While(_)
         | syn::Expr::Loop(_)
+        | syn::Expr::ForLoop(_)
+        | syn::Expr::Match(_)
         | syn::Expr::Break(_)
         | syn::Expr::Continue(_)
         | syn::Expr::Return(_)

@@ -7,15 +7,18 @@ pub mod args;
 pub mod ast;
 pub mod context;
 mod control;
+mod destructure;
 pub mod expr;
 pub mod item;
+mod loops;
+mod matching;
 mod pattern;
 mod rejected;
 mod types;
 
 pub use types::ty;
 
-use ast::{Func, Ty};
+use ast::{Expr, Func, Stmt, Ty};
 use control::block;
 use pattern::pattern;
 use syn::spanned::Spanned;
@@ -72,6 +75,7 @@ pub fn func(item: &syn::ItemFn, errors: &mut Errors) -> Func {
     let mut params = Vec::new();
     let mut poisoned = Vec::new();
     let mut contexts = Vec::new();
+    let mut unpack = Vec::new();
     for (position, input) in sig.inputs.iter().enumerate() {
         match input {
             syn::FnArg::Receiver(r) => {
@@ -86,9 +90,26 @@ pub fn func(item: &syn::ItemFn, errors: &mut Errors) -> Func {
                     syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
                         params.push((pi.ident.clone(), t))
                     }
+                    tuple @ syn::Pat::Tuple(_) => {
+                        // `(a, b): (i64, i64)`: one parameter, taken apart at the start.
+                        let name = syn::Ident::new(
+                            &format!("__autobatch_param{}", params.len()),
+                            tuple.span(),
+                        );
+                        let (pat, _) = pattern(tuple, errors);
+                        unpack.push(Stmt::Let {
+                            pat,
+                            ty: Some(t.clone()),
+                            init: Expr::var(&name),
+                        });
+                        params.push((name, t));
+                    }
                     other => {
-                        errors.at(other, "parameters must be plain names (`x: i64`); destructure in the body with `let`");
-                        poisoned.extend(pattern(other, &mut Errors::default()).0.names());
+                        errors.at(other, "parameters are names (`x: i64`) or tuples of them (`(a, b): (i64, i64)`)");
+                        match other {
+                            syn::Pat::Ident(pi) => poisoned.push(pi.ident.to_string()),
+                            _ => poisoned.extend(pattern(other, &mut Errors::default()).0.names()),
+                        }
                     }
                 }
             }
@@ -103,7 +124,8 @@ pub fn func(item: &syn::ItemFn, errors: &mut Errors) -> Func {
         }
         syn::ReturnType::Type(_, t) => ty(t, errors),
     };
-    let body = context::parsing_with(context.as_ref(), || block(&item.block, errors));
+    let mut body = context::parsing_with(context.as_ref(), || block(&item.block, errors));
+    body.stmts.splice(0..0, unpack);
     Func {
         name: sig.ident.clone(),
         params,

@@ -3,22 +3,11 @@
 
 use super::ast::Expr;
 use super::expr::invalid;
-use super::Errors;
+use super::{matching, Errors};
 
 /// Reports `e`, a construct the language does not have, and returns its placeholder.
 pub(super) fn expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
     match e {
-        syn::Expr::ForLoop(f) => {
-            errors.at(f.for_token, "`for` loops are not supported in #[autobatch] code; write a `while` loop with a counter");
-            invalid(e)
-        }
-        syn::Expr::Match(m) => {
-            errors.at(
-                m.match_token,
-                "`match` is not supported in #[autobatch] code; use `if` / `else if`",
-            );
-            invalid(e)
-        }
         syn::Expr::Closure(c) => {
             errors.at(c, "closures are not supported in #[autobatch] code; write another #[autobatch] function");
             invalid(e)
@@ -37,13 +26,13 @@ pub(super) fn expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
             );
             invalid(e)
         }
-        syn::Expr::Macro(m) => {
+        syn::Expr::Macro(m) => matching::matches_macro(&m.mac, errors).unwrap_or_else(|| {
             errors.at(
                 m,
                 "macros are not supported in #[autobatch] code; write the expression out",
             );
             invalid(e)
-        }
+        }),
         syn::Expr::Index(i) => {
             errors.at(
                 i,

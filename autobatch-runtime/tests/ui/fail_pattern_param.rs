@@ -1,9 +1,9 @@
-//! UI case, compile error: pattern param.
+//! UI case, compile error: a parameter pattern that is neither a name nor a tuple.
 use autobatch_runtime::autobatch;
 
 #[autobatch]
-fn pair((a, b): (i64, i64)) -> i64 {
-    a + b
+fn pair(ref a: i64) -> i64 {
+    a + 0
 }
 
 fn main() {}

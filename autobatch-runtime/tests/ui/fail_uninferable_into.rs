@@ -1,16 +1,11 @@
-//! UI case, compile error: `into()` as the argument of a function this macro cannot see, so
-//! nothing here says which type it converts to.
+//! UI case, compile error: `into()` whose result nothing constrains (a method call on it does
+//! not say which type it converts to).
 use autobatch_runtime::autobatch;
 
 #[autobatch]
-fn widen(n: u16) -> u64 {
-    let w: u64 = grow(n.into());
-    w
-}
-
-#[autobatch]
-fn grow(x: u32) -> u64 {
-    x as u64 * 2
+fn widen(n: u16) -> u32 {
+    let w = n.into();
+    w.count_ones()
 }
 
 fn main() {}

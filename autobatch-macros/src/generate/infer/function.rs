@@ -13,7 +13,7 @@ use super::classify::{classify, Strategy};
 use super::{infer, operator_type, same_type, tuple_elements, Scope};
 use crate::generate::context;
 use crate::generate::pure::is_pure;
-use crate::parse::ast::{BinOp, Block, Expr, ExprKind, Func, Pat, Stmt, Ty};
+use crate::parse::ast::{BinOp, Block, Expr, ExprKind, ForLoop, Func, Label, Pat, Stmt, Ty};
 use autobatch_ir::DType;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -136,8 +136,9 @@ enum Place {
     Elems,
 }
 
-/// A loop being walked: whether a `break` leaves it, and its `break` value's type.
+/// A loop being walked: its label, whether a `break` leaves it, and its `break` value's type.
 struct LoopTypes {
+    label: Option<Label>,
     broken: bool,
     result: Option<Ty>,
 }
@@ -302,11 +303,12 @@ impl<'a> Walk<'a> {
             ExprKind::Call(path, args) => self.call(path, args, expected, None),
             ExprKind::If(c, t, el) => self.if_(c, t, el.as_deref(), expected, None),
             ExprKind::Block(b) => self.scoped(|w| w.block_value(b, expected)),
-            ExprKind::While(c, body) => self.while_(c, body),
-            ExprKind::Loop(body) => self.loop_(body, expected),
-            ExprKind::Break(v) => self.break_(v.as_deref()),
-            ExprKind::Continue => {
-                if !self.loops.is_empty() {
+            ExprKind::While(label, c, body) => self.while_(label.as_ref(), c, body),
+            ExprKind::Loop(label, body) => self.loop_(label.as_ref(), body, expected),
+            ExprKind::For(f) => self.for_(f),
+            ExprKind::Break(label, v) => self.break_(label.as_ref(), v.as_deref()),
+            ExprKind::Continue(label) => {
+                if self.target_loop(label.as_ref()).is_some() {
                     self.live = false;
                 }
                 Typing::Diverged
@@ -693,11 +695,12 @@ impl<'a> Walk<'a> {
         matches!(self.compile(cond, Some(&bool_ty)), Typing::Typed(_)) && self.live
     }
 
-    fn while_(&mut self, cond: &Expr, body: &Block) -> Typing {
+    fn while_(&mut self, label: Option<&Label>, cond: &Expr, body: &Block) -> Typing {
         if !self.branch_on(cond) {
             return Typing::Diverged;
         }
         self.loops.push(LoopTypes {
+            label: label.cloned(),
             broken: true,
             result: None,
         });
@@ -707,14 +710,16 @@ impl<'a> Walk<'a> {
         Typing::Unit
     }
 
-    fn loop_(&mut self, body: &Block, expected: Option<&Ty>) -> Typing {
+    fn loop_(&mut self, label: Option<&Label>, body: &Block, expected: Option<&Ty>) -> Typing {
         self.live = true;
         self.loops.push(LoopTypes {
+            label: label.cloned(),
             broken: false,
             result: expected.filter(|t| !t.is_unit()).cloned(),
         });
         self.scoped(|w| w.block_value(body, Some(&Ty::unit())));
         let ctx = self.loops.pop().unwrap_or(LoopTypes {
+            label: None,
             broken: false,
             result: None,
         });
@@ -726,27 +731,88 @@ impl<'a> Walk<'a> {
         }
     }
 
-    fn break_(&mut self, value: Option<&Expr>) -> Typing {
-        if self.loops.is_empty() {
-            return Typing::Diverged;
+    /// The index of the loop a `break` or `continue` with `label` leaves, as the translation
+    /// finds it.
+    fn target_loop(&self, label: Option<&Label>) -> Option<usize> {
+        match label {
+            None => self.loops.len().checked_sub(1),
+            Some(l) => self.loops.iter().rposition(|c| c.label.as_ref() == Some(l)),
         }
+    }
+
+    fn break_(&mut self, label: Option<&Label>, value: Option<&Expr>) -> Typing {
+        let Some(at) = self.target_loop(label) else {
+            return Typing::Diverged;
+        };
         if let Some(v) = value {
-            let hint = self.loops.last().and_then(|l| l.result.clone());
+            let hint = self.loops[at].result.clone();
             match self.compile(v, hint.as_ref()) {
                 Typing::Typed(ty) => {
-                    if let Some(l) = self.loops.last_mut() {
-                        l.result.get_or_insert(ty);
-                    }
+                    self.loops[at].result.get_or_insert(ty);
                 }
                 Typing::Diverged => return Typing::Diverged,
                 Typing::Unit => {}
             }
         }
-        if let Some(l) = self.loops.last_mut() {
-            l.broken = true;
-        }
+        self.loops[at].broken = true;
         self.live = false;
         Typing::Diverged
+    }
+
+    /// As the translation's `for_`: the bounds at the range's type, the step at its own, then
+    /// the body with the loop variable bound (re-typed, with the range, by its uses).
+    fn for_(&mut self, f: &ForLoop) -> Typing {
+        let Some(ty) = range_type(f, self.fixed, &self.view()) else {
+            return Typing::Unit;
+        };
+        self.compile_into(&f.lo, Place::Var, &ty);
+        self.compile_into(&f.hi, Place::Var, &ty);
+        if let Some(s) = &f.step {
+            self.compile(s, None);
+        }
+        if !self.live {
+            return Typing::Diverged;
+        }
+        self.loops.push(LoopTypes {
+            label: f.label.clone(),
+            broken: true,
+            result: None,
+        });
+        self.scoped(|w| {
+            if let Some(var) = &f.var {
+                w.bind(var.to_string(), ty.clone(), Some(std::ptr::from_ref(&f.lo)));
+            }
+            w.block_value(&f.body, Some(&Ty::unit()));
+        });
+        self.loops.pop();
+        self.live = true;
+        Typing::Unit
+    }
+}
+
+/// The integer type a `for` loop's range has: the one its variable's uses fixed (keyed by the
+/// range's start in [`LetTypes`]), else that of the bound that is not an unsuffixed literal
+/// (`0..n` counts in `n`'s type), else the start's, or `i64` next to a constant the macro cannot
+/// see; `None` if typing the bounds fails.
+pub fn range_type(f: &ForLoop, fixed: &LetTypes, scope: &dyn Scope) -> Option<Ty> {
+    if let Some(t) = fixed.get(&f.lo) {
+        return Some(t.clone());
+    }
+    let free = |e: &Expr| {
+        matches!(
+            e.kind,
+            ExprKind::Lit { suffix: None, .. } | ExprKind::Const(None)
+        )
+    };
+    let unseen = |e: &Expr| matches!(e.kind, ExprKind::Const(None));
+    if free(&f.lo) && !free(&f.hi) {
+        infer(&f.hi, None, scope).ok()
+    } else if free(&f.lo) && (unseen(&f.lo) || unseen(&f.hi)) {
+        // Nothing here gives the type of a constant the macro cannot see: `0..N` counts in
+        // `i64` (rustc says so at `N` if it has another type).
+        Some(Ty::Scalar(DType::I64))
+    } else {
+        infer(&f.lo, None, scope).ok()
     }
 }
 
@@ -895,6 +961,36 @@ mod tests {
                 Some(Ty::Scalar(DType::U8))
             ]
         );
+    }
+
+    #[test]
+    fn a_for_loop_counts_in_the_type_its_variable_is_used_at() {
+        use crate::parse::ast::ExprKind;
+        let item: syn::ItemFn = syn::parse_quote! {
+            fn f(x: i64) -> i64 {
+                let mut acc: i64 = 0;
+                for k in 0..5 { acc = acc * x + k; }
+                for j in 0..3 { acc += 1; }
+                acc
+            }
+        };
+        let mut errors = Errors::default();
+        let func = parse::func(&item, &mut errors);
+        assert!(errors.finish().is_ok());
+        let lets = let_types(&func);
+        let ranges: Vec<Option<Ty>> = func
+            .body
+            .stmts
+            .iter()
+            .filter_map(|s| match s {
+                Stmt::Expr(e) => match &e.kind {
+                    ExprKind::For(f) => Some(lets.get(&f.lo).cloned()),
+                    _ => None,
+                },
+                Stmt::Let { .. } => None,
+            })
+            .collect();
+        assert_eq!(ranges, [Some(I64), None]);
     }
 
     #[test]

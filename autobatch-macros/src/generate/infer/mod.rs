@@ -238,7 +238,11 @@ pub fn infer(e: &Expr, expected: Option<&Ty>, scope: &dyn Scope) -> Result<Ty, T
             None => err(e, unknown_variable(id)),
         },
         ExprKind::Invalid => err(e, ""),
-        ExprKind::Const(t) => Ok(t.clone()),
+        ExprKind::Const(Some(t)) => Ok(t.clone()),
+        ExprKind::Const(None) => match expected {
+            Some(t) => Ok(t.clone()),
+            None => err(e, format!("the type of the constant `{}` is not known here; annotate it (`let x: i64 = {}`)", e.tokens, e.tokens)),
+        },
         // A context read has the type its place needs (rustc checks it in the kernel).
         ExprKind::Uniform(true) => err(e, context::whole_message(e)),
         ExprKind::Uniform(false) => expected.cloned().map_or_else(|| err(e, context::untyped_message(e)), Ok),
@@ -278,7 +282,8 @@ pub fn infer(e: &Expr, expected: Option<&Ty>, scope: &dyn Scope) -> Result<Ty, T
             Ok(t)
         }
         ExprKind::Cast(inner, t, _) => {
-            if !matches!(inner.kind, ExprKind::Uniform(false)) {
+            // A context read or a constant the macro cannot see is cast as rustc types it.
+            if !matches!(inner.kind, ExprKind::Uniform(false) | ExprKind::Const(None)) {
                 infer(inner, None, scope)?;
             }
             Ok(t.clone())
@@ -344,7 +349,16 @@ pub fn infer(e: &Expr, expected: Option<&Ty>, scope: &dyn Scope) -> Result<Ty, T
             if cond_ty != bool_ty {
                 return err(cond, format!("expected bool, found {}", describe(&cond_ty)));
             }
-            let then_ty = infer_block(then, expected, scope)?;
+            let then_ty = match infer_block(then, expected, scope) {
+                Ok(t) => t,
+                // A branch that takes its type from the other (a constant the macro cannot
+                // see: `if c { N } else { n }`) is typed after it.
+                Err(_) if expected.is_none() => {
+                    let else_ty = infer(els, None, scope)?;
+                    infer_block(then, Some(&else_ty), scope)?
+                }
+                Err(te) => return Err(te),
+            };
             let else_ty = infer(els, expected.or(Some(&then_ty)), scope)?;
             let ty = if then_ty == else_ty {
                 then_ty
@@ -525,7 +539,7 @@ impl Scope for Locals<'_> {
 /// The message for a name that is not a variable of the function (or an already reported one).
 pub fn unknown_variable(id: &syn::Ident) -> String {
     format!(
-        "cannot find variable `{id}` in this #[autobatch] function; constants and statics from outside the function are not supported: pass the value as a parameter"
+        "cannot find variable `{id}` in this #[autobatch] function; name a constant in SCREAMING_CASE (`N`, `Type::N`), and pass any other value from outside as a parameter"
     )
 }
 
@@ -537,11 +551,11 @@ fn infer_pair(
     shift: bool,
     scope: &dyn Scope,
 ) -> Result<(Ty, Ty), TypeError> {
-    // An unsuffixed literal or a context read takes the other operand's type.
+    // An unsuffixed literal, a context read or an unseen constant takes the other operand's type.
     let is_free_lit = |e: &Expr| {
         matches!(
             e.kind,
-            ExprKind::Lit { suffix: None, .. } | ExprKind::Uniform(false)
+            ExprKind::Lit { suffix: None, .. } | ExprKind::Uniform(false) | ExprKind::Const(None)
         )
     };
     let (lt, rt) = infer_pair_inner(l, r, expected, shift, scope, is_free_lit)?;

@@ -6,7 +6,7 @@ use super::{Dest, Step, Translator, Value};
 use crate::generate::infer::classify::Strategy;
 use crate::generate::pure::{free_vars, is_pure};
 use crate::parse::ast::{BinOp, Expr, ExprKind, Ty};
-use proc_macro2::{Ident, TokenStream};
+use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote};
 
 impl Translator<'_> {
@@ -115,7 +115,7 @@ impl Translator<'_> {
                     self.push_kernel(block, vec![var], inputs, body, ty, source);
                 } else if let Value::Var { var: v, .. } = self.compile(value, hint) {
                     let Some(block) = self.current else { return };
-                    let arg = format_ident!("__a0");
+                    let arg = format_ident!("__a0", span = Span::mixed_site());
                     let body = Expr::made(
                         ExprKind::Binary(
                             *bop,

@@ -2,7 +2,7 @@
 
 use super::{Dest, LoopCtx, Step, Translator, Value};
 use crate::generate::infer::describe;
-use crate::parse::ast::{BinOp, Block, Expr, ExprKind, Stmt, Ty};
+use crate::parse::ast::{BinOp, Block, Expr, ExprKind, Label, Stmt, Ty};
 use autobatch_ir::DType;
 use proc_macro2::Span;
 use quote::quote;
@@ -191,7 +191,7 @@ impl Translator<'_> {
         Some((t, e))
     }
 
-    pub(super) fn while_(&mut self, cond: &Expr, body: &Block) -> Value {
+    pub(super) fn while_(&mut self, label: Option<&Label>, cond: &Expr, body: &Block) -> Value {
         let header = self.new_block("while");
         self.goto(header);
         self.current = Some(header);
@@ -199,6 +199,7 @@ impl Translator<'_> {
             return Value::Diverged;
         };
         self.loops.push(LoopCtx {
+            label: label.cloned(),
             continue_to: header,
             break_to: Some(exit),
             result: None,
@@ -213,7 +214,12 @@ impl Translator<'_> {
         Value::Unit
     }
 
-    pub(super) fn loop_(&mut self, body: &Block, expected: Option<&Ty>) -> Value {
+    pub(super) fn loop_(
+        &mut self,
+        label: Option<&Label>,
+        body: &Block,
+        expected: Option<&Ty>,
+    ) -> Value {
         let start = self.new_block("loop");
         self.goto(start);
         self.current = Some(start);
@@ -221,6 +227,7 @@ impl Translator<'_> {
             .filter(|t| !t.is_unit())
             .map(|t| (self.new_var("t", t.clone()), t.clone()));
         self.loops.push(LoopCtx {
+            label: label.cloned(),
             continue_to: start,
             break_to: None,
             result,
@@ -242,25 +249,24 @@ impl Translator<'_> {
         }
     }
 
-    pub(super) fn break_(&mut self, e: &Expr, value: Option<&Expr>) -> Value {
-        if self.loops.is_empty() {
-            self.errors.at(e.span, "`break` outside a loop");
+    pub(super) fn break_(
+        &mut self,
+        e: &Expr,
+        label: Option<&Label>,
+        value: Option<&Expr>,
+    ) -> Value {
+        let Some(at) = self.target_loop(e, "break", label) else {
             return Value::Diverged;
-        }
+        };
         if let Some(v) = value {
-            let hint = self
-                .loops
-                .last()
-                .and_then(|l| l.result.as_ref().map(|(_, t)| t.clone()));
+            let hint = self.loops[at].result.as_ref().map(|(_, t)| t.clone());
             match self.compile(v, hint.as_ref()) {
                 Value::Var { var, ty, .. } => {
-                    let r = match self.loops.last().and_then(|l| l.result.clone()) {
+                    let r = match self.loops[at].result.clone() {
                         Some((r, _)) => r,
                         None => {
                             let r = self.new_var("t", ty.clone());
-                            if let Some(l) = self.loops.last_mut() {
-                                l.result = Some((r, ty));
-                            }
+                            self.loops[at].result = Some((r, ty));
                             r
                         }
                     };
@@ -270,13 +276,11 @@ impl Translator<'_> {
                 Value::Unit => {}
             }
         }
-        let to = match self.loops.last().and_then(|l| l.break_to) {
+        let to = match self.loops[at].break_to {
             Some(b) => b,
             None => {
                 let b = self.new_block("after");
-                if let Some(l) = self.loops.last_mut() {
-                    l.break_to = Some(b);
-                }
+                self.loops[at].break_to = Some(b);
                 b
             }
         };

@@ -6,7 +6,7 @@ use super::{Dest, Translator, Value};
 use crate::generate::infer::classify::Strategy;
 use crate::generate::infer::{describe, method_argument, operator_type, operator_type_error};
 use crate::parse::ast::{BinOp, Expr, ExprKind, Ty};
-use proc_macro2::Ident;
+use proc_macro2::{Ident, Span};
 use quote::{format_ident, quote};
 
 impl Translator<'_> {
@@ -53,19 +53,11 @@ impl Translator<'_> {
                 self.scopes.pop();
                 v
             }
-            ExprKind::While(c, body) => self.while_(c, body),
-            ExprKind::Loop(body) => self.loop_(body, expected),
-            ExprKind::Break(v) => self.break_(e, v.as_deref()),
-            ExprKind::Continue => {
-                match self.loops.last() {
-                    Some(l) => {
-                        let to = l.continue_to;
-                        self.goto(to);
-                    }
-                    None => self.errors.at(e.span, "`continue` outside a loop"),
-                }
-                Value::Diverged
-            }
+            ExprKind::While(label, c, body) => self.while_(label.as_ref(), c, body),
+            ExprKind::Loop(label, body) => self.loop_(label.as_ref(), body, expected),
+            ExprKind::For(f) => self.for_(f),
+            ExprKind::Break(label, v) => self.break_(e, label.as_ref(), v.as_deref()),
+            ExprKind::Continue(label) => self.continue_(e, label.as_ref()),
             ExprKind::Return(v) => {
                 match (v, self.return_dest()) {
                     (Some(v), Some(r)) => {
@@ -155,7 +147,7 @@ impl Translator<'_> {
             |this: &mut Self, x: &Expr, hint: Option<&Ty>| -> Option<(Box<Expr>, Ty)> {
                 match this.compile(x, hint) {
                     Value::Var { var, ty, .. } => {
-                        let id = format_ident!("__a{}", inputs.len());
+                        let id = format_ident!("__a{}", inputs.len(), span = Span::mixed_site());
                         inputs.push((id.clone(), var));
                         types.push(ty.clone());
                         Some((Box::new(Expr::var(&id)), ty))

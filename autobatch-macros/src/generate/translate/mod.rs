@@ -1,7 +1,7 @@
 //! AST -> a recorded construction of the function's IR ([`Record`]), one file per construct
 //! family: names and scopes (`scope`), kernels and if-conversion (`kernel`), expressions
-//! (`expr`), `let` patterns (`pattern`), assignments (`assign`), calls (`call`) and control
-//! flow (`control`).
+//! (`expr`), `let` patterns (`pattern`), assignments (`assign`), calls (`call`), control
+//! flow (`control`) and `for` loops and loop labels (`loops`).
 //!
 //! Types come from the inference pass ([`LetTypes`]), which runs before: the translation runs
 //! once.
@@ -11,6 +11,7 @@ mod call;
 mod control;
 mod expr;
 mod kernel;
+mod loops;
 mod pattern;
 mod record;
 mod scope;
@@ -18,7 +19,7 @@ mod scope;
 pub use record::{CalleeSpec, KernelSpec, LocalVar, Record, Step};
 
 use super::infer::function::LetTypes;
-use crate::parse::ast::{Func, Ty};
+use crate::parse::ast::{Func, Label, Ty};
 use crate::parse::Errors;
 use std::collections::{HashMap, HashSet};
 
@@ -52,8 +53,9 @@ impl Dest {
     }
 }
 
-/// A loop being translated: where `continue` and `break` go, and its `break` value.
+/// A loop being translated: its label, where `continue` and `break` go, and its `break` value.
 struct LoopCtx {
+    label: Option<Label>,
     continue_to: usize,
     break_to: Option<usize>,
     result: Option<(usize, Ty)>,
