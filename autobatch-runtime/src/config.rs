@@ -43,6 +43,8 @@ pub const DEFAULT_MEMORY_BUDGET: usize = {
 /// | [`safety_checks`](Self::safety_checks) | `true` |
 /// | [`vector_len`](Self::vector_len) | `None` (taken from the vector inputs; 0 without any) |
 /// | [`batch_size`](Self::batch_size) | `None` (taken from the inputs; 1 without any) |
+/// | [`threads`](Self::threads) | [`available_threads()`] (every core the process may use) |
+/// | [`shard_size`](Self::shard_size) | `None` (chosen per run so a shard's variables fit in [`SHARD_BYTES`]) |
 ///
 /// ```
 /// use autobatch_runtime::{Config, Mode};
@@ -113,6 +115,26 @@ pub struct Config {
     pub vector_len: Option<usize>,
     /// Batch size when the program has no inputs. Default: `None` (1 lane).
     pub batch_size: Option<usize>,
+    /// Worker threads a run uses. A batch is cut into shards of lanes
+    /// ([`shard_size`](Self::shard_size)), each an independent run of the interpreter, run on a
+    /// work-stealing pool of this many threads; the results are put back in lane order. A
+    /// lane's results are bit-identical whatever the number of threads and the shard size
+    /// (lanes never interact). With 1 (or a batch of one shard) the run stays on the calling
+    /// thread and no thread is started. Kernels then run on the pool's threads: a kernel that
+    /// reads thread-local state must run with 1. Values below 1 count as 1. Default:
+    /// [`available_threads()`], every core the process may use.
+    pub threads: usize,
+    /// Lanes per shard (see [`threads`](Self::threads)); the last shard takes the rest. Each
+    /// shard is its own run: [`step_budget`](Self::step_budget) and
+    /// [`memory_budget`](Self::memory_budget) apply to each shard on its own (so a run with
+    /// `threads` workers may hold up to `threads` times the memory budget at once), and
+    /// [`Stats`](crate::Stats) add up over shards. `Some(0)` counts as 1. Default: `None`,
+    /// chosen per run by [`shard_lanes`]: as many lanes as keep a shard's variables within
+    /// [`SHARD_BYTES`] (the per-core L2 cache, so a block's working set stays in cache), at
+    /// least [`MIN_SHARD_LANES`] (so each block execution still serves enough lanes to pay
+    /// for its dispatch), and small enough that every thread gets [`SHARDS_PER_THREAD`]
+    /// shards to balance uneven lanes.
+    pub shard_size: Option<usize>,
 }
 
 impl Default for Config {
@@ -126,8 +148,55 @@ impl Default for Config {
             safety_checks: true,
             vector_len: None,
             batch_size: None,
+            threads: available_threads(),
+            shard_size: None,
         }
     }
+}
+
+/// The default [`Config::threads`]: [`std::thread::available_parallelism`], or 1 where the
+/// platform cannot tell.
+pub fn available_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// The working set a default shard aims at: 1 MiB of variables per shard, half of the 2 MiB
+/// per-core L2 cache of the machine the default was measured on (the rest holds stacks, saved
+/// frames and the kernels' own data). Measured with `cargo bench -p autobatch-runtime --bench
+/// fibonacci` and `cargo bench -p autobatch-examples --bench nuts` over shard sizes.
+pub const SHARD_BYTES: usize = 1 << 20;
+
+/// The fewest lanes a default shard holds (unless the batch is smaller): below this, the
+/// interpreter's fixed cost per block execution outweighs the lanes it serves.
+pub const MIN_SHARD_LANES: usize = 256;
+
+/// Shards per thread a default shard size aims at, when the batch is large enough: lanes
+/// finish at different times, and spare shards let idle threads steal work.
+pub const SHARDS_PER_THREAD: usize = 4;
+
+/// The default shard size ([`Config::shard_size`] `None`) for a run of `batch` lanes whose
+/// variables take `lane_bytes` bytes per lane on `threads` threads: the most lanes within
+/// [`SHARD_BYTES`], with several threads no more than gives each [`SHARDS_PER_THREAD`]
+/// shards, and at least [`MIN_SHARD_LANES`].
+///
+/// ```
+/// use autobatch_runtime::{shard_lanes, MIN_SHARD_LANES};
+///
+/// // Small per-lane state on one thread: one shard for a batch of 10,000.
+/// assert_eq!(shard_lanes(10_000, 80, 1), 10_000);
+/// // On two threads: four shards each.
+/// assert_eq!(shard_lanes(10_000, 80, 2), 1_250);
+/// // 28 KB per lane (a 100-d NUTS state): a few dozen lanes would fit, the floor wins.
+/// assert_eq!(shard_lanes(1_000, 28_000, 1), MIN_SHARD_LANES);
+/// ```
+pub fn shard_lanes(batch: usize, lane_bytes: usize, threads: usize) -> usize {
+    let fits = SHARD_BYTES / lane_bytes.max(1);
+    let spread = if threads > 1 {
+        batch.div_ceil(threads * SHARDS_PER_THREAD)
+    } else {
+        batch
+    };
+    fits.min(spread).max(MIN_SHARD_LANES)
 }
 
 impl Config {

@@ -302,7 +302,11 @@ fn one_transition_from_exact_draws_keeps_the_target() {
                         minv.view(),
                         Array1::from_elem(n, 10).view(),
                         keys.view(),
-                        &Config::default(),
+                        // The target is installed on this thread.
+                        &Config {
+                            threads: 1,
+                            ..Config::default()
+                        },
                     )
                     .unwrap()
                 })

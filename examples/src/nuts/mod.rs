@@ -335,7 +335,12 @@ pub fn sample_chains(
     let keys = Array1::from_iter(ids.iter().map(|&c| chain_key(settings.seed, c)));
     let rows = Array1::from_iter(0..chains as i64);
     let (warmup, draws) = (settings.warmup as i64, settings.draws as i64);
-    let config = Config::with_mode(settings.mode);
+    // One thread: the target and the sink are installed on this thread (until kernels take
+    // them as an explicit context).
+    let config = Config {
+        threads: 1,
+        ..Config::with_mode(settings.mode)
+    };
     let total = (chains * (settings.warmup + settings.draws)) as u64;
     let start = Instant::now();
     let keep_warmup = if settings.save_warmup {
