@@ -93,11 +93,14 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
+/// A batched run with a configuration: the outputs as `i64` and the run's statistics.
+type Batched<'a> = Box<dyn Fn(&Config) -> (Vec<i64>, Stats) + 'a>;
+
 /// One workload of the main table: a batched run per configuration (outputs as `i64`) and
 /// the plain Rust loop over the same inputs.
 struct Workload<'a> {
     name: &'a str,
-    batched: Box<dyn Fn(&Config) -> (Vec<i64>, Stats) + 'a>,
+    batched: Batched<'a>,
     plain: Box<dyn Fn() -> Vec<i64> + 'a>,
 }
 
@@ -144,8 +147,7 @@ fn main() {
             name: "ackermann(m<4, n<4)",
             batched: Box::new(|config: &Config| {
                 let (out, stats) =
-                    ackermann::batch_with_stats(m_arr.view(), n_arr.view(), config)
-                        .expect("runs");
+                    ackermann::batch_with_stats(m_arr.view(), n_arr.view(), config).expect("runs");
                 (out.to_vec(), stats)
             }),
             plain: Box::new(|| {
@@ -218,7 +220,11 @@ fn main() {
     for w in &workloads {
         let (_, want) = median(1, || (w.plain)());
         for mode in [Mode::FullVm, Mode::Stackless] {
-            print!("{:<20} {:<4}", w.name, if mode == Mode::FullVm { "vm" } else { "sl" });
+            print!(
+                "{:<20} {:<4}",
+                w.name,
+                if mode == Mode::FullVm { "vm" } else { "sl" }
+            );
             for size in sizes.map(Some).into_iter().chain([None]) {
                 let config = Config {
                     threads: 1,

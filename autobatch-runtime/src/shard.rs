@@ -111,7 +111,9 @@ fn lane_bytes(program: &Program, vector_len: usize) -> usize {
 /// or `None` for one thread, or if the operating system refuses the threads: the shards then
 /// run one after another on the calling thread, with the same results.
 fn pool(threads: usize) -> Option<Arc<ThreadPool>> {
-    static POOLS: OnceLock<Mutex<Vec<(usize, Arc<ThreadPool>)>>> = OnceLock::new();
+    /// The pools built so far, by their number of threads.
+    type Pools = Mutex<Vec<(usize, Arc<ThreadPool>)>>;
+    static POOLS: OnceLock<Pools> = OnceLock::new();
     if threads <= 1 {
         return None;
     }

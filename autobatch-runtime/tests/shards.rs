@@ -140,8 +140,8 @@ fn errors_name_the_lane_in_the_batch_given() {
     for mode in [Mode::FullVm, Mode::Stackless] {
         for threads in [1, 2] {
             // The lowest shard that fails is reported.
-            let err = risky::batch(n.view(), d.view(), &config(mode, threads, Some(10)))
-                .unwrap_err();
+            let err =
+                risky::batch(n.view(), d.view(), &config(mode, threads, Some(10))).unwrap_err();
             assert!(
                 matches!(err, RuntimeError::Kernel { lane: 37, .. }),
                 "{mode:?}, {threads} threads: {err}"

@@ -88,23 +88,29 @@ fn autobatched<T: Target + Clone + 'static>(
         ..Config::with_mode(mode)
     };
     let start = Instant::now();
-    let ((result, counts), recorded) = with_sink((chains, DRAWS, dim), 0, 0, |_| {}, || {
-        with_target(Rc::new(target.clone()), || {
-            chain::batch_with_stats(
-                init.view(),
-                rows.view(),
-                keys.view(),
-                Array1::from_elem(chains, 0).view(),
-                Array1::from_elem(chains, DRAWS as i64).view(),
-                Array1::from_elem(chains, step).view(),
-                Array1::from_elem(chains, MAX_DEPTH as i64).view(),
-                Array1::from_elem(chains, false).view(),
-                Array1::from_elem(chains, false).view(),
-                Array1::from_elem(chains, 0.8).view(),
-                &config,
-            )
-        })
-    });
+    let ((result, counts), recorded) = with_sink(
+        (chains, DRAWS, dim),
+        0,
+        0,
+        |_| {},
+        || {
+            with_target(Rc::new(target.clone()), || {
+                chain::batch_with_stats(
+                    init.view(),
+                    rows.view(),
+                    keys.view(),
+                    Array1::from_elem(chains, 0).view(),
+                    Array1::from_elem(chains, DRAWS as i64).view(),
+                    Array1::from_elem(chains, step).view(),
+                    Array1::from_elem(chains, MAX_DEPTH as i64).view(),
+                    Array1::from_elem(chains, false).view(),
+                    Array1::from_elem(chains, false).view(),
+                    Array1::from_elem(chains, 0.8).view(),
+                    &config,
+                )
+            })
+        },
+    );
     let secs = start.elapsed().as_secs_f64();
     let (_, stats) = result.expect("the sampler runs");
     let measured = Measured {
@@ -479,15 +485,7 @@ fn compare<T: Target + Clone + Send + Sync + 'static>(
     println!("{chains} chains, step {step}:");
     println!(
         "  {:<26} {:>7} {:>10} {:>8} {:>8} {:>8} {:>9} {:>7} {:>7}",
-        "sampler",
-        "threads",
-        "grads",
-        "s",
-        "M grad/s",
-        "min ESS",
-        "ESS/s",
-        "grad/s",
-        "ESS/s"
+        "sampler", "threads", "grads", "s", "M grad/s", "min ESS", "ESS/s", "grad/s", "ESS/s"
     );
     println!("  {:>91}", "(vs nuts-rs, same threads)");
     row("autobatched, full VM", "1", &vm, vm.min_ess(), Some(&one));
@@ -495,11 +493,15 @@ fn compare<T: Target + Clone + Send + Sync + 'static>(
     row("nuts-rs", "1", &one, one.min_ess(), None);
     println!(
         "  {:<26} {:>7} {:>10}",
-        "autobatched, full VM",
-        all,
-        "needs context"
+        "autobatched, full VM", all, "needs context"
     );
-    row("nuts-rs multi-chain", &all.to_string(), &many, many.min_ess(), None);
+    row(
+        "nuts-rs multi-chain",
+        &all.to_string(),
+        &many,
+        many.min_ess(),
+        None,
+    );
     if let Some(gaussian) = gaussian {
         let bound = gemm_bound(gaussian, chains, vm.grads);
         println!(
