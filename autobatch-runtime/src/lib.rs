@@ -46,7 +46,7 @@ pub use autobatch_macros::{autobatch, primitive};
 pub use column::{Column, Element};
 pub use config::{
     available_threads, shard_lanes, Config, Mode, DEFAULT_MEMORY_BUDGET, MIN_SHARD_LANES,
-    SHARDS_PER_THREAD, SHARD_BYTES,
+    SHARD_BYTES,
 };
 pub use error::{Result, RuntimeError};
 pub use kernel::{
