@@ -1,11 +1,44 @@
-//! Benchmark (not a test): fibonacci over `n = i % 21` in both modes vs. plain Rust, and one
-//! busy lane among 99,999 finished ones. Run: `cargo bench -p autobatch-runtime --bench fibonacci`.
+//! Benchmark (not a test): fibonacci over `n = i % 21` (built with the builder), Collatz step
+//! counts and Ackermann (written with `#[autobatch]`), each in both modes on one thread and on
+//! every core, against the plain Rust loop; how a one-thread run's time depends on the shard
+//! size; fibonacci over batch sizes; one busy lane among 99,999 finished ones.
+//! Run: `cargo bench -p autobatch-runtime --bench fibonacci`.
 
 use autobatch_runtime::ir::{DType, KernelId};
-use autobatch_runtime::{Column, Config, Executable, Kernel, Mode, Run};
+use autobatch_runtime::{
+    autobatch, available_threads, Column, Config, Executable, Kernel, Mode, Run, Stats,
+};
 use autobatch_testkit::conformance;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
+
+/// Steps of the Collatz map from `n` down to 1.
+#[autobatch]
+fn collatz(n: i64) -> i64 {
+    let mut n = n;
+    let mut steps = 0;
+    while n > 1 {
+        if n % 2 == 0 {
+            n /= 2;
+        } else {
+            n = 3 * n + 1;
+        }
+        steps += 1;
+    }
+    steps
+}
+
+/// The Ackermann function (deep, uneven, doubly recursive).
+#[autobatch]
+fn ackermann(m: i64, n: i64) -> i64 {
+    if m == 0 {
+        n + 1
+    } else if n == 0 {
+        ackermann(m - 1, 1)
+    } else {
+        ackermann(m - 1, ackermann(m, n - 1))
+    }
+}
 
 fn kernel(src: &str) -> Kernel {
     match src {
@@ -60,9 +93,152 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
+/// A batched run with a configuration: the outputs as `i64` and the run's statistics.
+type Batched<'a> = Box<dyn Fn(&Config) -> (Vec<i64>, Stats) + 'a>;
+
+/// One workload of the main table: a batched run per configuration (outputs as `i64`) and
+/// the plain Rust loop over the same inputs.
+struct Workload<'a> {
+    name: &'a str,
+    batched: Batched<'a>,
+    plain: Box<dyn Fn() -> Vec<i64> + 'a>,
+}
+
+/// Median time of the batched run with `config`, and its statistics; checks it against `want`.
+fn time_batched(w: &Workload, config: &Config, reps: usize, want: &[i64]) -> (Duration, Stats) {
+    let (t, (out, stats)) = median(reps, || (w.batched)(config));
+    assert_eq!(out, want, "{}: batched == plain Rust", w.name);
+    (t, stats)
+}
+
 fn main() {
-    let exe = executable(|k| conformance::fibonacci_function_calls(k, DType::I64));
-    println!("fibonacci over n = i % 21 (medians; ratios are autobatched time / plain Rust time)");
+    let all = available_threads();
+    let batch = 10_000usize;
+    let fib_exe = executable(|k| conformance::fibonacci_function_calls(k, DType::I64));
+    let fib_n: Vec<i64> = (0..batch as i64).map(|i| i % 21).collect();
+    let fib_in = [Column::from_scalars(&fib_n)];
+    let run_fib = |config: &Config| {
+        let run = fib_exe.run(&fib_in, config).expect("runs");
+        let out = run.outputs[0].as_slice::<i64>().expect("i64").to_vec();
+        (out, run.stats)
+    };
+    let starts: Vec<i64> = (1..=batch as i64).collect();
+    let starts_arr = autobatch_runtime::ndarray::Array1::from(starts.clone());
+    let (ms_mixed, ns_mixed): (Vec<i64>, Vec<i64>) =
+        (0..batch as i64).map(|i| (i % 4, (i / 4) % 4)).unzip();
+    let m_arr = autobatch_runtime::ndarray::Array1::from(ms_mixed.clone());
+    let n_arr = autobatch_runtime::ndarray::Array1::from(ns_mixed.clone());
+    let workloads = [
+        Workload {
+            name: "fib(i % 21)",
+            batched: Box::new(run_fib),
+            plain: Box::new(|| fib_n.iter().map(|&n| fib(n)).collect()),
+        },
+        Workload {
+            name: "collatz(i + 1)",
+            batched: Box::new(|config: &Config| {
+                let (out, stats) =
+                    collatz::batch_with_stats(starts_arr.view(), config).expect("runs");
+                (out.to_vec(), stats)
+            }),
+            plain: Box::new(|| starts.iter().map(|&n| collatz(n)).collect()),
+        },
+        Workload {
+            name: "ackermann(m<4, n<4)",
+            batched: Box::new(|config: &Config| {
+                let (out, stats) =
+                    ackermann::batch_with_stats(m_arr.view(), n_arr.view(), config).expect("runs");
+                (out.to_vec(), stats)
+            }),
+            plain: Box::new(|| {
+                (ms_mixed.iter().zip(&ns_mixed))
+                    .map(|(&m, &n)| ackermann(m, n))
+                    .collect()
+            }),
+        },
+    ];
+    let reps = 5;
+    println!(
+        "batch {batch}, medians of {reps}; ratio = autobatched time / plain Rust loop time; \
+         speedup = one-thread time / {all}-thread time; kernels = share of one-thread time in \
+         lane-wise kernels (the rest is the interpreter)"
+    );
+    println!(
+        "{:<20} {:>9} | {:>9} {:>7} {:>7} {:>9} {:>7} | {:>9} {:>7} {:>7} {:>9} {:>7}",
+        "workload",
+        "plain ms",
+        "vm ms",
+        "vm/rust",
+        "kernels",
+        format!("vm {all}t ms"),
+        "speedup",
+        "sl ms",
+        "sl/rust",
+        "kernels",
+        format!("sl {all}t ms"),
+        "speedup"
+    );
+    for w in &workloads {
+        let (rust_t, want) = median(reps, || (w.plain)());
+        let mut cells = Vec::new();
+        for mode in [Mode::FullVm, Mode::Stackless] {
+            let one = Config {
+                threads: 1,
+                ..Config::with_mode(mode)
+            };
+            let every = Config {
+                threads: all,
+                ..Config::with_mode(mode)
+            };
+            let (t1, stats) = time_batched(w, &one, reps, &want);
+            let (tn, _) = time_batched(w, &every, reps, &want);
+            cells.push(format!(
+                "{:>9.2} {:>7.1} {:>6.0}% {:>9.2} {:>7.2}",
+                ms(t1),
+                t1.as_secs_f64() / rust_t.as_secs_f64(),
+                100.0 * stats.lane_kernel_time.as_secs_f64() / t1.as_secs_f64(),
+                ms(tn),
+                t1.as_secs_f64() / tn.as_secs_f64()
+            ));
+        }
+        println!(
+            "{:<20} {:>9.2} | {} | {}",
+            w.name,
+            ms(rust_t),
+            cells[0],
+            cells[1]
+        );
+    }
+
+    println!("\nshard size, one thread (ms, medians of {reps}; `auto` is Config::shard_size None)");
+    let sizes = [64usize, 256, 1_024, 2_500, 10_000];
+    print!("{:<20} {:<4}", "workload", "mode");
+    for size in sizes {
+        print!(" {size:>8}");
+    }
+    println!(" {:>8}", "auto");
+    for w in &workloads {
+        let (_, want) = median(1, || (w.plain)());
+        for mode in [Mode::FullVm, Mode::Stackless] {
+            print!(
+                "{:<20} {:<4}",
+                w.name,
+                if mode == Mode::FullVm { "vm" } else { "sl" }
+            );
+            for size in sizes.map(Some).into_iter().chain([None]) {
+                let config = Config {
+                    threads: 1,
+                    shard_size: size,
+                    ..Config::with_mode(mode)
+                };
+                let (t, _) = time_batched(w, &config, reps, &want);
+                print!(" {:>8.2}", ms(t));
+            }
+            println!();
+        }
+    }
+
+    println!("\nfibonacci over n = i % 21 by batch size, one thread (medians)");
     println!(
         "{:>7} {:>11} {:>11} {:>11} {:>8} {:>8} {:>9} {:>7} {:>9} {:>7}",
         "batch",
@@ -80,7 +256,13 @@ fn main() {
         let ns: Vec<i64> = (0..batch as i64).map(|i| i % 21).collect();
         let input = [Column::from_scalars(&ns)];
         let reps = if batch >= 10_000 { 3 } else { 7 };
-        let run = |mode| exe.run(&input, &Config::with_mode(mode)).expect("runs");
+        let run = |mode| {
+            let config = Config {
+                threads: 1,
+                ..Config::with_mode(mode)
+            };
+            fib_exe.run(&input, &config).expect("runs")
+        };
         let (vm_t, vm): (Duration, Run) = median(reps, || run(Mode::FullVm));
         let (sl_t, sl): (Duration, Run) = median(reps, || run(Mode::Stackless));
         let (rust_t, plain) = median(reps, || ns.iter().map(|&n| fib(n)).collect::<Vec<_>>());
@@ -100,13 +282,13 @@ fn main() {
             sl.stats.utilisation(),
         );
     }
-
     println!("\none busy lane: countdown(n = 100,000) alone vs. beside 99,999 lanes with n = 0");
     let countdown = executable(conformance::countdown);
     let long = 100_000i64;
     for mode in [Mode::FullVm, Mode::Stackless] {
         let config = Config {
             step_budget: None,
+            threads: 1,
             ..Config::with_mode(mode)
         };
         let alone = [Column::from_scalars(&[long])];

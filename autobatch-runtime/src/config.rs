@@ -43,6 +43,8 @@ pub const DEFAULT_MEMORY_BUDGET: usize = {
 /// | [`safety_checks`](Self::safety_checks) | `true` |
 /// | [`vector_len`](Self::vector_len) | `None` (taken from the vector inputs; 0 without any) |
 /// | [`batch_size`](Self::batch_size) | `None` (taken from the inputs; 1 without any) |
+/// | [`threads`](Self::threads) | [`available_threads()`] (every core the process may use) |
+/// | [`shard_size`](Self::shard_size) | `None` (chosen per run by [`shard_lanes`]) |
 ///
 /// ```
 /// use autobatch_runtime::{Config, Mode};
@@ -113,6 +115,25 @@ pub struct Config {
     pub vector_len: Option<usize>,
     /// Batch size when the program has no inputs. Default: `None` (1 lane).
     pub batch_size: Option<usize>,
+    /// Worker threads a run uses. A batch is cut into shards of lanes
+    /// ([`shard_size`](Self::shard_size)), each an independent run of the interpreter, run on a
+    /// work-stealing pool of this many threads; the results are put back in lane order. A
+    /// lane's results are bit-identical whatever the number of threads and the shard size
+    /// (lanes never interact). With 1 (or a batch of one shard) the run stays on the calling
+    /// thread and no thread is started. Kernels then run on the pool's threads: a kernel that
+    /// reads thread-local state must run with 1. Values below 1 count as 1. Default:
+    /// [`available_threads()`], every core the process may use.
+    pub threads: usize,
+    /// Lanes per shard (see [`threads`](Self::threads)); the last shard takes the rest. Each
+    /// shard is its own run: [`step_budget`](Self::step_budget) and
+    /// [`memory_budget`](Self::memory_budget) apply to each shard on its own (so a run with
+    /// `threads` workers may hold up to `threads` times the memory budget at once), and
+    /// [`Stats`](crate::Stats) add up over shards. `Some(0)` counts as 1. Default: `None`,
+    /// chosen per run by [`shard_lanes`]: as many lanes as keep a shard's variables within
+    /// [`SHARD_BYTES`] (half the per-core L2 cache, so a block's working set stays in
+    /// cache), at least [`MIN_SHARD_LANES`] (so each block execution still serves enough
+    /// lanes to pay for its dispatch), and no more than one shard per thread needs.
+    pub shard_size: Option<usize>,
 }
 
 impl Default for Config {
@@ -126,8 +147,55 @@ impl Default for Config {
             safety_checks: true,
             vector_len: None,
             batch_size: None,
+            threads: available_threads(),
+            shard_size: None,
         }
     }
+}
+
+/// The default [`Config::threads`]: [`std::thread::available_parallelism`], or 1 where the
+/// platform cannot tell.
+pub fn available_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// The working set a default shard aims at: 1 MiB of variables, half of the 2 MiB per-core
+/// L2 cache of the machine the default was measured on (the rest holds saved frames and the
+/// kernels' own data). Programs with little state per lane (fib, Collatz: tens of bytes) fit
+/// whole batches of 10,000 lanes, which is what they want: each block execution has a fixed
+/// cost that a shard pays again, so on one thread their best shard was the whole batch
+/// (`cargo bench -p autobatch-runtime --bench fibonacci`, shard-size table: stackless fib
+/// 10,000 lanes 644 ms in one shard, 1,242 ms in shards of 1,024, 3,987 ms in shards of 256).
+pub const SHARD_BYTES: usize = 1 << 20;
+
+/// The fewest lanes a default shard holds (unless the batch is smaller). Programs with a large
+/// state per lane (NUTS in 100 dimensions: about 28 KB per chain, so 1 MiB is 37 chains)
+/// gain from shards smaller than the batch but lose below this: the full VM on the
+/// 100-d Gaussian, 1,000 chains, one thread, ran at 0.134, 0.137, 0.160 and 0.133 M
+/// gradients/s in shards of 64, 128, 256 and 1,000 chains (`cargo bench -p
+/// autobatch-examples --bench nuts`, one run each on a loaded 2-core machine).
+pub const MIN_SHARD_LANES: usize = 256;
+
+/// The default shard size ([`Config::shard_size`] `None`) for a run of `batch` lanes whose
+/// variables take `lane_bytes` bytes per lane on `threads` threads: the most lanes within
+/// [`SHARD_BYTES`], with several threads no more than one shard per thread (each shard
+/// repeats the block executions of its slowest lane, so more shards cost more), and at
+/// least [`MIN_SHARD_LANES`].
+///
+/// ```
+/// use autobatch_runtime::{shard_lanes, MIN_SHARD_LANES};
+///
+/// // Small per-lane state on one thread: one shard for a batch of 10,000.
+/// assert_eq!(shard_lanes(10_000, 80, 1), 10_000);
+/// // On two threads: one shard each.
+/// assert_eq!(shard_lanes(10_000, 80, 2), 5_000);
+/// // 28 KB per lane (a 100-d NUTS state): a few dozen lanes would fit, the floor wins.
+/// assert_eq!(shard_lanes(1_000, 28_000, 1), MIN_SHARD_LANES);
+/// ```
+pub fn shard_lanes(batch: usize, lane_bytes: usize, threads: usize) -> usize {
+    let fits = SHARD_BYTES / lane_bytes.max(1);
+    let per_thread = batch.div_ceil(threads.max(1));
+    fits.min(per_thread).max(MIN_SHARD_LANES)
 }
 
 impl Config {

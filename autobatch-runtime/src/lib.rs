@@ -17,6 +17,7 @@ mod prefetch;
 pub mod primitive;
 mod random;
 mod reference;
+mod shard;
 mod stackless;
 mod stats;
 mod storage;
@@ -45,7 +46,10 @@ pub mod __private {
 pub use autobatch_ir::passes::{InlineOptions, Passes, Source};
 pub use autobatch_macros::{autobatch, primitive};
 pub use column::{Column, Element};
-pub use config::{Config, Mode, DEFAULT_MEMORY_BUDGET};
+pub use config::{
+    available_threads, shard_lanes, Config, Mode, DEFAULT_MEMORY_BUDGET, MIN_SHARD_LANES,
+    SHARD_BYTES,
+};
 pub use error::{Result, RuntimeError};
 pub use kernel::{
     output_slice, Context, ContextType, InputRows, Kernel, KernelError, LaneInputs, LaneOutputs,
@@ -263,6 +267,10 @@ impl Executable {
     /// Runs the program on a batch: `inputs` holds one column per input leaf. With
     /// [`Config::lane_isolation`], lanes that fail are listed in [`Run::failed`] and the others
     /// keep their results.
+    ///
+    /// The batch is cut into shards of [`Config::shard_size`] lanes run on
+    /// [`Config::threads`] threads; the results are those of one run over the whole batch, bit
+    /// for bit, and a failure is reported from the lowest shard that failed.
     pub fn run(&self, inputs: &[Column], config: &Config) -> Result<Run> {
         self.run_with_context(Context::none(), inputs, config)
     }
@@ -302,6 +310,18 @@ impl Executable {
         config: &Config,
     ) -> Result<Run> {
         self.check_context(context)?;
+        let program: &Program = match config.mode {
+            Mode::FullVm => &self.lowered,
+            Mode::Stackless => self.high_program()?.0,
+        };
+        shard::run(program, inputs, config, |inputs, config| {
+            self.run_shard(context, inputs, config)
+        })
+    }
+
+    /// Runs one shard of a batch (all of `inputs`) on the calling thread, isolating failing
+    /// lanes if `config` asks.
+    fn run_shard(&self, context: Context<'_>, inputs: &[Column], config: &Config) -> Result<Run> {
         if !config.lane_isolation {
             return self.run_batch(context, inputs, config);
         }

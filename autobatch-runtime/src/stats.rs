@@ -3,12 +3,22 @@
 use std::time::Duration;
 
 /// What a run did: steps, per-block runs and lanes, time in kernels.
+///
+/// A run cut into shards ([`Config::shard_size`](crate::Config::shard_size)) reports the sum
+/// of its shards' statistics: steps, runs, lanes and kernel times add up (kernel times are
+/// then thread time, which exceeds wall time when shards run at once), utilisation is over
+/// the lanes each step could have served in its own shard, and
+/// [`vector_rows`](Self::vector_rows) is the sum of the shards' peaks.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Stats {
     /// Lanes in the batch.
     pub batch_size: usize,
-    /// Block executions in total.
+    /// Block executions in total (summed over shards).
     pub steps: u64,
+    /// The sum over block executions of the lanes of the run (or shard) they were part of:
+    /// what [`utilisation`](Self::utilisation) divides by (`steps * batch_size` in a run of
+    /// one shard).
+    pub lane_slots: u64,
     /// Per block, indexed like the program that ran.
     pub blocks: Vec<BlockStats>,
     /// Per user kernel, indexed by kernel id.
@@ -18,7 +28,8 @@ pub struct Stats {
     /// Wall time spent inside lane-wise kernels.
     pub lane_kernel_time: Duration,
     /// The most `f64` vector rows held at once (variables, saved frames and the zero row):
-    /// the memory of vector state is this times the vector length times 8 bytes.
+    /// the memory of vector state is this times the vector length times 8 bytes. Over shards,
+    /// the sum of each shard's most: a bound on the rows held at once.
     pub vector_rows: usize,
 }
 
@@ -42,6 +53,9 @@ pub struct KernelStats {
     pub lanes: u64,
     /// Wall time spent inside it.
     pub time: Duration,
+    /// The sum over its runs of the lanes of the run (or shard) it was part of: what
+    /// [`Stats::kernel_utilisation`] divides by.
+    pub lane_slots: u64,
 }
 
 impl Stats {
@@ -66,21 +80,42 @@ impl Stats {
         }
     }
 
-    /// Mean fraction of the batch active per block execution (1.0 when every run used every lane).
+    /// Mean fraction of the batch (of its shard, in a sharded run) active per block execution
+    /// (1.0 when every run used every lane).
     pub fn utilisation(&self) -> f64 {
         let lanes: u64 = self.blocks.iter().map(|b| b.lanes).sum();
-        if self.steps == 0 || self.batch_size == 0 {
+        if self.lane_slots == 0 {
             return 0.0;
         }
-        lanes as f64 / (self.steps as f64 * self.batch_size as f64)
+        lanes as f64 / self.lane_slots as f64
     }
 
-    /// Mean fraction of the batch a kernel computed per run (`None` if it never ran): for a
-    /// batched gradient, how full each matrix product was.
+    /// Mean fraction of the batch (of its shard, in a sharded run) a kernel computed per run
+    /// (`None` if it never ran): for a batched gradient, how full each matrix product was.
     pub fn kernel_utilisation(&self, kernel: usize) -> Option<f64> {
         let k = self.kernels.get(kernel)?;
-        (k.runs > 0 && self.batch_size > 0)
-            .then(|| k.lanes as f64 / (k.runs as f64 * self.batch_size as f64))
+        (k.lane_slots > 0).then(|| k.lanes as f64 / k.lane_slots as f64)
+    }
+
+    /// Adds `other`, the statistics of another shard of the same program, to these: the
+    /// batch sizes, counts, times and vector rows add up.
+    pub(crate) fn merge(&mut self, other: &Stats) {
+        self.batch_size += other.batch_size;
+        self.steps += other.steps;
+        self.lane_slots += other.lane_slots;
+        for (b, o) in self.blocks.iter_mut().zip(&other.blocks) {
+            b.runs += o.runs;
+            b.lanes += o.lanes;
+        }
+        for (k, o) in self.kernels.iter_mut().zip(&other.kernels) {
+            k.runs += o.runs;
+            k.lanes += o.lanes;
+            k.time += o.time;
+            k.lane_slots += o.lane_slots;
+        }
+        self.batched_kernel_time += other.batched_kernel_time;
+        self.lane_kernel_time += other.lane_kernel_time;
+        self.vector_rows += other.vector_rows;
     }
 
     /// Counts one run of user kernel `kernel` over `lanes` lanes, taking `time`; `batched`
@@ -97,6 +132,7 @@ impl Stats {
             k.runs += 1;
             k.lanes += lanes as u64;
             k.time += time;
+            k.lane_slots += self.batch_size as u64;
         }
         if batched {
             self.batched_kernel_time += time;
@@ -108,6 +144,7 @@ impl Stats {
     /// Counts one step: block `block` ran on `lanes` lanes.
     pub(crate) fn record(&mut self, block: usize, lanes: usize) {
         self.steps += 1;
+        self.lane_slots += self.batch_size as u64;
         if let Some(b) = self.blocks.get_mut(block) {
             b.runs += 1;
             b.lanes += lanes as u64;
@@ -130,5 +167,27 @@ mod tests {
         assert_eq!(s.kernel_utilisation(1), None);
         assert_eq!(s.blocks[1].runs, 1);
         assert_eq!(s.batched_kernel_time, Duration::from_millis(1));
+    }
+
+    #[test]
+    fn merged_shards_add_up_and_keep_each_shards_utilisation() {
+        // Two shards of 4 and 2 lanes: every step of either used half of its shard.
+        let names = || ["a".to_string()];
+        let mut s = Stats::new(4, names(), 1);
+        s.record(0, 2);
+        s.record_kernel(0, 2, Duration::from_millis(1), false);
+        let mut t = Stats::new(2, names(), 1);
+        t.record(0, 1);
+        t.record(0, 1);
+        t.record_kernel(0, 1, Duration::from_millis(2), false);
+        t.vector_rows = 3;
+        s.merge(&t);
+        assert_eq!((s.batch_size, s.steps, s.blocks[0].runs), (6, 3, 3));
+        assert_eq!(s.blocks[0].lanes, 4);
+        assert_eq!(s.utilisation(), 0.5);
+        assert_eq!(s.kernel_utilisation(0), Some(0.5));
+        assert_eq!(s.kernels[0].time, Duration::from_millis(3));
+        assert_eq!(s.lane_kernel_time, Duration::from_millis(3));
+        assert_eq!(s.vector_rows, 3);
     }
 }

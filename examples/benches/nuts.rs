@@ -1,127 +1,133 @@
-//! Benchmark (not a test): NUTS on the 100-d Gaussian (`Sigma_ij = 0.9^|i-j|`), fixed step size
-//! 0.1, no warmup, unit metric, 200 draws, max depth 10, one thread, at 10, 100 and 1,000
-//! chains: the autobatched sampler (full VM and stackless) vs the same scalar functions looped
-//! over chains vs nuts-rs vs the GEMM lower bound, in gradient evaluations per second.
-//! Run: `cargo bench -p autobatch-examples --bench nuts` (`NUTS_BENCH_CHAINS=10,100` to choose
-//! the chain counts).
+//! Benchmark (not a test): NUTS like for like against nuts-rs, on the 100-d Gaussian
+//! (`Sigma_ij = 0.9^|i-j|`) and on the logistic regression of the `nuts` binary (1,000 rows x
+//! 25 features): the same identity metric (nuts-rs's transformation hooks implemented as the
+//! identity map), step size, initial points, maximum depth (10) and divergence threshold, no
+//! warmup, 200 draws, at 10, 100 and 1,000 chains. Gradient evaluations per second and
+//! min-ESS (bulk, over coordinates) per second for the autobatched sampler (full VM and
+//! stackless) and for nuts-rs, on one thread and on every core (nuts-rs's multi-chain
+//! sampler); the GEMM lower bound for the Gaussian; where the autobatched run's time went;
+//! and how the full VM's speed depends on the shard size.
+//!
+//! Run: `cargo bench -p autobatch-examples --bench nuts` (`NUTS_BENCH_CHAINS=10,100` chooses
+//! the chain counts, `NUTS_BENCH_TARGETS=gaussian` or `logistic` one target).
+//!
+//! The autobatched sampler on several threads needs kernels that take their target as an
+//! explicit context (today the target is installed on the calling thread): until then its
+//! every-core row says "needs context".
 
+use autobatch_examples::diagnostics::bulk_ess;
 use autobatch_examples::nuts::record::with_sink;
 use autobatch_examples::nuts::sampler::chain;
 use autobatch_examples::nuts::{
-    chain_key, initial_point, sample, CorrelatedGaussian, Settings, Shared,
+    chain_key, initial_point, ChainSettings, CorrelatedGaussian, LogisticRegression, Shared, Target,
 };
-use autobatch_runtime::ndarray::{linalg::general_mat_mul, s, Array2};
-use autobatch_runtime::{Mode, Vector};
-use nuts_rs::{Chain, CpuLogpFunc, CpuMath, CpuMathError, DiagNutsSettings, HasDims, LogpError};
+use autobatch_runtime::ndarray::{linalg::general_mat_mul, s, Array1, Array2, Array3};
+use autobatch_runtime::{available_threads, Config, Mode, Stats};
+use nuts_rs::{
+    Chain, CpuLogpFunc, CpuMath, CpuMathError, FlowNutsSettings, HasDims, HashMapConfig,
+    HashMapValue, InitPositionError, KineticEnergyKind, LogpError, Model, Sampler,
+    SamplerWaitResult, StepSizeAdaptMethod,
+};
 use std::collections::HashMap;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-const DIM: usize = 100;
 const DRAWS: usize = 200;
-const STEP: f64 = 0.1;
 const SEED: u64 = 42;
+const MAX_DEPTH: u64 = 10;
+const RADIUS: f64 = 2.0;
+/// Both samplers call a transition divergent past this energy error.
+const MAX_ENERGY_ERROR: f64 = 1000.0;
 
-fn settings(chains: usize, mode: Mode) -> Settings {
-    Settings {
-        chains,
-        draws: DRAWS,
-        warmup: 0,
-        seed: SEED,
-        step_size: STEP,
-        adapt_step_size: false,
-        adapt_metric: false,
-        mode,
-        ..Settings::default()
-    }
-}
-
-/// One measurement: gradient evaluations and seconds.
-struct Timing {
+/// One sampler run: gradient evaluations, seconds, and the draws `[chains, draws, dim]`.
+struct Measured {
     grads: u64,
     secs: f64,
+    draws: Array3<f64>,
 }
 
-impl Timing {
+impl Measured {
     fn rate(&self) -> f64 {
         self.grads as f64 / self.secs
     }
+
+    /// The smallest bulk ESS over coordinates.
+    fn min_ess(&self) -> f64 {
+        (0..self.draws.dim().2)
+            .map(|d| bulk_ess(self.draws.slice(s![.., .., d])))
+            .fold(f64::INFINITY, f64::min)
+    }
 }
 
-/// Where an autobatched run spent its time: batched kernels (the gradient), lane-wise kernels,
-/// and the interpreter around them, as fractions of the wall time.
-struct Split {
-    batched: f64,
-    lane_wise: f64,
-    vector_rows_per_chain: f64,
-}
-
-/// The autobatched sampler; returns the timing, where it went, and chain 0's draws.
-fn autobatched(chains: usize, mode: Mode) -> (Timing, Split, Vec<f64>) {
-    let run = sample(
-        CorrelatedGaussian::new(DIM, 0.9),
-        &settings(chains, mode),
-        |_| {},
+/// The autobatched sampler on one thread (`shard_size` as `Config::shard_size`), run as
+/// `nuts::sample_chains` runs it but with the configuration given; returns the measurement
+/// and the run's statistics.
+fn autobatched<T: Target + Clone + Send + Sync + 'static>(
+    target: &T,
+    step: f64,
+    chains: usize,
+    mode: Mode,
+    shard_size: Option<usize>,
+) -> (Measured, Stats) {
+    let dim = target.dim();
+    let init = Array2::from_shape_vec(
+        (chains, dim),
+        (0..chains as u64)
+            .flat_map(|c| initial_point(SEED, c, dim, RADIUS))
+            .collect(),
     )
-    .expect("the sampler runs");
-    let timing = Timing {
-        grads: run.gradients.rows,
-        secs: run.elapsed.as_secs_f64(),
+    .expect("chains x dim values");
+    let keys = Array1::from_iter((0..chains as u64).map(|c| chain_key(SEED, c)));
+    let rows = Array1::from_iter(0..chains as i64);
+    let config = Config {
+        threads: 1,
+        shard_size,
+        ..Config::with_mode(mode)
     };
-    let split = Split {
-        batched: run.stats.batched_kernel_time.as_secs_f64() / timing.secs,
-        lane_wise: run.stats.lane_kernel_time.as_secs_f64() / timing.secs,
-        vector_rows_per_chain: run.stats.vector_rows as f64 / chains as f64,
-    };
-    (
-        timing,
-        split,
-        run.draws.q.slice(s![0, .., ..]).iter().copied().collect(),
-    )
-}
-
-/// The same `#[autobatch]` functions called as plain Rust, one chain after another; returns
-/// the timing and chain 0's draws.
-fn scalar_loop(chains: usize) -> (Timing, Vec<f64>) {
     let shared = Shared::new(
-        Arc::new(CorrelatedGaussian::new(DIM, 0.9)),
-        settings(chains, Mode::FullVm).chain_settings(),
-    );
-    let start = Instant::now();
-    let (_, draws) = with_sink(
-        (chains, DRAWS, DIM),
-        0,
-        0,
-        |_| {},
-        || {
-            for c in 0..chains {
-                black_box(chain(
-                    &shared,
-                    Vector::from(initial_point(SEED, c as u64, DIM, 2.0)),
-                    c as i64,
-                    chain_key(SEED, c as u64),
-                ));
-            }
+        Arc::new(target.clone()),
+        ChainSettings {
+            warmup: 0,
+            draws: DRAWS as i64,
+            step_size: step,
+            max_depth: MAX_DEPTH as i64,
+            adapt_step_size: false,
+            adapt_metric: false,
+            target_accept: 0.8,
         },
     );
+    let start = Instant::now();
+    let (result, recorded) = with_sink((chains, DRAWS, dim), 0, 0, |_| {}, || {
+        chain::batch_with_stats(&shared, init.view(), rows.view(), keys.view(), &config)
+    });
     let counts = shared.gradients();
-    let timing = Timing {
+    let secs = start.elapsed().as_secs_f64();
+    let (_, stats) = result.expect("the sampler runs");
+    let measured = Measured {
         grads: counts.rows,
-        secs: start.elapsed().as_secs_f64(),
+        secs,
+        draws: recorded.draws.q,
     };
-    (
-        timing,
-        draws.draws.q.slice(s![0, .., ..]).iter().copied().collect(),
-    )
+    (measured, stats)
 }
 
-/// The target for nuts-rs: the same density, one mat-vec per gradient, counting evaluations.
-#[derive(Clone)]
-struct NutsRsGaussian {
-    precision: Arc<Array2<f64>>,
+/// A target as nuts-rs sees it: the same `Target::logp_grad` on a one-row matrix, counting
+/// evaluations, with the identity as its transformation (so its metric is the identity, as
+/// the autobatched sampler's is without metric adaptation).
+struct NutsRsTarget<T> {
+    target: Arc<T>,
     count: Arc<AtomicU64>,
+}
+
+impl<T> Clone for NutsRsTarget<T> {
+    fn clone(&self) -> Self {
+        NutsRsTarget {
+            target: self.target.clone(),
+            count: self.count.clone(),
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -133,32 +139,39 @@ impl LogpError for NoError {
     }
 }
 
-impl HasDims for NutsRsGaussian {
+impl<T: Target> HasDims for NutsRsTarget<T> {
     fn dim_sizes(&self) -> HashMap<String, u64> {
+        let dim = self.target.dim() as u64;
         HashMap::from([
-            ("unconstrained_parameter".to_string(), DIM as u64),
-            ("dim".to_string(), DIM as u64),
+            ("unconstrained_parameter".to_string(), dim),
+            ("dim".to_string(), dim),
         ])
     }
 }
 
-impl CpuLogpFunc for NutsRsGaussian {
+impl<T: Target + Send + Sync + 'static> NutsRsTarget<T> {
+    /// The log density at `position`, its gradient written to `grad`.
+    fn eval(&self, position: &[f64], grad: &mut [f64]) -> f64 {
+        self.count.fetch_add(1, Ordering::Relaxed);
+        let q = autobatch_runtime::ndarray::ArrayView2::from_shape((1, position.len()), position)
+            .expect("one row");
+        let (logp, g) = self.target.logp_grad(q);
+        grad.copy_from_slice(g.row(0).as_slice().expect("contiguous"));
+        logp[0]
+    }
+}
+
+impl<T: Target + Send + Sync + 'static> CpuLogpFunc for NutsRsTarget<T> {
     type LogpError = NoError;
     type FlowParameters = ();
     type ExpandedVector = Vec<f64>;
 
     fn dim(&self) -> usize {
-        DIM
+        self.target.dim()
     }
 
     fn logp(&mut self, position: &[f64], grad: &mut [f64]) -> Result<f64, NoError> {
-        self.count.fetch_add(1, Ordering::Relaxed);
-        let q = autobatch_runtime::ndarray::ArrayView1::from(position);
-        let pq = self.precision.dot(&q);
-        for (g, v) in grad.iter_mut().zip(&pq) {
-            *g = -v;
-        }
-        Ok(-0.5 * q.dot(&pq))
+        Ok(self.eval(position, grad))
     }
 
     fn expand_vector<R: nuts_rs::rand::Rng + ?Sized>(
@@ -168,25 +181,129 @@ impl CpuLogpFunc for NutsRsGaussian {
     ) -> Result<Vec<f64>, CpuMathError> {
         Ok(array.to_vec())
     }
+
+    fn inv_transform_normalize(
+        &mut self,
+        _params: &(),
+        untransformed_position: &[f64],
+        untransformed_gradient: &[f64],
+        transformed_position: &mut [f64],
+        transformed_gradient: &mut [f64],
+    ) -> Result<f64, NoError> {
+        transformed_position.copy_from_slice(untransformed_position);
+        transformed_gradient.copy_from_slice(untransformed_gradient);
+        Ok(0.0)
+    }
+
+    fn init_from_untransformed_position(
+        &mut self,
+        _params: &(),
+        untransformed_position: &[f64],
+        untransformed_gradient: &mut [f64],
+        transformed_position: &mut [f64],
+        transformed_gradient: &mut [f64],
+        _clip: Option<f64>,
+    ) -> Result<(f64, f64), NoError> {
+        let logp = self.eval(untransformed_position, untransformed_gradient);
+        transformed_position.copy_from_slice(untransformed_position);
+        transformed_gradient.copy_from_slice(untransformed_gradient);
+        Ok((logp, 0.0))
+    }
+
+    fn init_from_transformed_position(
+        &mut self,
+        _params: &(),
+        untransformed_position: &mut [f64],
+        untransformed_gradient: &mut [f64],
+        transformed_position: &[f64],
+        transformed_gradient: &mut [f64],
+        _clip: Option<f64>,
+    ) -> Result<(f64, f64), NoError> {
+        untransformed_position.copy_from_slice(transformed_position);
+        let logp = self.eval(untransformed_position, untransformed_gradient);
+        transformed_gradient.copy_from_slice(untransformed_gradient);
+        Ok((logp, 0.0))
+    }
+
+    fn update_transformation<'a, R: nuts_rs::rand::Rng + ?Sized>(
+        &'a mut self,
+        _rng: &mut R,
+        _untransformed_positions: impl ExactSizeIterator<Item = &'a [f64]>,
+        _untransformed_gradients: impl ExactSizeIterator<Item = &'a [f64]>,
+        _untransformed_logp: impl ExactSizeIterator<Item = &'a f64>,
+        _params: &'a mut (),
+    ) -> Result<(), NoError> {
+        Ok(())
+    }
+
+    fn init_transformation<R: nuts_rs::rand::Rng + ?Sized>(
+        &mut self,
+        _rng: &mut R,
+        _untransformed_position: &[f64],
+        _untransformed_gradient: &[f64],
+        _chain: u64,
+    ) -> Result<(), NoError> {
+        Ok(())
+    }
+
+    fn new_transformation<R: nuts_rs::rand::Rng + ?Sized>(
+        &mut self,
+        _rng: &mut R,
+        _dim: usize,
+        _chain: u64,
+    ) -> Result<(), NoError> {
+        Ok(())
+    }
+
+    fn transformation_id(&self, _params: &()) -> Result<i64, NoError> {
+        Ok(0)
+    }
 }
 
-/// nuts-rs, one chain after another, from the same initial points with step size 0.1 and no
-/// tuning (its metric starts from its own gradient-based guess and stays there).
-fn nuts_rs(chains: usize) -> Timing {
-    use nuts_rs::rand::SeedableRng;
-    use nuts_rs::Settings as _;
-    let mut settings = DiagNutsSettings {
+/// nuts-rs's settings matching the autobatched run: plain (Euclidean) leapfrog, fixed step
+/// size `step`, no tuning, no gradient clipping, the same depth and divergence threshold.
+fn nuts_rs_settings(chains: usize, step: f64) -> FlowNutsSettings {
+    let mut settings = FlowNutsSettings {
         num_tune: 0,
         num_draws: DRAWS as u64,
-        maxdepth: 10,
-        ..DiagNutsSettings::default()
+        maxdepth: MAX_DEPTH,
+        mindepth: 0,
+        max_energy_error: MAX_ENERGY_ERROR,
+        trajectory_kind: KineticEnergyKind::Euclidean,
+        gradient_clipping: None,
+        check_turning: true,
+        target_integration_time: None,
+        extra_doublings: 0,
+        walnuts: None,
+        max_leapfrog_steps: None,
+        num_chains: chains,
+        seed: SEED,
+        store_unconstrained: true,
+        ..FlowNutsSettings::default()
     };
-    settings.adapt_options.step_size_settings.initial_step = STEP;
-    settings.adapt_options.step_size_settings.jitter = None;
-    let logp = NutsRsGaussian {
-        precision: Arc::new(CorrelatedGaussian::new(DIM, 0.9).precision().clone()),
+    // `Fixed`: no initial step-size search and no adaptation, the step size stays `step`.
+    let step_size = &mut settings.adapt_options.step_size_settings;
+    step_size.initial_step = step;
+    step_size.adapt_options.method = StepSizeAdaptMethod::Fixed(step);
+    step_size.jitter = None;
+    settings
+}
+
+/// nuts-rs on one thread, one chain after another from the autobatched run's initial points.
+fn nuts_rs_one_thread<T: Target + Send + Sync + 'static>(
+    target: &Arc<T>,
+    step: f64,
+    chains: usize,
+) -> Measured {
+    use nuts_rs::rand::SeedableRng;
+    use nuts_rs::Settings as _;
+    let settings = nuts_rs_settings(chains, step);
+    let logp = NutsRsTarget {
+        target: target.clone(),
         count: Arc::new(AtomicU64::new(0)),
     };
+    let dim = target.dim();
+    let mut draws = Array3::zeros((chains, DRAWS, dim));
     let mut rng = nuts_rs::rand::rngs::ChaCha8Rng::seed_from_u64(SEED);
     let start = Instant::now();
     for c in 0..chains {
@@ -195,34 +312,230 @@ fn nuts_rs(chains: usize) -> Timing {
             .new_chain(c as u64, math, &mut rng)
             .expect("nuts-rs builds a chain");
         sampler
-            .set_position(&initial_point(SEED, c as u64, DIM, 2.0))
+            .set_position(&initial_point(SEED, c as u64, dim, RADIUS))
             .expect("a finite start");
-        for _ in 0..DRAWS {
-            black_box(sampler.draw().expect("nuts-rs draws"));
+        for d in 0..DRAWS {
+            let (q, _) = sampler.draw().expect("nuts-rs draws");
+            draws
+                .slice_mut(s![c, d, ..])
+                .assign(&Array1::from(black_box(q).to_vec()));
         }
     }
-    Timing {
+    Measured {
         grads: logp.count.load(Ordering::Relaxed),
         secs: start.elapsed().as_secs_f64(),
+        draws,
     }
 }
 
-/// The lower bound: `grads` gradient evaluations as all-lanes-busy `[chains, 100] x [100, 100]`
-/// GEMMs.
-fn gemm_bound(chains: usize, grads: u64) -> Timing {
-    let precision = CorrelatedGaussian::new(DIM, 0.9).precision().clone();
-    let q = Array2::from_shape_fn((chains, DIM), |(i, j)| ((i * DIM + j) % 7) as f64 * 0.1);
-    let mut g = Array2::zeros((chains, DIM));
+/// nuts-rs's model for its multi-chain sampler: the target and the initial points.
+struct NutsRsModel<T> {
+    logp: NutsRsTarget<T>,
+}
+
+impl<T: Target + Send + Sync + 'static> Model for NutsRsModel<T> {
+    type Math = CpuMath<NutsRsTarget<T>>;
+
+    fn math<R: nuts_rs::rand::Rng + ?Sized>(
+        self: Arc<Self>,
+        _rng: &mut R,
+    ) -> anyhow::Result<Self::Math> {
+        Ok(CpuMath::new(self.logp.clone()))
+    }
+
+    fn init_position<R: nuts_rs::rand::Rng + ?Sized>(
+        &self,
+        _rng: &mut R,
+        chain_id: u64,
+        position: &mut [f64],
+    ) -> Result<(), InitPositionError> {
+        position.copy_from_slice(&initial_point(SEED, chain_id, position.len(), RADIUS));
+        Ok(())
+    }
+}
+
+/// nuts-rs's multi-chain sampler on `threads` threads.
+fn nuts_rs_threads<T: Target + Send + Sync + 'static>(
+    target: &Arc<T>,
+    step: f64,
+    chains: usize,
+    threads: usize,
+) -> Measured {
+    let logp = NutsRsTarget {
+        target: target.clone(),
+        count: Arc::new(AtomicU64::new(0)),
+    };
+    let count = logp.count.clone();
+    let dim = target.dim();
+    let start = Instant::now();
+    let sampler = Sampler::new(
+        Arc::new(NutsRsModel { logp }),
+        nuts_rs_settings(chains, step),
+        HashMapConfig::new(),
+        threads,
+        None,
+    )
+    .expect("nuts-rs starts its sampler");
+    let traces = match sampler.wait_timeout(Duration::from_secs(24 * 3600)) {
+        SamplerWaitResult::Trace(traces) => traces,
+        _ => panic!("nuts-rs did not finish"),
+    };
+    let secs = start.elapsed().as_secs_f64();
+    let mut draws = Array3::zeros((chains, DRAWS, dim));
+    for (c, trace) in traces.iter().enumerate() {
+        let Some(HashMapValue::F64(q)) = trace.stats.get("unconstrained_draw") else {
+            panic!("nuts-rs stores the draws when asked");
+        };
+        let q = Array2::from_shape_vec((DRAWS, dim), q.clone()).expect("draws x dim");
+        draws.slice_mut(s![c, .., ..]).assign(&q);
+    }
+    Measured {
+        grads: count.load(Ordering::Relaxed),
+        secs,
+        draws,
+    }
+}
+
+/// The lower bound on the Gaussian: `grads` gradient evaluations as all-lanes-busy
+/// `[chains, 100] x [100, 100]` GEMMs.
+fn gemm_bound(target: &CorrelatedGaussian, chains: usize, grads: u64) -> Measured {
+    let dim = target.dim();
+    let precision = target.precision().clone();
+    let q = Array2::from_shape_fn((chains, dim), |(i, j)| ((i * dim + j) % 7) as f64 * 0.1);
+    let mut g = Array2::zeros((chains, dim));
     let calls = grads.div_ceil(chains as u64);
     let start = Instant::now();
     for _ in 0..calls {
         general_mat_mul(-1.0, &q, &precision, 0.0, &mut g);
         black_box(&g);
     }
-    Timing {
+    Measured {
         grads: calls * chains as u64,
         secs: start.elapsed().as_secs_f64(),
+        draws: Array3::zeros((0, 0, 0)),
     }
+}
+
+/// One table row: sampler, threads, gradients, seconds, rates, and its ratio to nuts-rs on
+/// the same threads.
+fn row(name: &str, threads: &str, m: &Measured, ess: f64, nuts_rs: Option<&Measured>) {
+    let ratio = nuts_rs.map_or(String::new(), |r| {
+        format!("{:>6.2}x {:>6.2}x", m.rate() / r.rate(), {
+            let theirs = r.min_ess() / r.secs;
+            (ess / m.secs) / theirs
+        })
+    });
+    println!(
+        "  {name:<26} {threads:>7} {:>10} {:>8.2} {:>8.3} {:>8.0} {:>9.1} {ratio}",
+        m.grads,
+        m.secs,
+        m.rate() / 1e6,
+        ess,
+        ess / m.secs,
+    );
+}
+
+/// Where an autobatched run's time went, as fractions of its wall time.
+fn split(name: &str, m: &Measured, stats: &Stats) {
+    let batched = stats.batched_kernel_time.as_secs_f64() / m.secs;
+    let lane_wise = stats.lane_kernel_time.as_secs_f64() / m.secs;
+    println!(
+        "  {name}: {:.0}% batched gradient kernel, {:.0}% lane-wise kernels, {:.0}% interpreter; \
+         {} steps, {:.1} vector rows per chain at most",
+        100.0 * batched,
+        100.0 * lane_wise,
+        100.0 * (1.0 - batched - lane_wise),
+        stats.steps,
+        stats.vector_rows as f64 / m.draws.dim().0 as f64
+    );
+}
+
+/// Bits of chain 0's draws.
+fn chain0(m: &Measured) -> Vec<u64> {
+    m.draws
+        .slice(s![0, .., ..])
+        .iter()
+        .map(|x| x.to_bits())
+        .collect()
+}
+
+/// Every measurement of one target at one chain count.
+fn compare<T: Target + Clone + Send + Sync + 'static>(
+    target: &T,
+    step: f64,
+    chains: usize,
+    gaussian: Option<&CorrelatedGaussian>,
+) {
+    let all = available_threads();
+    let shared = Arc::new(target.clone());
+    let (vm, vm_stats) = autobatched(target, step, chains, Mode::FullVm, None);
+    let (sl, sl_stats) = autobatched(target, step, chains, Mode::Stackless, None);
+    assert_eq!(chain0(&vm), chain0(&sl), "chain 0: full VM == stackless");
+    assert_eq!(vm.grads, sl.grads, "the same gradient evaluations");
+    let one = nuts_rs_one_thread(&shared, step, chains);
+    let many = nuts_rs_threads(&shared, step, chains, all);
+    println!("{chains} chains, step {step}:");
+    println!(
+        "  {:<26} {:>7} {:>10} {:>8} {:>8} {:>8} {:>9} {:>7} {:>7}",
+        "sampler", "threads", "grads", "s", "M grad/s", "min ESS", "ESS/s", "grad/s", "ESS/s"
+    );
+    println!("  {:>91}", "(vs nuts-rs, same threads)");
+    row("autobatched, full VM", "1", &vm, vm.min_ess(), Some(&one));
+    row("autobatched, stackless", "1", &sl, sl.min_ess(), Some(&one));
+    row("nuts-rs", "1", &one, one.min_ess(), None);
+    println!(
+        "  {:<26} {:>7} {:>10}",
+        "autobatched, full VM", all, "needs context"
+    );
+    row(
+        "nuts-rs multi-chain",
+        &all.to_string(),
+        &many,
+        many.min_ess(),
+        None,
+    );
+    if let Some(gaussian) = gaussian {
+        let bound = gemm_bound(gaussian, chains, vm.grads);
+        println!(
+            "  {:<26} {:>7} {:>10} {:>8.2} {:>8.3}   full VM at {:.1}% of it",
+            "GEMM bound",
+            "1",
+            bound.grads,
+            bound.secs,
+            bound.rate() / 1e6,
+            100.0 * vm.rate() / bound.rate()
+        );
+    }
+    split("full VM", &vm, &vm_stats);
+    split("stackless", &sl, &sl_stats);
+    println!();
+}
+
+/// The full VM on one thread at several shard sizes: the effect of cache-sized shards.
+fn shard_sweep<T: Target + Clone + Send + Sync + 'static>(target: &T, step: f64, chains: usize) {
+    println!("full VM, one thread, {chains} chains, by shard size (lanes per shard; auto = the default):");
+    let mut reference: Option<Vec<u64>> = None;
+    for size in [Some(64), Some(128), Some(256), Some(chains), None] {
+        if size.is_some_and(|s| s > chains) {
+            continue;
+        }
+        let (m, stats) = autobatched(target, step, chains, Mode::FullVm, size);
+        let bits = chain0(&m);
+        assert_eq!(
+            *reference.get_or_insert_with(|| bits.clone()),
+            bits,
+            "chain 0's draws do not depend on the shard size"
+        );
+        let label = size.map_or("auto".to_string(), |s| s.to_string());
+        println!(
+            "  {label:>6}: {:>7.3} M grad/s, {:.2} s, {:.0}% in the batched gradient, {} steps",
+            m.rate() / 1e6,
+            m.secs,
+            100.0 * stats.batched_kernel_time.as_secs_f64() / m.secs,
+            stats.steps
+        );
+    }
+    println!();
 }
 
 fn main() {
@@ -230,59 +543,28 @@ fn main() {
         .ok()
         .map(|v| v.split(',').filter_map(|c| c.trim().parse().ok()).collect())
         .unwrap_or_else(|| vec![10, 100, 1000]);
+    let targets = std::env::var("NUTS_BENCH_TARGETS").unwrap_or_default();
+    let wants = |name: &str| targets.is_empty() || targets.contains(name);
     println!(
-        "NUTS, {DIM}-d Gaussian 0.9^|i-j|, step {STEP}, no warmup, unit metric, {DRAWS} draws, \
-         max depth 10, one thread; one run per configuration"
+        "NUTS, identity metric on both sides, no warmup, {DRAWS} draws, max depth {MAX_DEPTH}, \
+         the same initial points; one run per configuration; min ESS is the smallest bulk ESS \
+         over coordinates\n"
     );
-    println!("(nuts-rs keeps its own gradient-based initial metric, so its trees differ in size;");
-    println!(" compare gradient evaluations per second, not wall time)\n");
-    for chains in counts {
-        let (vm, vm_split, vm_draws) = autobatched(chains, Mode::FullVm);
-        let (stackless, sl_split, sl_draws) = autobatched(chains, Mode::Stackless);
-        let (scalar, scalar_draws) = scalar_loop(chains);
-        assert_eq!(
-            vm_draws, scalar_draws,
-            "chain 0: full VM == scalar function"
-        );
-        assert_eq!(vm_draws, sl_draws, "chain 0: full VM == stackless");
-        assert_eq!(vm.grads, scalar.grads, "same gradient evaluations");
-        let reference = nuts_rs(chains);
-        let bound = gemm_bound(chains, vm.grads);
-        println!("{chains} chains:");
-        for (name, t) in [
-            ("autobatched, full VM", &vm),
-            ("autobatched, stackless", &stackless),
-            ("scalar functions looped", &scalar),
-            ("nuts-rs", &reference),
-            ("GEMM bound", &bound),
-        ] {
-            println!(
-                "  {name:>24}: {:>10} grads {:>8.2} s {:>7.3} M grad/s",
-                t.grads,
-                t.secs,
-                t.rate() / 1e6
-            );
+    let gaussian = CorrelatedGaussian::new(100, 0.9);
+    let logistic = LogisticRegression::synthetic(1000, 25, 1);
+    if wants("gaussian") {
+        println!("== {} ==", gaussian.name());
+        for &chains in &counts {
+            compare(&gaussian, 0.1, chains, Some(&gaussian));
         }
-        for (name, split) in [("full VM", &vm_split), ("stackless", &sl_split)] {
-            println!(
-                "  {name:>24}: {:.0}% batched gradient kernel, {:.0}% lane-wise kernels, \
-                 {:.0}% interpreter; {:.1} vector rows per chain at most",
-                100.0 * split.batched,
-                100.0 * split.lane_wise,
-                100.0 * (1.0 - split.batched - split.lane_wise),
-                split.vector_rows_per_chain
-            );
+        if let Some(&largest) = counts.iter().max() {
+            shard_sweep(&gaussian, 0.1, largest);
         }
-        println!(
-            "  full VM: {:.2}x nuts-rs, {:.2}x the scalar loop, {:.1}% of the GEMM bound",
-            vm.rate() / reference.rate(),
-            vm.rate() / scalar.rate(),
-            100.0 * vm.rate() / bound.rate()
-        );
-        println!(
-            "  stackless: {:.2}x nuts-rs, {:.1}% of the GEMM bound\n",
-            stackless.rate() / reference.rate(),
-            100.0 * stackless.rate() / bound.rate()
-        );
+    }
+    if wants("logistic") {
+        println!("== {} ==", logistic.name());
+        for &chains in &counts {
+            compare(&logistic, 0.1, chains, None);
+        }
     }
 }

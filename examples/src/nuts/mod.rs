@@ -511,7 +511,12 @@ pub fn sample_chains(
     let keys = Array1::from_iter(ids.iter().map(|&c| chain_key(settings.seed, c)));
     let rows = Array1::from_iter(0..chains as i64);
     let shared = Shared::new(target, settings.chain_settings());
-    let config = Config::with_mode(settings.mode);
+    // One thread: the record sink is installed on this thread (until it moves into the
+    // shared context).
+    let config = Config {
+        threads: 1,
+        ..Config::with_mode(settings.mode)
+    };
     let total = (chains * (settings.warmup + settings.draws)) as u64;
     let start = Instant::now();
     let keep_warmup = if settings.save_warmup {
