@@ -9,6 +9,7 @@
 
 pub(crate) mod arena;
 pub(crate) mod leaf;
+mod rows;
 
 use crate::column::{width_of, Column};
 use crate::error::{Result, RuntimeError};
@@ -506,7 +507,7 @@ impl<'p> Storage<'p> {
                 let (a, b) = self.vars.split_at_mut(s);
                 (&b[0].leaves[from.1], &mut a[d].leaves[to.1])
             };
-            dst.copy_rows(arena, src, lanes.iter().map(|&l| (l, l)))
+            dst.copy_rows(arena, src, lanes)
         };
         if fits {
             Ok(())
