@@ -12,7 +12,7 @@ use crate::config::Config;
 use crate::depth::{limit_error, on_enough_stack, recursive_functions};
 use crate::error::{function_name, Result, RuntimeError};
 use crate::exec::Exec;
-use crate::policy::{dead_vectors, partition_lanes, LaneSteps};
+use crate::policy::{dead_vectors, merge_lanes, partition_lanes, LaneSteps};
 use crate::stats::Stats;
 use crate::storage::Stacks;
 use autobatch_ir::passes::Liveness;
@@ -156,6 +156,8 @@ impl Activation<'_> {
         let mut pending: BTreeSet<usize> = BTreeSet::new();
         waiting[0] = lanes;
         pending.insert(0);
+        // Working lists kept for their allocations: a branch's two sides, a merge's output.
+        let (mut then_lanes, mut else_lanes, mut scratch) = (Vec::new(), Vec::new(), Vec::new());
         let budget = self.config.step_budget.unwrap_or(u64::MAX);
         while let Some(pos) = pending.pop_first() {
             let per_lane = self.lane_steps.borrow().is_some();
@@ -170,8 +172,8 @@ impl Activation<'_> {
                 return Err(with_waiting(out_of_steps, &waiting));
             }
             let block = blocks[pos];
-            let mut lanes = std::mem::take(&mut waiting[pos]);
-            lanes.sort_unstable();
+            // In lane order: every list sent here was, and arrivals are merged.
+            let lanes = std::mem::take(&mut waiting[pos]);
             if let Some(steps) = self.lane_steps.borrow_mut().as_mut() {
                 steps.run(&lanes)?;
             }
@@ -192,23 +194,21 @@ impl Activation<'_> {
             for &v in &self.plan.dead_vectors[block.index()] {
                 exec.storage.release_rows(v, &lanes);
             }
-            let mut send = |target: Block, lanes: Vec<usize>, waiting: &mut Vec<Vec<usize>>| {
+            let mut send = |target: Block, lanes: &[usize], waiting: &mut Vec<Vec<usize>>| {
                 if lanes.is_empty() {
                     return;
                 }
                 let p = self.plan.position[target.index()];
-                waiting[p].extend_from_slice(&lanes);
+                merge_lanes(&mut waiting[p], lanes, &mut scratch);
                 pending.insert(p);
             };
             match &data.term {
-                Terminator::Goto(t) => send(*t, lanes, &mut waiting),
+                Terminator::Goto(t) => send(*t, &lanes, &mut waiting),
                 Terminator::Branch { cond, then_, else_ } => {
-                    let mut values = Vec::new();
-                    exec.storage.read_bools(*cond, &lanes, block, &mut values)?;
-                    let (mut t, mut f) = (Vec::new(), Vec::new());
-                    partition_lanes(&lanes, &values, &mut t, &mut f);
-                    send(*then_, t, &mut waiting);
-                    send(*else_, f, &mut waiting);
+                    let conditions = exec.storage.conditions(*cond, &lanes, block)?;
+                    partition_lanes(&lanes, conditions, &mut then_lanes, &mut else_lanes);
+                    send(*then_, &then_lanes, &mut waiting);
+                    send(*else_, &else_lanes, &mut waiting);
                 }
                 Terminator::Return => {}
                 Terminator::PushGoto { .. } | Terminator::IndirectGoto => {
