@@ -297,7 +297,9 @@ impl LaneSet {
     /// a mask of the word's conditions (all 64 packed if the word is busy, else each of its
     /// lanes') splits its lanes without a branch per lane.
     fn split_into(&self, conditions: &[bool], then_: &mut LaneSet, else_: &mut LaneSet) {
-        let mut taken = 0;
+        // Lanes each side gains, and the range of words they are in (kept exact, so a set
+        // holding one lane of a large batch is scanned in one word, not the taken set's range).
+        let mut gained = [(0, usize::MAX, 0); 2];
         for w in self.lo..self.hi {
             let lanes = self.words[w];
             if lanes == 0 {
@@ -317,15 +319,22 @@ impl LaneSet {
                 }
                 mask
             };
-            then_.words[w] |= lanes & mask;
-            else_.words[w] |= lanes & !mask;
-            taken += (lanes & mask).count_ones() as usize;
+            let sides = [lanes & mask, lanes & !mask];
+            then_.words[w] |= sides[0];
+            else_.words[w] |= sides[1];
+            for (bits, (count, lo, hi)) in sides.into_iter().zip(&mut gained) {
+                if bits != 0 {
+                    *count += bits.count_ones() as usize;
+                    *lo = (*lo).min(w);
+                    *hi = w + 1;
+                }
+            }
         }
-        for (set, added) in [(then_, taken), (else_, self.count - taken)] {
-            if added > 0 {
-                set.count += added;
-                set.lo = set.lo.min(self.lo);
-                set.hi = set.hi.max(self.hi);
+        for (set, (count, lo, hi)) in [then_, else_].into_iter().zip(gained) {
+            if count > 0 {
+                set.count += count;
+                set.lo = set.lo.min(lo);
+                set.hi = set.hi.max(hi);
             }
         }
     }
@@ -417,6 +426,12 @@ mod tests {
         conditions[6] = true;
         taken.split_into(&conditions, &mut t, &mut e);
         assert_eq!((t.count, e.count), (2, 3));
+        assert_eq!((t.lo, t.hi, e.lo, e.hi), (0, 3, 0, 4), "ranges are exact");
+        let (mut one, mut rest) = (LaneSet::new(200), LaneSet::new(200));
+        let mut first_only = vec![false; 200];
+        first_only[1] = true;
+        taken.split_into(&first_only, &mut one, &mut rest);
+        assert_eq!((one.lo, one.hi, one.count), (0, 1, 1));
         t.list_into(&mut out);
         assert_eq!(out, vec![5, 130]);
         e.list_into(&mut out);
