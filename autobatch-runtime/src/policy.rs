@@ -43,19 +43,22 @@ pub(crate) fn dead_vectors(program: &Program, live: &Liveness, stacks: Stacks) -
         .collect()
 }
 
-/// Splits `lanes` by their branch `conditions` (indexed by lane) into `then_` and `else_`
-/// (cleared first), in order. Branch-free: each lane is written to both lists and only the
-/// list its condition picks advances, so unpredictable conditions cost no mispredictions.
-pub(crate) fn partition_lanes(
+/// Splits `lanes` by their branch `conditions` (indexed by lane), in order, into the lanes
+/// going to `then` and to `else`, returned as the fronts of the two buffers. Branch-free:
+/// each lane is written to both and only the side its condition picks advances, so
+/// unpredictable conditions cost no mispredictions; the buffers only ever grow, so no step
+/// clears or refills them.
+pub(crate) fn partition_lanes<'b>(
     lanes: &[usize],
     conditions: &[bool],
-    then_: &mut Vec<usize>,
-    else_: &mut Vec<usize>,
-) {
-    then_.clear();
-    else_.clear();
-    then_.resize(lanes.len(), 0);
-    else_.resize(lanes.len(), 0);
+    then_: &'b mut Vec<usize>,
+    else_: &'b mut Vec<usize>,
+) -> (&'b [usize], &'b [usize]) {
+    for buffer in [&mut *then_, &mut *else_] {
+        if buffer.len() < lanes.len() {
+            buffer.resize(lanes.len(), 0);
+        }
+    }
     let (mut t, mut e) = (0, 0);
     for &lane in lanes {
         let c = usize::from(conditions[lane]);
@@ -64,8 +67,7 @@ pub(crate) fn partition_lanes(
         t += c;
         e += 1 - c;
     }
-    then_.truncate(t);
-    else_.truncate(e);
+    (&then_[..t], &else_[..e])
 }
 
 /// Merges sorted `incoming` lanes into sorted `waiting` (no lane in both), through `scratch`:
@@ -141,9 +143,9 @@ mod tests {
     fn partitions_keep_lane_order_and_merges_restore_it() {
         let conditions = [true, false, false, true, true, false];
         let (mut t, mut f) = (vec![9], vec![9]);
-        partition_lanes(&[0, 1, 3, 4, 5], &conditions, &mut t, &mut f);
-        assert_eq!((t.as_slice(), f.as_slice()), (&[0, 3, 4][..], &[1, 5][..]));
-        partition_lanes(&[], &conditions, &mut t, &mut f);
+        let split = partition_lanes(&[0, 1, 3, 4, 5], &conditions, &mut t, &mut f);
+        assert_eq!(split, (&[0, 3, 4][..], &[1, 5][..]));
+        let (t, f) = partition_lanes(&[], &conditions, &mut t, &mut f);
         assert!(t.is_empty() && f.is_empty());
 
         let mut scratch = Vec::new();

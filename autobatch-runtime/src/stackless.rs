@@ -206,9 +206,10 @@ impl Activation<'_> {
                 Terminator::Goto(t) => send(*t, &lanes, &mut waiting),
                 Terminator::Branch { cond, then_, else_ } => {
                     let conditions = exec.storage.conditions(*cond, &lanes, block)?;
-                    partition_lanes(&lanes, conditions, &mut then_lanes, &mut else_lanes);
-                    send(*then_, &then_lanes, &mut waiting);
-                    send(*else_, &else_lanes, &mut waiting);
+                    let (yes, no) =
+                        partition_lanes(&lanes, conditions, &mut then_lanes, &mut else_lanes);
+                    send(*then_, yes, &mut waiting);
+                    send(*else_, no, &mut waiting);
                 }
                 Terminator::Return => {}
                 Terminator::PushGoto { .. } | Terminator::IndirectGoto => {
