@@ -92,6 +92,7 @@ pub(crate) fn run(
         plan,
         config,
         lane_steps,
+        buffers: RefCell::default(),
     };
     let run = activation.run_function(exec, stats, main, lanes, 0);
     run.map_err(|e| match e {
@@ -136,6 +137,17 @@ struct Activation<'a> {
     config: &'a Config,
     /// Per-lane step counts, with lane isolation (then the global budget is not checked).
     lane_steps: RefCell<Option<LaneSteps>>,
+    /// Working lists shared by every activation (each uses them between its ops and its next
+    /// step, never across a call), so their allocations are made once per run, not per call.
+    buffers: RefCell<Buffers>,
+}
+
+/// A branch's two sides and a merge's output, kept for their allocations.
+#[derive(Default)]
+struct Buffers {
+    then_lanes: Vec<usize>,
+    else_lanes: Vec<usize>,
+    scratch: Vec<usize>,
 }
 
 impl Activation<'_> {
@@ -156,8 +168,6 @@ impl Activation<'_> {
         let mut pending: BTreeSet<usize> = BTreeSet::new();
         waiting[0] = lanes;
         pending.insert(0);
-        // Working lists kept for their allocations: a branch's two sides, a merge's output.
-        let (mut then_lanes, mut else_lanes, mut scratch) = (Vec::new(), Vec::new(), Vec::new());
         let budget = self.config.step_budget.unwrap_or(u64::MAX);
         while let Some(pos) = pending.pop_first() {
             let per_lane = self.lane_steps.borrow().is_some();
@@ -194,20 +204,25 @@ impl Activation<'_> {
             for &v in &self.plan.dead_vectors[block.index()] {
                 exec.storage.release_rows(v, &lanes);
             }
+            let mut buffers = self.buffers.borrow_mut();
+            let Buffers {
+                then_lanes,
+                else_lanes,
+                scratch,
+            } = &mut *buffers;
             let mut send = |target: Block, lanes: &[usize], waiting: &mut Vec<Vec<usize>>| {
                 if lanes.is_empty() {
                     return;
                 }
                 let p = self.plan.position[target.index()];
-                merge_lanes(&mut waiting[p], lanes, &mut scratch);
+                merge_lanes(&mut waiting[p], lanes, scratch);
                 pending.insert(p);
             };
             match &data.term {
                 Terminator::Goto(t) => send(*t, &lanes, &mut waiting),
                 Terminator::Branch { cond, then_, else_ } => {
                     let conditions = exec.storage.conditions(*cond, &lanes, block)?;
-                    let (yes, no) =
-                        partition_lanes(&lanes, conditions, &mut then_lanes, &mut else_lanes);
+                    let (yes, no) = partition_lanes(&lanes, conditions, then_lanes, else_lanes);
                     send(*then_, yes, &mut waiting);
                     send(*else_, no, &mut waiting);
                 }
