@@ -1,6 +1,6 @@
 //! What both interpreters decide the same way about a block: which vector variables it lets
-//! go of when it ends, how a branch splits its lanes, and (with lane isolation) which lanes ran
-//! past the step budget.
+//! go of when it ends, how a branch splits its lanes (and how lanes arriving from two places
+//! wait in order), and (with lane isolation) which lanes ran past the step budget.
 
 use crate::config::Config;
 use crate::error::{Result, RuntimeError};
@@ -43,20 +43,56 @@ pub(crate) fn dead_vectors(program: &Program, live: &Liveness, stacks: Stacks) -
         .collect()
 }
 
-/// Splits `lanes` by their branch `conditions` into `then_` and `else_` (cleared first).
-pub(crate) fn partition_lanes(
+/// Splits `lanes` by their branch `conditions` (indexed by lane), in order, into the lanes
+/// going to `then` and to `else`, returned as the fronts of the two buffers. Branch-free:
+/// each lane is written to both and only the side its condition picks advances, so
+/// unpredictable conditions cost no mispredictions; the buffers only ever grow, so no step
+/// clears or refills them.
+pub(crate) fn partition_lanes<'b>(
     lanes: &[usize],
     conditions: &[bool],
-    then_: &mut Vec<usize>,
-    else_: &mut Vec<usize>,
-) {
-    then_.clear();
-    else_.clear();
-    for (&lane, &c) in lanes.iter().zip(conditions) {
-        if c {
-            then_.push(lane);
-        } else {
-            else_.push(lane);
+    then_: &'b mut Vec<usize>,
+    else_: &'b mut Vec<usize>,
+) -> (&'b [usize], &'b [usize]) {
+    for buffer in [&mut *then_, &mut *else_] {
+        if buffer.len() < lanes.len() {
+            buffer.resize(lanes.len(), 0);
+        }
+    }
+    let (mut t, mut e) = (0, 0);
+    for &lane in lanes {
+        let c = usize::from(conditions[lane]);
+        then_[t] = lane;
+        else_[e] = lane;
+        t += c;
+        e += 1 - c;
+    }
+    (&then_[..t], &else_[..e])
+}
+
+/// Merges sorted `incoming` lanes into sorted `waiting` (no lane in both), through `scratch`:
+/// lanes sent to a block from two places wait there in lane order without a sort.
+pub(crate) fn merge_lanes(waiting: &mut Vec<usize>, incoming: &[usize], scratch: &mut Vec<usize>) {
+    match (waiting.last(), incoming.first()) {
+        (_, None) => {}
+        (None, _) => waiting.extend_from_slice(incoming),
+        (Some(&last), Some(&first)) if last < first => waiting.extend_from_slice(incoming),
+        _ => {
+            scratch.clear();
+            scratch.reserve(waiting.len() + incoming.len());
+            let (mut a, mut b) = (waiting.as_slice(), incoming);
+            while let (Some(&x), Some(&y)) = (a.first(), b.first()) {
+                if x < y {
+                    scratch.push(x);
+                    a = &a[1..];
+                } else {
+                    scratch.push(y);
+                    b = &b[1..];
+                }
+            }
+            scratch.extend_from_slice(a);
+            scratch.extend_from_slice(b);
+            std::mem::swap(waiting, scratch);
         }
     }
 }
@@ -96,5 +132,31 @@ impl LaneSteps {
             running: over.len(),
             lanes: over,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{merge_lanes, partition_lanes};
+
+    #[test]
+    fn partitions_keep_lane_order_and_merges_restore_it() {
+        let conditions = [true, false, false, true, true, false];
+        let (mut t, mut f) = (vec![9], vec![9]);
+        let split = partition_lanes(&[0, 1, 3, 4, 5], &conditions, &mut t, &mut f);
+        assert_eq!(split, (&[0, 3, 4][..], &[1, 5][..]));
+        let (t, f) = partition_lanes(&[], &conditions, &mut t, &mut f);
+        assert!(t.is_empty() && f.is_empty());
+
+        let mut scratch = Vec::new();
+        let mut waiting = vec![1, 5];
+        merge_lanes(&mut waiting, &[0, 3, 4, 8], &mut scratch);
+        assert_eq!(waiting, vec![0, 1, 3, 4, 5, 8]);
+        merge_lanes(&mut waiting, &[9, 10], &mut scratch);
+        merge_lanes(&mut waiting, &[], &mut scratch);
+        assert_eq!(waiting, vec![0, 1, 3, 4, 5, 8, 9, 10]);
+        let mut empty = Vec::new();
+        merge_lanes(&mut empty, &[2], &mut scratch);
+        assert_eq!(empty, vec![2]);
     }
 }

@@ -12,7 +12,7 @@ use crate::config::Config;
 use crate::depth::{limit_error, on_enough_stack, recursive_functions};
 use crate::error::{function_name, Result, RuntimeError};
 use crate::exec::Exec;
-use crate::policy::{dead_vectors, partition_lanes, LaneSteps};
+use crate::policy::{dead_vectors, merge_lanes, partition_lanes, LaneSteps};
 use crate::stats::Stats;
 use crate::storage::Stacks;
 use autobatch_ir::passes::Liveness;
@@ -92,6 +92,7 @@ pub(crate) fn run(
         plan,
         config,
         lane_steps,
+        buffers: RefCell::default(),
     };
     let run = activation.run_function(exec, stats, main, lanes, 0);
     run.map_err(|e| match e {
@@ -136,6 +137,17 @@ struct Activation<'a> {
     config: &'a Config,
     /// Per-lane step counts, with lane isolation (then the global budget is not checked).
     lane_steps: RefCell<Option<LaneSteps>>,
+    /// Working lists shared by every activation (each uses them between its ops and its next
+    /// step, never across a call), so their allocations are made once per run, not per call.
+    buffers: RefCell<Buffers>,
+}
+
+/// A branch's two sides and a merge's output, kept for their allocations.
+#[derive(Default)]
+struct Buffers {
+    then_lanes: Vec<usize>,
+    else_lanes: Vec<usize>,
+    scratch: Vec<usize>,
 }
 
 impl Activation<'_> {
@@ -170,8 +182,8 @@ impl Activation<'_> {
                 return Err(with_waiting(out_of_steps, &waiting));
             }
             let block = blocks[pos];
-            let mut lanes = std::mem::take(&mut waiting[pos]);
-            lanes.sort_unstable();
+            // In lane order: every list sent here was, and arrivals are merged.
+            let lanes = std::mem::take(&mut waiting[pos]);
             if let Some(steps) = self.lane_steps.borrow_mut().as_mut() {
                 steps.run(&lanes)?;
             }
@@ -192,23 +204,27 @@ impl Activation<'_> {
             for &v in &self.plan.dead_vectors[block.index()] {
                 exec.storage.release_rows(v, &lanes);
             }
-            let mut send = |target: Block, lanes: Vec<usize>, waiting: &mut Vec<Vec<usize>>| {
+            let mut buffers = self.buffers.borrow_mut();
+            let Buffers {
+                then_lanes,
+                else_lanes,
+                scratch,
+            } = &mut *buffers;
+            let mut send = |target: Block, lanes: &[usize], waiting: &mut Vec<Vec<usize>>| {
                 if lanes.is_empty() {
                     return;
                 }
                 let p = self.plan.position[target.index()];
-                waiting[p].extend_from_slice(&lanes);
+                merge_lanes(&mut waiting[p], lanes, scratch);
                 pending.insert(p);
             };
             match &data.term {
-                Terminator::Goto(t) => send(*t, lanes, &mut waiting),
+                Terminator::Goto(t) => send(*t, &lanes, &mut waiting),
                 Terminator::Branch { cond, then_, else_ } => {
-                    let mut values = Vec::new();
-                    exec.storage.read_bools(*cond, &lanes, block, &mut values)?;
-                    let (mut t, mut f) = (Vec::new(), Vec::new());
-                    partition_lanes(&lanes, &values, &mut t, &mut f);
-                    send(*then_, t, &mut waiting);
-                    send(*else_, f, &mut waiting);
+                    let conditions = exec.storage.conditions(*cond, &lanes, block)?;
+                    let (yes, no) = partition_lanes(&lanes, conditions, then_lanes, else_lanes);
+                    send(*then_, yes, &mut waiting);
+                    send(*else_, no, &mut waiting);
                 }
                 Terminator::Return => {}
                 Terminator::PushGoto { .. } | Terminator::IndirectGoto => {

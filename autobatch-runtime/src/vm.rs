@@ -11,7 +11,7 @@ use crate::config::Config;
 use crate::depth::{counted_entries, limit_error};
 use crate::error::{Result, RuntimeError};
 use crate::exec::Exec;
-use crate::policy::{dead_vectors, partition_lanes, LaneSteps};
+use crate::policy::{dead_vectors, LaneSteps};
 use crate::stats::Stats;
 use crate::storage::Stacks;
 use autobatch_ir::passes::liveness;
@@ -82,21 +82,19 @@ pub(crate) fn run(
     let all: Vec<usize> = (0..batch).collect();
     waiting[program.main_function().entry().index()].extend(&all);
     let mut lanes = Vec::with_capacity(batch);
-    let mut returns: Vec<Vec<Return>> = vec![Vec::new(); batch];
-    let mut frames = 0usize;
+    // The lanes of the block being run, as a set: gotos and branches pass them on word by word.
+    let mut taken = LaneSet::new(batch);
+    let mut returns = ReturnStacks::new(batch);
     let mut depth: Vec<u32> = vec![0; batch];
     let max_depth = config.max_stack_depth;
     let budget = config.step_budget.unwrap_or(u64::MAX);
-    let mut cond_true = Vec::new();
-    let mut cond_false = Vec::new();
-    let mut values = Vec::new();
     let mut values_lanes = Vec::new();
     let mut lane_steps = LaneSteps::new(config, batch);
     while let Some(index) = waiting.iter().position(|w| !w.is_empty()) {
         if lane_steps.is_none() && stats.steps >= budget {
             let mut lanes = Vec::new();
-            for set in &mut waiting {
-                set.take_into(&mut values_lanes);
+            for set in &waiting {
+                set.list_into(&mut values_lanes);
                 lanes.extend_from_slice(&values_lanes);
             }
             lanes.sort_unstable();
@@ -108,7 +106,7 @@ pub(crate) fn run(
             });
         }
         let block = Block::new(index);
-        waiting[index].take_into(&mut lanes);
+        waiting[index].take(&mut taken, &mut lanes);
         if let Some(steps) = &mut lane_steps {
             steps.run(&lanes)?;
         }
@@ -137,49 +135,102 @@ pub(crate) fn run(
             exec.storage.release_rows(v, &lanes);
         }
         match &data.term {
-            Terminator::Goto(t) => waiting[t.index()].extend(&lanes),
+            Terminator::Goto(t) => waiting[t.index()].add(&taken),
             Terminator::Branch { cond, then_, else_ } => {
-                exec.storage.read_bools(*cond, &lanes, block, &mut values)?;
-                partition_lanes(&lanes, &values, &mut cond_true, &mut cond_false);
-                waiting[then_.index()].extend(&cond_true);
-                waiting[else_.index()].extend(&cond_false);
+                let conditions = exec.storage.conditions(*cond, &lanes, block)?;
+                let (t, e) = (then_.index(), else_.index());
+                if t == e {
+                    waiting[t].add(&taken);
+                } else {
+                    let (low, high) = waiting.split_at_mut(t.max(e));
+                    let (at_min, at_max) = (&mut low[t.min(e)], &mut high[0]);
+                    let (then_set, else_set) = if t < e {
+                        (at_min, at_max)
+                    } else {
+                        (at_max, at_min)
+                    };
+                    taken.split_into(conditions, then_set, else_set);
+                }
             }
             Terminator::Return => {}
             Terminator::PushGoto { ret, target } => {
-                frames += lanes.len();
-                let bytes = frames * std::mem::size_of::<Return>();
+                let bytes = (returns.frames + lanes.len()) * std::mem::size_of::<Return>();
                 // Blamed on the deepest lane (the lowest of them) if it passes the budget.
-                let deepest = lanes
-                    .iter()
-                    .copied()
-                    .max_by_key(|&l| (returns[l].len(), std::cmp::Reverse(l)));
-                let blamed = deepest.as_slice();
-                exec.storage.note_call_stack(bytes, block, blamed, || {
+                let deepest = || {
+                    let by_depth = |&l: &usize| (returns.held[l], std::cmp::Reverse(l));
+                    lanes.iter().copied().max_by_key(by_depth)
+                };
+                exec.storage.note_call_stack(bytes, block, deepest, || {
                     let callee = plan.entries[target.index()].as_deref();
                     let callee = callee.unwrap_or(&program.block(*target).name);
                     format!("the return addresses of calls to `{callee}`")
                 })?;
-                for &lane in &lanes {
-                    returns[lane].push((*ret, depth[lane]));
-                }
-                waiting[target.index()].extend(&lanes);
+                returns.push(&lanes, *ret, &depth);
+                waiting[target.index()].add(&taken);
             }
             Terminator::IndirectGoto => {
                 for &lane in &lanes {
                     // An empty return stack is the "halt" address beneath main.
-                    if let Some((ret, d)) = returns[lane].pop() {
-                        frames -= 1;
+                    if let Some((ret, d)) = returns.pop(lane) {
                         depth[lane] = d;
                         waiting[ret.index()].insert(lane);
                     }
                 }
-                let bytes = frames * std::mem::size_of::<Return>();
+                let bytes = returns.frames * std::mem::size_of::<Return>();
+                let first = || lanes.first().copied();
                 exec.storage
-                    .note_call_stack(bytes, block, &lanes, String::new)?;
+                    .note_call_stack(bytes, block, first, String::new)?;
             }
         }
     }
     Ok(())
+}
+
+/// Every lane's return addresses, stack-major like saved frames (`slot = level * batch +
+/// lane`): a push or pop is one store or load, and growing by a level appends to the end.
+struct ReturnStacks {
+    slots: Vec<Return>,
+    /// Return addresses each lane holds.
+    held: Vec<u32>,
+    batch: usize,
+    /// Return addresses held over all lanes.
+    frames: usize,
+}
+
+impl ReturnStacks {
+    fn new(batch: usize) -> ReturnStacks {
+        ReturnStacks {
+            slots: Vec::new(),
+            held: vec![0; batch],
+            batch,
+            frames: 0,
+        }
+    }
+
+    /// Pushes `ret`, with each lane's call depth, for every one of `lanes`.
+    fn push(&mut self, lanes: &[usize], ret: Block, calls: &[u32]) {
+        let batch = self.batch;
+        let need = lanes.iter().map(|&l| self.held[l] as usize + 1).max();
+        let need = need.unwrap_or(0) * batch;
+        if need > self.slots.len() {
+            let grown = need.max(2 * self.slots.len());
+            self.slots.resize(grown, (ret, 0));
+        }
+        for &lane in lanes {
+            let d = &mut self.held[lane];
+            self.slots[*d as usize * batch + lane] = (ret, calls[lane]);
+            *d += 1;
+        }
+        self.frames += lanes.len();
+    }
+
+    /// Pops `lane`'s last return address, if it holds one.
+    fn pop(&mut self, lane: usize) -> Option<Return> {
+        let d = self.held[lane].checked_sub(1)?;
+        self.held[lane] = d;
+        self.frames -= 1;
+        Some(self.slots[d as usize * self.batch + lane])
+    }
 }
 
 /// The lanes waiting at one block: a bitset over the batch, with the range of words that may
@@ -228,40 +279,165 @@ impl LaneSet {
         self.hi = self.hi.max(first.max(last) / 64 + 1);
     }
 
-    /// Moves every waiting lane, in lane order, into `out` (cleared first).
-    fn take_into(&mut self, out: &mut Vec<usize>) {
-        out.clear();
+    /// Adds the lanes of `other` (none already waiting here), a word at a time.
+    fn add(&mut self, other: &LaneSet) {
+        if other.is_empty() {
+            return;
+        }
+        for w in other.lo..other.hi {
+            self.words[w] |= other.words[w];
+        }
+        self.count += other.count;
+        self.lo = self.lo.min(other.lo);
+        self.hi = self.hi.max(other.hi);
+    }
+
+    /// Adds each lane of this set (none already waiting in either) to `then_` or `else_` by
+    /// its branch condition (`conditions` holds one per lane of the batch), a word at a time:
+    /// a mask of the word's conditions (all 64 packed if the word is busy, else each of its
+    /// lanes') splits its lanes without a branch per lane.
+    fn split_into(&self, conditions: &[bool], then_: &mut LaneSet, else_: &mut LaneSet) {
+        // Lanes each side gains, and the range of words they are in (kept exact, so a set
+        // holding one lane of a large batch is scanned in one word, not the taken set's range).
+        let mut gained = [(0, usize::MAX, 0); 2];
         for w in self.lo..self.hi {
-            let mut bits = std::mem::take(&mut self.words[w]);
+            let lanes = self.words[w];
+            if lanes == 0 {
+                continue;
+            }
+            let start = w * 64;
+            let mask = if lanes.count_ones() > 16 {
+                pack(&conditions[start..conditions.len().min(start + 64)])
+            } else {
+                // Few lanes in this word: their own conditions only.
+                let mut mask = 0;
+                let mut bits = lanes;
+                while bits != 0 {
+                    let i = bits.trailing_zeros() as usize;
+                    mask |= u64::from(conditions[start + i]) << i;
+                    bits &= bits - 1;
+                }
+                mask
+            };
+            let sides = [lanes & mask, lanes & !mask];
+            then_.words[w] |= sides[0];
+            else_.words[w] |= sides[1];
+            for (bits, (count, lo, hi)) in sides.into_iter().zip(&mut gained) {
+                if bits != 0 {
+                    *count += bits.count_ones() as usize;
+                    *lo = (*lo).min(w);
+                    *hi = w + 1;
+                }
+            }
+        }
+        for (set, (count, lo, hi)) in [then_, else_].into_iter().zip(gained) {
+            if count > 0 {
+                set.count += count;
+                set.lo = set.lo.min(lo);
+                set.hi = set.hi.max(hi);
+            }
+        }
+    }
+
+    /// Moves every waiting lane into `taken` (emptied first) and lists them, in lane order,
+    /// in `out`; this set keeps `taken`'s emptied words.
+    fn take(&mut self, taken: &mut LaneSet, out: &mut Vec<usize>) {
+        taken.words[taken.lo.min(taken.hi)..taken.hi].fill(0);
+        taken.count = 0;
+        taken.lo = usize::MAX;
+        taken.hi = 0;
+        std::mem::swap(self, taken);
+        taken.list_into(out);
+    }
+
+    /// Lists every lane of the set, in lane order, in `out` (cleared first).
+    fn list_into(&self, out: &mut Vec<usize>) {
+        out.clear();
+        out.reserve(self.count);
+        for w in self.lo..self.hi {
+            let mut bits = self.words[w];
             while bits != 0 {
                 out.push(w * 64 + bits.trailing_zeros() as usize);
                 bits &= bits - 1;
             }
         }
-        self.count = 0;
-        self.lo = usize::MAX;
-        self.hi = 0;
     }
+}
+
+/// Up to 64 conditions packed into a mask, bit `i` for `conditions[i]`: eight at a time, as
+/// eight 0/1 bytes whose product with a constant gathers their low bits into its top byte.
+fn pack(conditions: &[bool]) -> u64 {
+    let mut mask = 0;
+    let mut eights = conditions.chunks_exact(8);
+    for (j, c) in eights.by_ref().enumerate() {
+        let bytes: [u8; 8] = std::array::from_fn(|i| u8::from(c[i]));
+        let gathered = u64::from_le_bytes(bytes).wrapping_mul(0x0102_0408_1020_4080) >> 56;
+        mask |= gathered << (8 * j);
+    }
+    let base = conditions.len() - eights.remainder().len();
+    for (i, &c) in eights.remainder().iter().enumerate() {
+        mask |= u64::from(c) << (base + i);
+    }
+    mask
 }
 
 #[cfg(test)]
 mod tests {
-    use super::LaneSet;
+    use super::{pack, LaneSet};
+
+    #[test]
+    fn packed_conditions_match_bit_by_bit() {
+        for byte in 0..=255u32 {
+            let eight: Vec<bool> = (0..8).map(|i| byte >> i & 1 == 1).collect();
+            assert_eq!(pack(&eight), u64::from(byte));
+        }
+        let many: Vec<bool> = (0..61).map(|i| i % 3 == 0 || i == 60).collect();
+        let expected = (0..61).filter(|&i| many[i]).fold(0u64, |m, i| m | 1 << i);
+        assert_eq!(pack(&many), expected);
+        assert_eq!(pack(&[true; 64]), u64::MAX);
+    }
 
     #[test]
     fn lane_sets_give_lanes_back_in_order_and_empty() {
         let mut s = LaneSet::new(200);
-        s.extend(&[130, 3, 64, 199]);
+        let mut taken = LaneSet::new(200);
+        s.extend(&[3, 64, 130, 199]);
         s.insert(0);
         assert_eq!(s.count, 5);
         let mut out = vec![42];
-        s.take_into(&mut out);
+        s.take(&mut taken, &mut out);
         assert_eq!(out, vec![0, 3, 64, 130, 199]);
         assert!(s.is_empty());
-        s.take_into(&mut out);
+        s.list_into(&mut out);
         assert!(out.is_empty());
         s.insert(70);
-        s.take_into(&mut out);
+        s.take(&mut taken, &mut out);
         assert_eq!(out, vec![70]);
+        assert_eq!(taken.count, 1);
+
+        let mut other = LaneSet::new(200);
+        other.extend(&[1, 5, 130, 199]);
+        other.take(&mut taken, &mut out);
+        let (mut t, mut e) = (LaneSet::new(200), LaneSet::new(200));
+        e.insert(2);
+        let mut conditions = vec![false; 200];
+        conditions[130] = true;
+        conditions[5] = true;
+        conditions[6] = true;
+        taken.split_into(&conditions, &mut t, &mut e);
+        assert_eq!((t.count, e.count), (2, 3));
+        assert_eq!((t.lo, t.hi, e.lo, e.hi), (0, 3, 0, 4), "ranges are exact");
+        let (mut one, mut rest) = (LaneSet::new(200), LaneSet::new(200));
+        let mut first_only = vec![false; 200];
+        first_only[1] = true;
+        taken.split_into(&first_only, &mut one, &mut rest);
+        assert_eq!((one.lo, one.hi, one.count), (0, 1, 1));
+        t.list_into(&mut out);
+        assert_eq!(out, vec![5, 130]);
+        e.list_into(&mut out);
+        assert_eq!(out, vec![1, 2, 199]);
+        e.add(&t);
+        e.list_into(&mut out);
+        assert_eq!((out, e.count), (vec![1, 2, 5, 130, 199], 5));
     }
 }

@@ -145,8 +145,18 @@ enum Source<'a, T> {
 
 impl<'a, T: Copy + 'static> InputRows<'a, T> {
     /// The scalar of `lane` (the first element of its row).
-    #[inline]
+    #[inline(always)]
     pub fn scalar(&self, lane: usize) -> T {
+        match self.source {
+            // A scalar leaf's rows are its elements: one index, one bounds check.
+            Source::Dense(data) if self.width == 1 => data[lane],
+            _ => self.first_of_row(lane),
+        }
+    }
+
+    /// [`scalar`](Self::scalar) of a leaf with other rows, out of the kernel's loop.
+    #[inline(never)]
+    fn first_of_row(&self, lane: usize) -> T {
         self.row(lane)[0]
     }
 

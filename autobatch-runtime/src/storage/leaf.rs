@@ -8,6 +8,7 @@
 //! kernels write vector rows.
 
 use super::arena::{Arena, ArenaView, ZERO};
+use super::rows::{self, Rows, Stacked};
 use crate::column::{width_of, Column};
 use autobatch_ir::{DType, Shape, TensorType};
 
@@ -117,7 +118,11 @@ impl Leaf {
     /// The current rows of `lanes`, in order, as a new dense column.
     pub(crate) fn gather(&self, arena: &Arena, lanes: &[usize]) -> Column {
         match self {
-            Leaf::Dense { rows, .. } => rows.gather(lanes),
+            Leaf::Dense { rows, .. } => {
+                let mut out = Column::zeros(rows.dtype(), lanes.len(), rows.width());
+                rows::copy(&mut out, rows, Rows::Gather(lanes));
+                out
+            }
             Leaf::Shared { rows, .. } => arena.gather(rows, lanes),
         }
     }
@@ -139,26 +144,23 @@ impl Leaf {
                 } else {
                     Column::zeros(rows.dtype(), lanes.len(), rows.width())
                 };
-                out.copy_rows(rows, lanes.iter().copied().enumerate());
+                rows::copy(&mut out, rows, Rows::Gather(lanes));
                 out
             }
             Leaf::Shared { rows, .. } => arena.gather_into(rows, lanes, out),
         }
     }
 
-    /// Copies `src`'s current row `from` into row `to` for each pair (shared leaves share the
-    /// row). Returns `false`, copying nothing, if the leaves differ in kind, dtype or width.
-    pub(crate) fn copy_rows(
-        &mut self,
-        arena: &mut Arena,
-        src: &Leaf,
-        pairs: impl IntoIterator<Item = (usize, usize)>,
-    ) -> bool {
+    /// Copies `src`'s current rows of `lanes` into the same rows (shared leaves share the
+    /// rows). Returns `false`, copying nothing, if the leaves differ in kind, dtype or width.
+    pub(crate) fn copy_rows(&mut self, arena: &mut Arena, src: &Leaf, lanes: &[usize]) -> bool {
         match (self, src) {
-            (Leaf::Dense { rows: d, .. }, Leaf::Dense { rows: s, .. }) => d.copy_rows(s, pairs),
+            (Leaf::Dense { rows: d, .. }, Leaf::Dense { rows: s, .. }) => {
+                rows::copy(d, s, Rows::Same(lanes))
+            }
             (Leaf::Shared { rows: d, .. }, Leaf::Shared { rows: s, .. }) => {
-                for (to, from) in pairs {
-                    arena.assign(&mut d[to], s[from]);
+                for &l in lanes {
+                    arena.assign(&mut d[l], s[l]);
                 }
                 true
             }
@@ -170,7 +172,7 @@ impl Leaf {
     /// `src` does not fit the leaf.
     pub(crate) fn scatter(&mut self, arena: &mut Arena, lanes: &[usize], src: &Column) -> bool {
         match self {
-            Leaf::Dense { rows, .. } => rows.copy_rows(src, lanes.iter().copied().zip(0..)),
+            Leaf::Dense { rows, .. } => rows::copy(rows, src, Rows::Scatter(lanes)),
             Leaf::Shared { rows, .. } => {
                 let width = arena.width();
                 let Some(data) = src.as_slice::<f64>().filter(|_| src.width() == width) else {
@@ -218,16 +220,20 @@ impl Leaf {
 
     /// Saves the current rows of `lanes` at their `depth` (a duplicating push).
     pub(crate) fn push(&mut self, arena: &mut Arena, lanes: &[usize], depth: &[u32], batch: usize) {
-        let at = |l: usize| depth[l] as usize * batch + l;
+        let stacked = Stacked {
+            lanes,
+            depth,
+            batch,
+        };
         match self {
             Leaf::Dense { rows, saved } => {
-                saved.copy_rows(rows, lanes.iter().map(|&l| (at(l), l)));
+                rows::copy(saved, rows, Rows::Push(stacked));
             }
             Leaf::Shared { rows, saved } => {
                 // The slot above the depth holds nothing: take the handle without a release.
                 for &l in lanes {
                     arena.retain(rows[l]);
-                    saved[at(l)] = rows[l];
+                    saved[stacked.at(l)] = rows[l];
                 }
             }
         }
@@ -235,16 +241,20 @@ impl Leaf {
 
     /// Restores the rows of `lanes` saved at their (already decremented) `depth`.
     pub(crate) fn pop(&mut self, arena: &mut Arena, lanes: &[usize], depth: &[u32], batch: usize) {
-        let at = |l: usize| depth[l] as usize * batch + l;
+        let stacked = Stacked {
+            lanes,
+            depth,
+            batch,
+        };
         match self {
             Leaf::Dense { rows, saved } => {
-                rows.copy_rows(saved, lanes.iter().map(|&l| (l, at(l))));
+                rows::copy(rows, saved, Rows::Pop(stacked));
             }
             Leaf::Shared { rows, saved } => {
                 // The saved frame's hold passes to the current value.
                 for &l in lanes {
                     arena.release(rows[l]);
-                    rows[l] = saved[at(l)];
+                    rows[l] = saved[stacked.at(l)];
                 }
             }
         }
@@ -264,7 +274,7 @@ impl Leaf {
     /// are copied, shared rows gain a holder.
     pub(crate) fn take(&self, arena: &mut Arena, lanes: &[usize]) -> Held {
         match self {
-            Leaf::Dense { rows, .. } => Held::Dense(rows.gather(lanes)),
+            leaf @ Leaf::Dense { .. } => Held::Dense(leaf.gather(arena, lanes)),
             Leaf::Shared { rows, .. } => Held::Shared(
                 lanes
                     .iter()
@@ -355,6 +365,6 @@ mod tests {
         let held = shared.take(&mut arena, &[0]);
         assert!(!dense.put(&mut arena, &[0], held));
         assert_eq!(arena.live(), live, "the refused rows are let go of");
-        assert!(!dense.copy_rows(&mut arena, &shared, [(0, 0)]));
+        assert!(!dense.copy_rows(&mut arena, &shared, &[0]));
     }
 }

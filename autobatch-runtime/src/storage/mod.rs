@@ -9,6 +9,7 @@
 
 pub(crate) mod arena;
 pub(crate) mod leaf;
+mod rows;
 
 use crate::column::{width_of, Column};
 use crate::error::{Result, RuntimeError};
@@ -167,17 +168,22 @@ impl<'p> Storage<'p> {
     }
 
     /// Records that the interpreter's call stack now takes `bytes`; fails, naming what
-    /// `grew`, if that passes the memory budget.
+    /// `grew` and the lane `blamed` gives (asked only then), if that passes the memory budget.
     pub(crate) fn note_call_stack(
         &mut self,
         bytes: usize,
         block: Block,
-        lanes: &[usize],
+        blamed: impl FnOnce() -> Option<usize>,
         grew: impl FnOnce() -> String,
     ) -> Result<()> {
         let before = std::mem::replace(&mut self.call_stack_bytes, bytes);
-        if bytes > before {
-            self.check_memory(0, block, lanes, grew)?;
+        if bytes > before
+            && self
+                .memory_budget
+                .is_some_and(|budget| self.used() > budget)
+        {
+            let blamed = blamed();
+            return self.check_memory(0, block, blamed.as_slice(), grew);
         }
         Ok(())
     }
@@ -506,7 +512,7 @@ impl<'p> Storage<'p> {
                 let (a, b) = self.vars.split_at_mut(s);
                 (&b[0].leaves[from.1], &mut a[d].leaves[to.1])
             };
-            dst.copy_rows(arena, src, lanes.iter().map(|&l| (l, l)))
+            dst.copy_rows(arena, src, lanes)
         };
         if fits {
             Ok(())
@@ -605,16 +611,10 @@ impl<'p> Storage<'p> {
         Ok(outputs)
     }
 
-    /// Reads a scalar `bool` branch condition `v` for `lanes` into `out` (cleared first).
-    pub(crate) fn read_bools(
-        &self,
-        v: Var,
-        lanes: &[usize],
-        block: Block,
-        out: &mut Vec<bool>,
-    ) -> Result<()> {
-        let data = self
-            .read(v, lanes, block)?
+    /// A scalar `bool` branch condition `v`, checked readable in `lanes`: one element per
+    /// lane of the batch (index it by lane).
+    pub(crate) fn conditions(&self, v: Var, lanes: &[usize], block: Block) -> Result<&[bool]> {
+        self.read(v, lanes, block)?
             .first()
             .and_then(Leaf::dense)
             .filter(|rows| rows.width() == 1)
@@ -623,10 +623,7 @@ impl<'p> Storage<'p> {
                 block: self.block_name(block),
                 var: self.name(v),
                 found: self.program.var(v).ty.to_string(),
-            })?;
-        out.clear();
-        out.extend(lanes.iter().map(|&l| data[l]));
-        Ok(())
+            })
     }
 }
 
@@ -687,9 +684,7 @@ mod tests {
                 entry,
             )
             .unwrap();
-        let err = storage
-            .read_bools(x, &[0, 1], entry, &mut Vec::new())
-            .unwrap_err();
+        let err = storage.conditions(x, &[0, 1], entry).unwrap_err();
         assert_eq!(
             err,
             RuntimeError::ConditionType {

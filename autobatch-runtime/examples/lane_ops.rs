@@ -1,0 +1,135 @@
+//! Profiling harness (not a test, not a bench): runs one workload of the fibonacci bench's kind
+//! once in one mode, so `valgrind --tool=callgrind` counts the instructions of exactly that run.
+//!
+//! `cargo build --release -p autobatch-runtime --example lane_ops`, then
+//! `valgrind --tool=callgrind target/release/examples/lane_ops fib vm` (workloads `fib`,
+//! `collatz`, `fib-macro`; modes `vm`, `sl`, `rust`). It prints the lane-ops the run made (the
+//! lanes over every kernel and assignment run) so instructions per lane-op can be read off.
+
+use autobatch_runtime::ir::{DType, KernelId};
+use autobatch_runtime::ndarray::Array1;
+use autobatch_runtime::{autobatch, Column, Config, Executable, Kernel, Mode, Stats};
+use autobatch_testkit::conformance;
+use std::hint::black_box;
+
+/// The plain scalar fibonacci the bench compares with.
+fn fib(n: i64) -> i64 {
+    if n > 1 {
+        fib(n - 1) + fib(n - 2)
+    } else {
+        1
+    }
+}
+
+/// Fibonacci as a user writes it.
+#[autobatch]
+fn fib_macro(n: i64) -> i64 {
+    if n > 1 {
+        fib_macro(n - 1) + fib_macro(n - 2)
+    } else {
+        1
+    }
+}
+
+/// Collatz step counts as a user writes them.
+#[autobatch]
+fn collatz(n: i64) -> i64 {
+    let mut n = n;
+    let mut steps = 0;
+    while n != 1 {
+        if n % 2 == 0 {
+            n /= 2;
+        } else {
+            n = 3 * n + 1;
+        }
+        steps += 1;
+    }
+    steps
+}
+
+/// The fibonacci bench's program: the conformance fixture with its kernels.
+fn fib_executable() -> Executable {
+    let mut sources: Vec<String> = Vec::new();
+    let program = conformance::fibonacci_function_calls(
+        &mut |s: &str| {
+            let i = sources.iter().position(|x| x == s).unwrap_or_else(|| {
+                sources.push(s.to_string());
+                sources.len() - 1
+            });
+            KernelId::new(i)
+        },
+        DType::I64,
+    );
+    let kernels = sources
+        .iter()
+        .map(|s| match s.as_str() {
+            "n > 1" => Kernel::map1(|n: i64| n > 1),
+            "n - 1" => Kernel::map1(|n: i64| n - 1),
+            "n - 2" => Kernel::map1(|n: i64| n - 2),
+            "x + y" => Kernel::map2(|a: i64, b: i64| a + b),
+            "1" => Kernel::constant(1i64),
+            other => panic!("no kernel for {other}"),
+        })
+        .collect();
+    Executable::new(program, kernels).expect("valid program")
+}
+
+/// Block runs and the lanes they ran, summed over blocks.
+fn summary(stats: &Stats) -> String {
+    let lanes: u64 = stats.blocks.iter().map(|b| b.lanes).sum();
+    let kernel_lanes: u64 = stats.kernels.iter().map(|k| k.lanes).sum();
+    format!(
+        "steps {}, block-lanes {lanes}, kernel-lanes {kernel_lanes}",
+        stats.steps
+    )
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let (workload, mode) = match args.as_slice() {
+        [_, w, m] => (w.as_str(), m.as_str()),
+        _ => panic!("usage: lane_ops fib|fib-macro|collatz vm|sl|rust"),
+    };
+    let config = match mode {
+        "vm" => Some(Config::with_mode(Mode::FullVm)),
+        "sl" => Some(Config::with_mode(Mode::Stackless)),
+        "rust" => None,
+        other => panic!("unknown mode {other}"),
+    };
+    let batch = 10_000i64;
+    match workload {
+        "fib" | "fib-macro" => {
+            let ns: Vec<i64> = (0..batch).map(|i| i % 21).collect();
+            let Some(config) = config else {
+                let total: i64 = ns.iter().map(|&n| fib(black_box(n))).sum();
+                println!("plain fib: {total}");
+                return;
+            };
+            let (total, stats) = if workload == "fib" {
+                let run = fib_executable()
+                    .run(&[Column::from_scalars(&ns)], &config)
+                    .expect("runs");
+                let out = run.outputs[0].as_slice::<i64>().expect("i64").to_vec();
+                (out.iter().sum::<i64>(), run.stats)
+            } else {
+                let input = Array1::from_vec(ns);
+                let (out, stats) =
+                    fib_macro::batch_with_stats(input.view(), &config).expect("runs");
+                (out.sum(), stats)
+            };
+            println!("{workload} {mode}: {total}; {}", summary(&stats));
+        }
+        "collatz" => {
+            let ns: Vec<i64> = (1..=batch).collect();
+            let Some(config) = config else {
+                let total: i64 = ns.iter().map(|&n| collatz(black_box(n))).sum();
+                println!("plain collatz: {total}");
+                return;
+            };
+            let input = Array1::from_vec(ns);
+            let (out, stats) = collatz::batch_with_stats(input.view(), &config).expect("runs");
+            println!("collatz {mode}: {}; {}", out.sum(), summary(&stats));
+        }
+        other => panic!("unknown workload {other}"),
+    }
+}

@@ -1,0 +1,132 @@
+//! Row copies between dense columns by lane list (scatter, gather, same lane, push, pop): one
+//! typed loop per pattern for scalar leaves, the interpreters' commonest work per lane-op, and
+//! `Column::copy_rows` for everything else.
+
+use crate::column::{Column, Element};
+use crate::random::Key;
+
+/// Which row of the source each written row of the destination takes.
+#[derive(Clone, Copy)]
+pub(crate) enum Rows<'a> {
+    /// Row `lanes[k]` takes source row `k`.
+    Scatter(&'a [usize]),
+    /// Row `k` takes source row `lanes[k]`.
+    Gather(&'a [usize]),
+    /// Row `l` takes source row `l`, for each `l` in the list.
+    Same(&'a [usize]),
+    /// Saved row `depth[l] * batch + l` takes current row `l` (a push).
+    Push(Stacked<'a>),
+    /// Current row `l` takes saved row `depth[l] * batch + l` (a pop).
+    Pop(Stacked<'a>),
+}
+
+/// The lanes of a push or pop, with each lane's depth and the batch (saved frames are
+/// stack-major: `row = depth * batch + lane`).
+#[derive(Clone, Copy)]
+pub(crate) struct Stacked<'a> {
+    pub(crate) lanes: &'a [usize],
+    pub(crate) depth: &'a [u32],
+    pub(crate) batch: usize,
+}
+
+impl Stacked<'_> {
+    /// The saved row of `lane` at its depth.
+    #[inline]
+    pub(crate) fn at(&self, lane: usize) -> usize {
+        self.depth[lane] as usize * self.batch + lane
+    }
+}
+
+/// Copies rows of `src` into `dst` as `rows` says. Returns `false`, copying nothing, if the
+/// dtypes or widths differ.
+pub(crate) fn copy(dst: &mut Column, src: &Column, rows: Rows<'_>) -> bool {
+    if dst.dtype() != src.dtype() || dst.width() != src.width() {
+        return false;
+    }
+    if dst.width() == 1
+        && (typed::<i64>(dst, src, rows)
+            || typed::<f64>(dst, src, rows)
+            || typed::<bool>(dst, src, rows)
+            || typed::<i32>(dst, src, rows)
+            || typed::<f32>(dst, src, rows)
+            || typed::<Key>(dst, src, rows))
+    {
+        return true;
+    }
+    match rows {
+        Rows::Scatter(lanes) => dst.copy_rows(src, lanes.iter().copied().zip(0..)),
+        Rows::Gather(lanes) => dst.copy_rows(src, lanes.iter().copied().enumerate()),
+        Rows::Same(lanes) => dst.copy_rows(src, lanes.iter().map(|&l| (l, l))),
+        Rows::Push(s) => dst.copy_rows(src, s.lanes.iter().map(|&l| (s.at(l), l))),
+        Rows::Pop(s) => dst.copy_rows(src, s.lanes.iter().map(|&l| (l, s.at(l)))),
+    }
+}
+
+/// The typed loop of [`copy`] for width-1 columns of `T`; `false` if they hold another type.
+#[inline]
+fn typed<T: Element>(dst: &mut Column, src: &Column, rows: Rows<'_>) -> bool {
+    let (Some(d), Some(s)) = (dst.as_slice_mut::<T>(), src.as_slice::<T>()) else {
+        return false;
+    };
+    match rows {
+        Rows::Scatter(lanes) => {
+            for (&l, &v) in lanes.iter().zip(&s[..lanes.len()]) {
+                d[l] = v;
+            }
+        }
+        Rows::Gather(lanes) => {
+            for (out, &l) in d[..lanes.len()].iter_mut().zip(lanes) {
+                *out = s[l];
+            }
+        }
+        Rows::Same(lanes) => lanes.iter().for_each(|&l| d[l] = s[l]),
+        Rows::Push(st) => st.lanes.iter().for_each(|&l| d[st.at(l)] = s[l]),
+        Rows::Pop(st) => st.lanes.iter().for_each(|&l| d[l] = s[st.at(l)]),
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use autobatch_ir::DType;
+
+    /// Every pattern moves the same rows through the typed loop (scalars) and the general one
+    /// (vector rows), and refuses columns that do not match.
+    #[test]
+    fn patterns_agree_for_scalar_and_vector_rows() {
+        for width in [1, 2] {
+            let values: Vec<f64> = (0..4 * width).map(|i| i as f64).collect();
+            let src = Column::from_view2(
+                ndarray::Array2::from_shape_vec((4, width), values)
+                    .unwrap()
+                    .view(),
+            );
+            let row = |c: &Column, r: usize| c.as_slice::<f64>().unwrap()[r * width];
+            let w = width as f64;
+            let mut d = Column::zeros(DType::F64, 4, width);
+            assert!(copy(&mut d, &src, Rows::Scatter(&[3, 0])));
+            assert_eq!((row(&d, 3), row(&d, 0)), (0.0, w));
+            let mut g = Column::zeros(DType::F64, 2, width);
+            assert!(copy(&mut g, &src, Rows::Gather(&[2, 1])));
+            assert_eq!((row(&g, 0), row(&g, 1)), (2.0 * w, w));
+            let mut s = Column::zeros(DType::F64, 4, width);
+            assert!(copy(&mut s, &src, Rows::Same(&[1])));
+            assert_eq!((row(&s, 1), row(&s, 2)), (w, 0.0));
+            let depth = [0u32, 1, 0, 0];
+            let stacked = Stacked {
+                lanes: &[1, 2],
+                depth: &depth,
+                batch: 4,
+            };
+            let mut saved = Column::zeros(DType::F64, 8, width);
+            assert!(copy(&mut saved, &src, Rows::Push(stacked)));
+            assert_eq!((row(&saved, 5), row(&saved, 2)), (w, 2.0 * w));
+            let mut back = Column::zeros(DType::F64, 4, width);
+            assert!(copy(&mut back, &saved, Rows::Pop(stacked)));
+            assert_eq!((row(&back, 1), row(&back, 2)), (w, 2.0 * w));
+            let mut other = Column::zeros(DType::I64, 4, width);
+            assert!(!copy(&mut other, &src, Rows::Same(&[0])));
+        }
+    }
+}
