@@ -99,9 +99,13 @@ fn autobatched<T: Target + Clone + Send + Sync + 'static>(
         },
     );
     let start = Instant::now();
-    let (result, recorded) = with_sink((chains, DRAWS, dim), 0, 0, |_| {}, || {
-        chain::batch_with_stats(&shared, init.view(), rows.view(), keys.view(), &config)
-    });
+    let (result, recorded) = with_sink(
+        (chains, DRAWS, dim),
+        0,
+        0,
+        |_| {},
+        || chain::batch_with_stats(&shared, init.view(), rows.view(), keys.view(), &config),
+    );
     let counts = shared.gradients();
     let secs = start.elapsed().as_secs_f64();
     let (_, stats) = result.expect("the sampler runs");

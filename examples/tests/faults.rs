@@ -123,7 +123,12 @@ fn run_all(target: Arc<dyn Target>, settings: &Settings) -> (Run, Vec<Progress>)
 
 /// `run`'s chains are exactly a run over its good chains alone, bit for bit, each draw and
 /// warmup transition recorded once; progress never counts a transition twice.
-fn others_are_untouched(target: Arc<dyn Target>, settings: &Settings, run: &Run, seen: &[Progress]) {
+fn others_are_untouched(
+    target: Arc<dyn Target>,
+    settings: &Settings,
+    run: &Run,
+    seen: &[Progress],
+) {
     let good: Vec<u64> = (0..settings.chains as u64)
         .filter(|c| run.failed.iter().all(|f| f.chain != *c))
         .collect();

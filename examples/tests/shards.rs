@@ -44,9 +44,13 @@ fn run(mode: Mode, shard_size: Option<usize>) -> Vec<u64> {
             target_accept: 0.8,
         },
     );
-    let (result, recorded) = with_sink((CHAINS, 6, DIM), 0, 0, |_| {}, || {
-        chain::batch(&shared, init.view(), rows.view(), keys.view(), &config)
-    });
+    let (result, recorded) = with_sink(
+        (CHAINS, 6, DIM),
+        0,
+        0,
+        |_| {},
+        || chain::batch(&shared, init.view(), rows.view(), keys.view(), &config),
+    );
     let (_, step_size, inverse_metric) = result.unwrap();
     (recorded.draws.q.iter())
         .chain(&step_size)

@@ -26,10 +26,10 @@ pub use target::{CorrelatedGaussian, LogisticRegression, Target};
 use crate::diagnostics::{self, Summary};
 use autobatch_runtime::ndarray::{Array1, Array2, ArrayView2, Axis};
 use autobatch_runtime::{autobatch, Config, Key, Mode, RuntimeError, Stats, Vector};
+use shared::logp_grad;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use shared::logp_grad;
 use thiserror::Error;
 
 /// How to run the sampler. `Settings::default()` is the main job's configuration: 1,000
