@@ -2,10 +2,10 @@
 //! and, optionally, a batched kernel that sees every active lane at once.
 
 use crate::generate::context;
+use crate::generate::describe;
 use crate::generate::emit::lane_kernel;
 use crate::generate::runtime::{leaf_paths, Runtime};
 use crate::parse::args::{args, Macro};
-use crate::generate::describe;
 use crate::parse::ast::{Signature, Ty};
 use crate::parse::context::{self as parse_context, ContextParam};
 use crate::parse::{self, Errors};

@@ -4,7 +4,7 @@
 use autobatch_examples::nuts::{
     CorrelatedGaussian, LogisticRegression, SampleError, Settings, Target,
 };
-use autobatch_runtime::Mode;
+use autobatch_runtime::{available_threads, Mode};
 use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressState, ProgressStyle};
 use std::fs;
@@ -105,6 +105,9 @@ pub struct Args {
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
+    /// Worker threads the chains run on (default: every core); the draws do not depend on it.
+    #[arg(long, value_parser = at_least_one)]
+    pub threads: Option<usize>,
 }
 
 impl Args {
@@ -125,6 +128,7 @@ impl Args {
                 ModeChoice::Stackless => Mode::Stackless,
             },
             save_warmup: self.save_warmup,
+            threads: self.threads.unwrap_or_else(available_threads),
             ..Settings::default()
         }
     }
