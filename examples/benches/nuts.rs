@@ -5,8 +5,8 @@
 //! warmup, 200 draws, at 10, 100 and 1,000 chains. Gradient evaluations per second and
 //! min-ESS (bulk, over coordinates) per second for the autobatched sampler (full VM and
 //! stackless) and for nuts-rs, on one thread and on every core (the full VM on all threads,
-//! nuts-rs's multi-chain sampler); the GEMM lower bound for the Gaussian; where the autobatched run's time went;
-//! and how the full VM's speed depends on the shard size.
+//! nuts-rs's multi-chain sampler); the GEMM lower bound for the Gaussian; where the
+//! autobatched run's time went; and how the full VM's speed depends on the shard size.
 //!
 //! Run: `cargo bench -p autobatch-examples --bench nuts` (`NUTS_BENCH_CHAINS=10,100` chooses
 //! the chain counts, `NUTS_BENCH_TARGETS=gaussian` or `logistic` one target).
