@@ -367,7 +367,7 @@ pub fn initial_point(seed: u64, chain: u64, dim: usize, radius: f64) -> Vec<f64>
         .collect()
 }
 
-/// The log density and gradient of the installed target at `q`: one chain's initial point,
+/// The log density and gradient of the context's target at `q`: one chain's initial point,
 /// evaluated through the runtime so that a panic is caught quietly and blamed on its chain.
 #[autobatch]
 fn start_point(shared: &Shared, q: Vector) -> (f64, Vector) {
