@@ -415,6 +415,20 @@ fn bad_settings_and_bad_starts_are_typed_errors() {
             },
             "max_depth",
         ),
+        (
+            Settings {
+                threads: 0,
+                ..Settings::default()
+            },
+            "threads",
+        ),
+        (
+            Settings {
+                shard_size: Some(0),
+                ..Settings::default()
+            },
+            "shard_size",
+        ),
     ] {
         match sample(gaussian(), &settings, |_| {}) {
             Err(SampleError::Setting { name: got, .. }) => assert_eq!(got, name),
