@@ -4,22 +4,18 @@
 //! identity map), step size, initial points, maximum depth (10) and divergence threshold, no
 //! warmup, 200 draws, at 10, 100 and 1,000 chains. Gradient evaluations per second and
 //! min-ESS (bulk, over coordinates) per second for the autobatched sampler (full VM and
-//! stackless) and for nuts-rs, on one thread and on every core (nuts-rs's multi-chain
-//! sampler); the GEMM lower bound for the Gaussian; where the autobatched run's time went;
-//! and how the full VM's speed depends on the shard size.
+//! stackless) and for nuts-rs, on one thread and on every core (the full VM on all threads,
+//! nuts-rs's multi-chain sampler); the GEMM lower bound for the Gaussian; where the
+//! autobatched run's time went; and how the full VM's speed depends on the shard size.
 //!
 //! Run: `cargo bench -p autobatch-examples --bench nuts` (`NUTS_BENCH_CHAINS=10,100` chooses
 //! the chain counts, `NUTS_BENCH_TARGETS=gaussian` or `logistic` one target).
-//!
-//! The autobatched sampler on several threads needs kernels that take their target as an
-//! explicit context (today the target is installed on the calling thread): until then its
-//! every-core row says "needs context".
 
 use autobatch_examples::diagnostics::bulk_ess;
-use autobatch_examples::nuts::record::with_sink;
 use autobatch_examples::nuts::sampler::chain;
 use autobatch_examples::nuts::{
-    chain_key, initial_point, ChainSettings, CorrelatedGaussian, LogisticRegression, Shared, Target,
+    chain_key, initial_point, ChainSettings, CorrelatedGaussian, LogisticRegression, Shared, Sink,
+    Target,
 };
 use autobatch_runtime::ndarray::{linalg::general_mat_mul, s, Array1, Array2, Array3};
 use autobatch_runtime::{available_threads, Config, Mode, Stats};
@@ -61,14 +57,14 @@ impl Measured {
     }
 }
 
-/// The autobatched sampler on one thread (`shard_size` as `Config::shard_size`), run as
+/// The autobatched sampler on `threads` threads (`shard_size` as `Config::shard_size`), run as
 /// `nuts::sample_chains` runs it but with the configuration given; returns the measurement
 /// and the run's statistics.
 fn autobatched<T: Target + Clone + Send + Sync + 'static>(
     target: &T,
     step: f64,
     chains: usize,
-    mode: Mode,
+    (mode, threads): (Mode, usize),
     shard_size: Option<usize>,
 ) -> (Measured, Stats) {
     let dim = target.dim();
@@ -82,7 +78,7 @@ fn autobatched<T: Target + Clone + Send + Sync + 'static>(
     let keys = Array1::from_iter((0..chains as u64).map(|c| chain_key(SEED, c)));
     let rows = Array1::from_iter(0..chains as i64);
     let config = Config {
-        threads: 1,
+        threads,
         shard_size,
         ..Config::with_mode(mode)
     };
@@ -97,17 +93,13 @@ fn autobatched<T: Target + Clone + Send + Sync + 'static>(
             adapt_metric: false,
             target_accept: 0.8,
         },
-    );
+    )
+    .recording(Sink::new((chains, DRAWS, dim), 0));
     let start = Instant::now();
-    let (result, recorded) = with_sink(
-        (chains, DRAWS, dim),
-        0,
-        0,
-        |_| {},
-        || chain::batch_with_stats(&shared, init.view(), rows.view(), keys.view(), &config),
-    );
+    let result = chain::batch_with_stats(&shared, init.view(), rows.view(), keys.view(), &config);
     let counts = shared.gradients();
     let secs = start.elapsed().as_secs_f64();
+    let recorded = shared.into_recorded().expect("the sink given above");
     let (_, stats) = result.expect("the sampler runs");
     let measured = Measured {
         grads: counts.rows,
@@ -472,8 +464,14 @@ fn compare<T: Target + Clone + Send + Sync + 'static>(
 ) {
     let all = available_threads();
     let shared = Arc::new(target.clone());
-    let (vm, vm_stats) = autobatched(target, step, chains, Mode::FullVm, None);
-    let (sl, sl_stats) = autobatched(target, step, chains, Mode::Stackless, None);
+    let (vm, vm_stats) = autobatched(target, step, chains, (Mode::FullVm, 1), None);
+    let (sl, sl_stats) = autobatched(target, step, chains, (Mode::Stackless, 1), None);
+    let (vm_all, _) = autobatched(target, step, chains, (Mode::FullVm, all), None);
+    assert_eq!(
+        chain0(&vm),
+        chain0(&vm_all),
+        "chain 0: one thread == every thread"
+    );
     assert_eq!(chain0(&vm), chain0(&sl), "chain 0: full VM == stackless");
     assert_eq!(vm.grads, sl.grads, "the same gradient evaluations");
     let one = nuts_rs_one_thread(&shared, step, chains);
@@ -487,9 +485,12 @@ fn compare<T: Target + Clone + Send + Sync + 'static>(
     row("autobatched, full VM", "1", &vm, vm.min_ess(), Some(&one));
     row("autobatched, stackless", "1", &sl, sl.min_ess(), Some(&one));
     row("nuts-rs", "1", &one, one.min_ess(), None);
-    println!(
-        "  {:<26} {:>7} {:>10}",
-        "autobatched, full VM", all, "needs context"
+    row(
+        "autobatched, full VM",
+        &all.to_string(),
+        &vm_all,
+        vm_all.min_ess(),
+        Some(&many),
     );
     row(
         "nuts-rs multi-chain",
@@ -523,7 +524,7 @@ fn shard_sweep<T: Target + Clone + Send + Sync + 'static>(target: &T, step: f64,
         if size.is_some_and(|s| s > chains) {
             continue;
         }
-        let (m, stats) = autobatched(target, step, chains, Mode::FullVm, size);
+        let (m, stats) = autobatched(target, step, chains, (Mode::FullVm, 1), size);
         let bits = chain0(&m);
         assert_eq!(
             *reference.get_or_insert_with(|| bits.clone()),

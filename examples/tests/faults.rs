@@ -9,9 +9,7 @@ use autobatch_examples::nuts::{
 };
 use autobatch_runtime::ndarray::{s, Array1, Array2, ArrayView2, Axis};
 use autobatch_runtime::Mode;
-use std::cell::RefCell;
-use std::rc::Rc;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 const DIM: usize = 3;
 
@@ -113,11 +111,13 @@ const DRAW: usize = 10;
 /// Runs chains `0..settings.chains` on `target`, recording every progress report.
 fn run_all(target: Arc<dyn Target>, settings: &Settings) -> (Run, Vec<Progress>) {
     let ids: Vec<u64> = (0..settings.chains as u64).collect();
-    let seen = Rc::new(RefCell::new(Vec::new()));
+    let seen = Arc::new(Mutex::new(Vec::new()));
     let sink = seen.clone();
-    let run = sample_chains(target, settings, &ids, move |p| sink.borrow_mut().push(p))
-        .unwrap_or_else(|e| panic!("the run completes: {e}"));
-    let seen = seen.borrow().clone();
+    let run = sample_chains(target, settings, &ids, move |p| {
+        sink.lock().unwrap().push(p)
+    })
+    .unwrap_or_else(|e| panic!("the run completes: {e}"));
+    let seen = seen.lock().unwrap().clone();
     (run, seen)
 }
 

@@ -3,16 +3,14 @@
 //! 10,000 chains, long-run accuracy on the 100-d Gaussian, and typed errors for bad input.
 
 use autobatch_examples::diagnostics;
-use autobatch_examples::nuts::record::with_sink;
 use autobatch_examples::nuts::sampler::{chain, transition};
 use autobatch_examples::nuts::{
     chain_key, initial_point, sample, sample_chains, CorrelatedGaussian, LogisticRegression,
-    SampleError, Settings, Shared, Target,
+    SampleError, Settings, Shared, Sink, Target,
 };
 use autobatch_runtime::ndarray::{s, Array1, Array2, ArrayView2, Axis, Zip};
 use autobatch_runtime::{Config, Key, Mode, Vector};
-use std::rc::Rc;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// A Gaussian with mean `mean` and covariance `L L'` for a lower-triangular `L`, so exact
 /// draws are `mean + L z`.
@@ -147,21 +145,15 @@ fn the_scalar_sampler_gives_the_batched_draws() {
             let q0 = initial_point(settings.seed, k as u64, target.dim(), settings.init_radius);
             let ((_, eps, minv), draws) = {
                 let shape = (settings.chains, settings.draws, target.dim());
-                let shared = Shared::new(target.clone(), settings.chain_settings());
-                with_sink(
-                    shape,
-                    0,
-                    0,
-                    |_| {},
-                    || {
-                        chain(
-                            &shared,
-                            Vector::from(q0),
-                            k as i64,
-                            chain_key(settings.seed, k as u64),
-                        )
-                    },
-                )
+                let shared = Shared::new(target.clone(), settings.chain_settings())
+                    .recording(Sink::new(shape, 0));
+                let out = chain(
+                    &shared,
+                    Vector::from(q0),
+                    k as i64,
+                    chain_key(settings.seed, k as u64),
+                );
+                (out, shared.into_recorded().unwrap())
             };
             assert_eq!(eps.to_bits(), batched.step_size[k].to_bits());
             assert_eq!(
@@ -282,25 +274,17 @@ fn one_transition_from_exact_draws_keeps_the_target() {
         let (logp, grad) = target.logp_grad(q.view());
         let keys = Array1::from_iter((0..n as u64).map(|c| chain_key(seed + 100, c)));
         let minv = Array2::from_elem(q.dim(), 1.0);
-        let ((q1, _, _, _, _, n_leapfrog, divergent, _, _), _) = with_sink(
-            (1, 1, 1),
-            0,
-            0,
-            |_| {},
-            || {
-                transition::batch(
-                    &shared,
-                    q.view(),
-                    logp.view(),
-                    grad.view(),
-                    Array1::from_elem(n, eps).view(),
-                    minv.view(),
-                    keys.view(),
-                    &Config::default(),
-                )
-                .unwrap()
-            },
-        );
+        let (q1, _, _, _, _, n_leapfrog, divergent, _, _) = transition::batch(
+            &shared,
+            q.view(),
+            logp.view(),
+            grad.view(),
+            Array1::from_elem(n, eps).view(),
+            minv.view(),
+            keys.view(),
+            &Config::default(),
+        )
+        .unwrap();
         assert!(!divergent.iter().any(|d| *d));
         let counts: std::collections::BTreeSet<i64> = n_leapfrog.iter().copied().collect();
         assert!(counts.len() >= 3, "leapfrog counts seen: {counts:?}");
@@ -431,6 +415,20 @@ fn bad_settings_and_bad_starts_are_typed_errors() {
             },
             "max_depth",
         ),
+        (
+            Settings {
+                threads: 0,
+                ..Settings::default()
+            },
+            "threads",
+        ),
+        (
+            Settings {
+                shard_size: Some(0),
+                ..Settings::default()
+            },
+            "shard_size",
+        ),
     ] {
         match sample(gaussian(), &settings, |_| {}) {
             Err(SampleError::Setting { name: got, .. }) => assert_eq!(got, name),
@@ -463,14 +461,14 @@ fn bad_settings_and_bad_starts_are_typed_errors() {
 /// Progress reports count every transition, warmup included, and end at the total.
 #[test]
 fn progress_reaches_the_total() {
-    let seen = Rc::new(std::cell::RefCell::new(Vec::new()));
+    let seen = Arc::new(Mutex::new(Vec::new()));
     let sink = seen.clone();
     let settings = small_run(Mode::Stackless);
     sample(CorrelatedGaussian::new(4, 0.5), &settings, move |p| {
-        sink.borrow_mut().push(p)
+        sink.lock().unwrap().push(p)
     })
     .unwrap();
-    let seen = seen.borrow();
+    let seen = seen.lock().unwrap();
     let last = seen.last().unwrap();
     assert_eq!(last.done, last.total);
     assert_eq!(last.total, (6 * (20 + 30)) as u64);

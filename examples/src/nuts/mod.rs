@@ -4,8 +4,10 @@
 //! - [`sampler`]: the algorithm as plain scalar Rust functions under `#[autobatch]`;
 //! - [`target`]: the [`Target`] trait and the shipped targets;
 //! - [`shared`]: what every chain shares, the run's context ([`Shared`]: the target, reached
-//!   through the batched `logp_grad` primitive, and the [`ChainSettings`]);
-//! - [`record`]: the primitive that hands every draw back, and the per-run sink;
+//!   through the batched `logp_grad` primitive, the [`ChainSettings`], and the draw sink,
+//!   reached through the `record` primitive);
+//! - [`record`]: the per-run sink that stores every draw (the `record` primitive in
+//!   [`shared`] writes to it);
 //! - this module: [`Settings`], validation, initial points and [`sample`], which runs every
 //!   chain's warmup and draws in one autobatched call.
 //!
@@ -19,13 +21,15 @@ pub mod sampler;
 pub mod shared;
 pub mod target;
 
-pub use record::{Draws, Progress, Recorded};
+pub use record::{DrawStats, Draws, Progress, Recorded, Sink};
 pub use shared::{ChainSettings, GradientCounts, Shared};
 pub use target::{CorrelatedGaussian, LogisticRegression, Target};
 
 use crate::diagnostics::{self, Summary};
 use autobatch_runtime::ndarray::{Array1, Array2, ArrayView2, Axis};
-use autobatch_runtime::{autobatch, Config, Key, Mode, RuntimeError, Stats, Vector};
+use autobatch_runtime::{
+    autobatch, available_threads, Config, Key, Mode, RuntimeError, Stats, Vector,
+};
 use shared::logp_grad;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -60,6 +64,12 @@ pub struct Settings {
     pub mode: Mode,
     /// Keep every warmup transition (in [`Run::warmup`]) as well as the draws.
     pub save_warmup: bool,
+    /// Worker threads the chains run on (`Config::threads`; default: every core). The draws
+    /// do not depend on it.
+    pub threads: usize,
+    /// Chains per shard (`Config::shard_size`; default `None`: the runtime chooses). The
+    /// draws do not depend on it.
+    pub shard_size: Option<usize>,
 }
 
 impl Default for Settings {
@@ -77,6 +87,8 @@ impl Default for Settings {
             init_radius: 2.0,
             mode: Mode::FullVm,
             save_warmup: false,
+            threads: available_threads(),
+            shard_size: None,
         }
     }
 }
@@ -204,9 +216,25 @@ impl Run {
         self.chains() + self.failed.iter().filter(|f| !f.at_start).count()
     }
 
-    /// Mean fraction of the batch each gradient call computed (rows / (calls x batch)).
+    /// Chains per shard, on average over the interpreter's steps: the batch is cut into
+    /// shards of lanes that run as independent batches (`Config::shard_size`), all of one
+    /// size but the last, and each step serves one shard (`stats.lane_slots / stats.steps`;
+    /// the whole batch when the run is one shard).
+    pub fn mean_shard_chains(&self) -> f64 {
+        if self.stats.steps == 0 {
+            self.batch() as f64
+        } else {
+            self.stats.lane_slots as f64 / self.stats.steps as f64
+        }
+    }
+
+    /// Mean fraction of its shard's chains each gradient call computed: a batched gradient
+    /// call serves one shard, so this is rows / (calls x [`mean_shard_chains`]), which is
+    /// rows / (calls x batch) for a run of one shard.
+    ///
+    /// [`mean_shard_chains`]: Self::mean_shard_chains
     pub fn gradient_utilisation(&self) -> f64 {
-        let slots = self.gradients.calls as f64 * self.batch() as f64;
+        let slots = self.gradients.calls as f64 * self.mean_shard_chains();
         if slots == 0.0 {
             0.0
         } else {
@@ -240,6 +268,12 @@ impl Settings {
         }
         if self.draws == 0 {
             return bad("draws", "0".into(), "at least one draw per chain");
+        }
+        if self.threads == 0 {
+            return bad("threads", "0".into(), "at least one thread");
+        }
+        if self.shard_size == Some(0) {
+            return bad("shard_size", "0".into(), "at least one chain per shard");
         }
         if !(1..=30).contains(&self.max_depth) {
             return bad("max_depth", self.max_depth.to_string(), "between 1 and 30");
@@ -333,7 +367,7 @@ pub fn initial_point(seed: u64, chain: u64, dim: usize, radius: f64) -> Vec<f64>
         .collect()
 }
 
-/// The log density and gradient of the installed target at `q`: one chain's initial point,
+/// The log density and gradient of the context's target at `q`: one chain's initial point,
 /// evaluated through the runtime so that a panic is caught quietly and blamed on its chain.
 #[autobatch]
 fn start_point(shared: &Shared, q: Vector) -> (f64, Vector) {
@@ -452,7 +486,7 @@ fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
 pub fn sample<T: Target + 'static>(
     target: T,
     settings: &Settings,
-    progress: impl FnMut(Progress) + 'static,
+    progress: impl FnMut(Progress) + Send + 'static,
 ) -> Result<Run, SampleError> {
     let ids: Vec<u64> = (0..settings.chains as u64).collect();
     sample_chains(Arc::new(target), settings, &ids, progress)
@@ -471,7 +505,7 @@ pub fn sample_chains(
     target: Arc<dyn Target>,
     settings: &Settings,
     ids: &[u64],
-    progress: impl FnMut(Progress) + 'static,
+    progress: impl FnMut(Progress) + Send + 'static,
 ) -> Result<Run, SampleError> {
     settings.validate()?;
     let dim = target.dim();
@@ -510,11 +544,9 @@ pub fn sample_chains(
     let chains = ids.len();
     let keys = Array1::from_iter(ids.iter().map(|&c| chain_key(settings.seed, c)));
     let rows = Array1::from_iter(0..chains as i64);
-    let shared = Shared::new(target, settings.chain_settings());
-    // One thread: the record sink is installed on this thread (until it moves into the
-    // shared context).
     let config = Config {
-        threads: 1,
+        threads: settings.threads,
+        shard_size: settings.shard_size,
         ..Config::with_mode(settings.mode)
     };
     let total = (chains * (settings.warmup + settings.draws)) as u64;
@@ -524,12 +556,13 @@ pub fn sample_chains(
     } else {
         0
     };
-    let shape = (chains, settings.draws, dim);
-    let (result, recorded) = record::with_sink(shape, keep_warmup, total, progress, || {
-        sampler::chain::batch_isolated(&shared, init.view(), rows.view(), keys.view(), &config)
-    });
+    let sink = Sink::new((chains, settings.draws, dim), keep_warmup).reporting(total, progress);
+    let shared = Shared::new(target, settings.chain_settings()).recording(sink);
+    let result =
+        sampler::chain::batch_isolated(&shared, init.view(), rows.view(), keys.view(), &config);
     let gradients = shared.gradients();
     let elapsed = start.elapsed();
+    let recorded = shared.into_recorded().expect("the sink given above");
     let run = result?;
     if run.failed.len() == chains {
         return Err(SampleError::Runtime(run.failed[0].error.clone()));

@@ -1,10 +1,15 @@
-//! Where draws go: the `record` primitive the chain loop calls after every transition, and
-//! the per-run sink (installed on this thread by [`with_sink`]) that stores draws and their
-//! statistics and reports progress.
+//! Where draws go: the per-run [`Sink`] that stores every chain's draws and their statistics
+//! and reports progress. It is part of the run's context ([`super::Shared`]), and the
+//! `record` primitive there writes through it after every transition.
 //!
 //! Recording is a side effect of a lane-wise primitive, so one autobatched call can run all of
 //! a chain's transitions (chains at different tree depths keep the batch busy instead of
 //! meeting at every draw) and still hand every draw back.
+//!
+//! Shards of chains run on several threads at once, so the sink is written through a shared
+//! reference: every value is a 64-bit cell written by index, and a chain writes only its own
+//! slots, so no lock is taken per draw (only the progress report, about a hundred times a
+//! run, takes one).
 //!
 //! With lane isolation a batch is run again without the chains that failed, so the other
 //! chains record their transitions a second time, with the same bits. A chain records its
@@ -12,9 +17,10 @@
 //! or before it: every slot is stored once, and progress and `recorded` count each transition
 //! once.
 
-use autobatch_runtime::ndarray::{s, Array, Array2, Array3, ArrayView1, Axis, RemoveAxis, Slice};
-use autobatch_runtime::{primitive, Vector};
-use std::cell::RefCell;
+use autobatch_runtime::ndarray::{Array, Array2, Array3, Axis, RemoveAxis, ShapeBuilder, Slice};
+use autobatch_runtime::Vector;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 /// Every draw of a run with its statistics, indexed `[chain, draw]` (and `[.., coordinate]`).
 #[derive(Clone, Debug, PartialEq)]
@@ -98,22 +104,6 @@ impl Draws {
         let (cells, dim) = ((chains as u128) * (draws as u128), dim as u128);
         cells * (8 * dim + 6 * 8 + 2)
     }
-
-    /// Stores one transition's draw and statistics at `[chain, draw]`.
-    fn store(&mut self, c: usize, d: usize, q: &Vector, stats: DrawStats) {
-        self.q
-            .slice_mut(s![c, d, ..])
-            .assign(&ArrayView1::from(q.as_slice()));
-        self.depth[[c, d]] = stats.depth;
-        self.n_leapfrog[[c, d]] = stats.n_leapfrog;
-        self.divergent[[c, d]] = stats.divergent;
-        self.accept[[c, d]] = stats.accept;
-        self.step_size[[c, d]] = stats.step_size;
-        self.lp[[c, d]] = stats.lp;
-        self.energy[[c, d]] = stats.energy;
-        self.stored[[c, d]] = true;
-        self.recorded += 1;
-    }
 }
 
 /// `a` with only its rows (along the first axis) at `rows`, strictly increasing: row
@@ -136,15 +126,23 @@ fn keep_rows<A: Clone, D: RemoveAxis>(mut a: Array<A, D>, rows: &[usize]) -> Arr
     a
 }
 
-/// One transition's statistics, as [`record()`] receives them.
-struct DrawStats {
-    depth: i64,
-    n_leapfrog: i64,
-    divergent: bool,
-    accept: f64,
-    step_size: f64,
-    lp: f64,
-    energy: f64,
+/// One transition's statistics, as the `record` primitive receives them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DrawStats {
+    /// Tree depth.
+    pub depth: i64,
+    /// Leapfrog steps (gradient evaluations).
+    pub n_leapfrog: i64,
+    /// Whether the trajectory diverged.
+    pub divergent: bool,
+    /// Mean acceptance probability over the trajectory.
+    pub accept: f64,
+    /// The step size used.
+    pub step_size: f64,
+    /// Log density at the draw.
+    pub lp: f64,
+    /// Energy of the draw.
+    pub energy: f64,
 }
 
 /// What a sink recorded: the draws kept, and the warmup transitions if it was asked to keep
@@ -177,127 +175,213 @@ pub struct Progress {
     pub total: u64,
 }
 
-struct Sink {
-    recorded: Recorded,
-    /// Per chain: the latest transition it recorded (`draw`, negative in warmup), if any.
-    latest: Vec<Option<i64>>,
-    progress: Progress,
-    report_every: u64,
-    report: Box<dyn FnMut(Progress)>,
+/// 64-bit cells any thread may write by index; read back once the writers are done.
+struct Cells(Vec<AtomicU64>);
+
+impl Cells {
+    fn new(len: usize) -> Self {
+        Cells((0..len).map(|_| AtomicU64::new(0)).collect())
+    }
+
+    fn set(&self, at: usize, bits: u64) {
+        self.0[at].store(bits, Ordering::Relaxed);
+    }
+
+    /// The cells as an array of `shape`, each read with `read` (for 8-byte types the
+    /// conversion reuses the cells' memory).
+    fn into_array<T, Sh: ShapeBuilder>(self, shape: Sh, read: fn(u64) -> T) -> Array<T, Sh::Dim> {
+        let values = self.0.into_iter().map(|c| read(c.into_inner())).collect();
+        Array::from_shape_vec(shape, values).expect("cells of the shape they were made for")
+    }
 }
 
-thread_local! {
-    static SINK: RefCell<Option<Sink>> = const { RefCell::new(None) };
-}
-
-/// Runs `f` with a sink for `chains x draws` draws in `dim` dimensions installed on this
-/// thread (and for the last `keep_warmup` warmup transitions of each chain: 0 keeps none),
-/// calling `report` about a hundred times as `total` transitions finish; returns `f`'s result
-/// and what was recorded. A transition recorded again (a re-run of the batch) is not stored
-/// or counted twice. A sink already installed is restored afterwards.
-pub fn with_sink<R>(
+/// Draws of `[chains, draws]` (and `dim` coordinates) as cells (see [`Draws`] for the fields).
+struct DrawCells {
     shape: (usize, usize, usize),
-    keep_warmup: usize,
-    total: u64,
-    report: impl FnMut(Progress) + 'static,
-    f: impl FnOnce() -> R,
-) -> (R, Recorded) {
-    /// Puts the previous sink back, also when `f` panics.
-    struct Restore(Option<Sink>);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            SINK.with(|s| *s.borrow_mut() = self.0.take());
+    q: Cells,
+    depth: Cells,
+    n_leapfrog: Cells,
+    divergent: Cells,
+    accept: Cells,
+    step_size: Cells,
+    lp: Cells,
+    energy: Cells,
+    stored: Cells,
+}
+
+impl DrawCells {
+    fn new(chains: usize, draws: usize, dim: usize) -> Self {
+        let cells = chains * draws;
+        DrawCells {
+            shape: (chains, draws, dim),
+            q: Cells::new(cells * dim),
+            depth: Cells::new(cells),
+            n_leapfrog: Cells::new(cells),
+            divergent: Cells::new(cells),
+            accept: Cells::new(cells),
+            step_size: Cells::new(cells),
+            lp: Cells::new(cells),
+            energy: Cells::new(cells),
+            stored: Cells::new(cells),
         }
     }
-    let (chains, draws, dim) = shape;
-    let sink = Sink {
-        recorded: Recorded {
-            draws: Draws::new(chains, draws, dim),
-            warmup: Draws::new(chains, keep_warmup, dim),
-        },
-        latest: vec![None; chains],
-        progress: Progress { done: 0, total },
-        report_every: (total / 100).max(1),
-        report: Box::new(report),
-    };
-    let restore = Restore(SINK.with(|s| s.borrow_mut().replace(sink)));
-    let result = f();
-    let ours = SINK.with(|s| s.borrow_mut().take());
-    drop(restore);
-    let recorded = ours.expect("the sink installed above").recorded;
-    (result, recorded)
+
+    /// Stores one transition's draw and statistics at `[chain, draw]`.
+    fn store(&self, c: usize, d: usize, q: &Vector, stats: DrawStats) {
+        let (_, draws, dim) = self.shape;
+        let at = c * draws + d;
+        for (j, x) in q.as_slice().iter().enumerate() {
+            self.q.set(at * dim + j, x.to_bits());
+        }
+        self.depth.set(at, stats.depth as u64);
+        self.n_leapfrog.set(at, stats.n_leapfrog as u64);
+        self.divergent.set(at, u64::from(stats.divergent));
+        self.accept.set(at, stats.accept.to_bits());
+        self.step_size.set(at, stats.step_size.to_bits());
+        self.lp.set(at, stats.lp.to_bits());
+        self.energy.set(at, stats.energy.to_bits());
+        self.stored.set(at, 1);
+    }
+
+    fn into_draws(self) -> Draws {
+        let (chains, draws, dim) = self.shape;
+        let cells = (chains, draws);
+        let stored = self.stored.into_array(cells, |b| b != 0);
+        Draws {
+            q: self.q.into_array((chains, draws, dim), f64::from_bits),
+            depth: self.depth.into_array(cells, |b| b as i64),
+            n_leapfrog: self.n_leapfrog.into_array(cells, |b| b as i64),
+            divergent: self.divergent.into_array(cells, |b| b != 0),
+            accept: self.accept.into_array(cells, f64::from_bits),
+            step_size: self.step_size.into_array(cells, f64::from_bits),
+            lp: self.lp.into_array(cells, f64::from_bits),
+            energy: self.energy.into_array(cells, f64::from_bits),
+            recorded: stored.iter().filter(|&&s| s).count() as u64,
+            stored,
+        }
+    }
 }
 
-/// Records draw number `draw` of chain `chain` with its statistics (a negative `draw` is a
-/// warmup transition, `-1` the last: stored only if the sink keeps warmup that far back, and
-/// always counted towards progress). Returns whether a sink stored it; without a sink
-/// installed (a plain call of the scalar sampler outside [`super::sample`]) this does nothing.
-/// A transition at or before the chain's latest one is a replay (see the module docs): it
-/// returns what it returned the first time, and changes nothing.
-///
-/// # Panics
-/// If `chain` or `draw` is outside the sink's shape (the runtime reports it as a kernel error).
-#[primitive]
-#[allow(clippy::too_many_arguments)]
-pub fn record(
-    chain: i64,
-    draw: i64,
-    q: &Vector,
-    depth: i64,
-    n_leapfrog: i64,
-    divergent: bool,
-    accept: f64,
-    step_size: f64,
-    lp: f64,
-    energy: f64,
-) -> bool {
-    SINK.with(|s| {
-        let mut guard = s.borrow_mut();
-        let Some(sink) = guard.as_mut() else {
-            return false;
-        };
-        let (draws, d) = if draw < 0 {
-            let warmup = &mut sink.recorded.warmup;
-            let d = warmup.len().checked_sub(draw.unsigned_abs() as usize);
-            (warmup, d)
+/// The progress callback with the last count it was given.
+struct Reporter {
+    last: u64,
+    report: Box<dyn FnMut(Progress) + Send>,
+}
+
+/// No transition recorded yet by a chain (below every draw index, warmup included).
+const NONE_YET: i64 = i64::MIN;
+
+/// The sink of one run: every chain's draws and statistics (and warmup transitions if kept),
+/// written through a shared reference from whatever thread runs the chain, and the progress
+/// of the run. Hand it to the run's context with [`super::Shared::recording`].
+pub struct Sink {
+    draws: DrawCells,
+    warmup: DrawCells,
+    /// Per chain: the latest transition it recorded (`draw`, negative in warmup), or
+    /// [`NONE_YET`].
+    latest: Vec<AtomicI64>,
+    done: AtomicU64,
+    total: u64,
+    report_every: u64,
+    /// The progress callback, if any.
+    reporter: Option<Mutex<Reporter>>,
+}
+
+impl Sink {
+    /// A sink for `chains x draws` draws in `dim` dimensions (`shape`), and for the last
+    /// `keep_warmup` warmup transitions of each chain (0 keeps none). It reports no progress
+    /// until given a callback with [`reporting`](Self::reporting).
+    pub fn new(shape: (usize, usize, usize), keep_warmup: usize) -> Self {
+        let (chains, draws, dim) = shape;
+        Sink {
+            draws: DrawCells::new(chains, draws, dim),
+            warmup: DrawCells::new(chains, keep_warmup, dim),
+            latest: (0..chains).map(|_| AtomicI64::new(NONE_YET)).collect(),
+            done: AtomicU64::new(0),
+            total: 0,
+            report_every: 1,
+            reporter: None,
+        }
+    }
+
+    /// This sink, calling `report` about a hundred times as `total` transitions finish, with
+    /// counts that only grow and end at `total`. `report` is called from the thread that
+    /// records the transition (a worker thread of the run), one call at a time.
+    pub fn reporting(self, total: u64, report: impl FnMut(Progress) + Send + 'static) -> Self {
+        Sink {
+            total,
+            report_every: (total / 100).max(1),
+            reporter: Some(Mutex::new(Reporter {
+                last: 0,
+                report: Box::new(report),
+            })),
+            ..self
+        }
+    }
+
+    /// What was recorded: every slot a chain stored (see [`Draws::stored`]).
+    pub fn into_recorded(self) -> Recorded {
+        Recorded {
+            draws: self.draws.into_draws(),
+            warmup: self.warmup.into_draws(),
+        }
+    }
+
+    /// Records draw number `draw` of chain `chain` (a negative `draw` is a warmup transition,
+    /// `-1` the last: stored only if the sink keeps warmup that far back, and always counted
+    /// towards progress); returns whether it was stored. A transition at or before the
+    /// chain's latest one is a replay (see the module docs): it returns what it returned the
+    /// first time, and changes nothing.
+    ///
+    /// # Panics
+    /// If `chain` or `draw` is outside the sink's shape.
+    pub fn record(&self, chain: i64, draw: i64, q: &Vector, stats: DrawStats) -> bool {
+        let (cells, d) = if draw < 0 {
+            let kept = self.warmup.shape.1;
+            (&self.warmup, kept.checked_sub(draw.unsigned_abs() as usize))
         } else {
-            (&mut sink.recorded.draws, Some(draw as usize))
+            (&self.draws, Some(draw as usize))
         };
         let c = chain as usize;
-        let (chains, n, _) = draws.q.dim();
+        let (chains, n, dim) = cells.shape;
         assert!(
             chain >= 0 && c < chains && d.is_none_or(|d| d < n),
             "draw ({chain}, {draw}) is outside the run's {chains} chains x {n} draws"
         );
-        let latest = &mut sink.latest[c];
-        if latest.is_some_and(|latest| draw <= latest) {
+        assert_eq!(
+            q.len(),
+            dim,
+            "draw ({chain}, {draw}) has {} coordinates, not {dim}",
+            q.len()
+        );
+        if self.latest[c].fetch_max(draw, Ordering::Relaxed) >= draw {
             return d.is_some();
         }
-        *latest = Some(draw);
-        let Some(d) = d else {
-            count(sink);
-            return false;
-        };
-        let stats = DrawStats {
-            depth,
-            n_leapfrog,
-            divergent,
-            accept,
-            step_size,
-            lp,
-            energy,
-        };
-        draws.store(c, d, q, stats);
-        count(sink);
-        true
-    })
-}
+        if let Some(d) = d {
+            cells.store(c, d, q, stats);
+        }
+        self.count();
+        d.is_some()
+    }
 
-/// Counts one more transition done, reporting progress about a hundred times over the run.
-fn count(sink: &mut Sink) {
-    sink.progress.done += 1;
-    let done = sink.progress.done;
-    if done.is_multiple_of(sink.report_every) || done == sink.progress.total {
-        (sink.report)(sink.progress);
+    /// Counts one more transition done, reporting progress about a hundred times over the run.
+    fn count(&self) {
+        let done = self.done.fetch_add(1, Ordering::Relaxed) + 1;
+        let Some(reporter) = &self.reporter else {
+            return;
+        };
+        if !(done.is_multiple_of(self.report_every) || done == self.total) {
+            return;
+        }
+        let mut reporter = reporter.lock().unwrap_or_else(PoisonError::into_inner);
+        // Read again under the lock, so reports from several threads only grow.
+        let done = self.done.load(Ordering::Relaxed);
+        if done > reporter.last {
+            reporter.last = done;
+            (reporter.report)(Progress {
+                done,
+                total: self.total,
+            });
+        }
     }
 }

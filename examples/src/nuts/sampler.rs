@@ -15,8 +15,7 @@
 //! reaches the target through it, and the settings every chain shares (maximum depth, warmup
 //! and draws, adaptation) are read from it where they are used, not passed per chain.
 
-use super::record::record;
-use super::shared::{logp_grad, Shared};
+use super::shared::{logp_grad, record, Shared};
 use autobatch_runtime::{autobatch, Key, Vector};
 
 /// Builds a subtree of `2^depth` leapfrog steps of size `eps` from the end state
@@ -444,6 +443,7 @@ pub fn chain(shared: &Shared, q: Vector, chain: i64, key: Key) -> (Vector, f64, 
             }
         }
         let _recorded: bool = record(
+            shared,
             chain,
             i - shared.settings.warmup,
             &q,

@@ -1,9 +1,11 @@
 //! What every chain of a run shares, handed once to the autobatched call as its context
 //! ([`Shared`]): the target, which the batched [`logp_grad()`] primitive evaluates for all
-//! active chains at once, the settings every chain reads ([`ChainSettings`]), and the count of
-//! gradient evaluations. Nothing here is a per-chain column or a thread-local: the runtime
-//! hands the same `&Shared` to every kernel call, on whatever thread runs it.
+//! active chains at once, the settings every chain reads ([`ChainSettings`]), the count of
+//! gradient evaluations, and the draw [`Sink`] the [`record()`] primitive writes to. Nothing
+//! here is a per-chain column or a thread-local: the runtime hands the same `&Shared` to every
+//! kernel call, on whatever thread runs it.
 
+use super::record::{DrawStats, Recorded, Sink};
 use super::target::Target;
 use autobatch_runtime::ndarray::{Array1, Array2, ArrayView2};
 use autobatch_runtime::{primitive, Vector};
@@ -41,23 +43,39 @@ pub struct GradientCounts {
     pub rows_per_call: Vec<u32>,
 }
 
-/// The context of the sampler's `#[autobatch]` functions: the target, the run's settings, and
-/// the gradient evaluations made so far.
+/// The context of the sampler's `#[autobatch]` functions: the target, the run's settings, the
+/// gradient evaluations made so far, and where draws go (if anywhere).
 pub struct Shared {
     target: Arc<dyn Target>,
     /// The settings every chain reads.
     pub settings: ChainSettings,
     counts: Mutex<GradientCounts>,
+    sink: Option<Sink>,
 }
 
 impl Shared {
-    /// The context of a run of `target` with `settings`.
+    /// The context of a run of `target` with `settings`, recording no draws ([`record()`]
+    /// does nothing) until given a sink with [`recording`](Self::recording).
     pub fn new(target: Arc<dyn Target>, settings: ChainSettings) -> Self {
         Shared {
             target,
             settings,
             counts: Mutex::new(GradientCounts::default()),
+            sink: None,
         }
+    }
+
+    /// This context, recording draws into `sink` (in place of any sink it had).
+    pub fn recording(self, sink: Sink) -> Self {
+        Shared {
+            sink: Some(sink),
+            ..self
+        }
+    }
+
+    /// What the sink recorded, if this context has one.
+    pub fn into_recorded(self) -> Option<Recorded> {
+        self.sink.map(Sink::into_recorded)
     }
 
     /// The target.
@@ -97,4 +115,43 @@ pub fn logp_grad(shared: &Shared, q: &Vector) -> (f64, Vector) {
 pub fn logp_grad_batch(shared: &Shared, q: ArrayView2<f64>) -> (Array1<f64>, Array2<f64>) {
     shared.count(q.nrows());
     shared.target.logp_grad(q)
+}
+
+/// Records draw number `draw` of chain `chain` with its statistics into the context's sink (a
+/// negative `draw` is a warmup transition, `-1` the last: stored only if the sink keeps warmup
+/// that far back, and always counted towards progress). Returns whether it was stored; without
+/// a sink (e.g. a plain call of the scalar sampler with [`Shared::new`]) this does nothing. A
+/// transition recorded again (a re-run of the batch under lane isolation) is not stored or
+/// counted twice (see [`Sink::record`]).
+///
+/// # Panics
+/// If `chain` or `draw` is outside the sink's shape (the runtime reports it as a kernel error).
+#[primitive]
+#[allow(clippy::too_many_arguments)]
+pub fn record(
+    shared: &Shared,
+    chain: i64,
+    draw: i64,
+    q: &Vector,
+    depth: i64,
+    n_leapfrog: i64,
+    divergent: bool,
+    accept: f64,
+    step_size: f64,
+    lp: f64,
+    energy: f64,
+) -> bool {
+    let stats = DrawStats {
+        depth,
+        n_leapfrog,
+        divergent,
+        accept,
+        step_size,
+        lp,
+        energy,
+    };
+    shared
+        .sink
+        .as_ref()
+        .is_some_and(|sink| sink.record(chain, draw, q, stats))
 }

@@ -4,7 +4,7 @@
 use autobatch_examples::nuts::{
     CorrelatedGaussian, LogisticRegression, SampleError, Settings, Target,
 };
-use autobatch_runtime::Mode;
+use autobatch_runtime::{available_threads, Mode};
 use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressState, ProgressStyle};
 use std::fs;
@@ -105,6 +105,13 @@ pub struct Args {
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
+    /// Worker threads the chains run on (default: every core); the draws do not depend on it.
+    #[arg(long, value_parser = at_least_one)]
+    pub threads: Option<usize>,
+    /// Chains per shard, each shard an independent batch run by one thread (default: the
+    /// runtime chooses, at least 256); the draws do not depend on it.
+    #[arg(long, value_parser = at_least_one)]
+    pub shard_size: Option<usize>,
 }
 
 impl Args {
@@ -125,6 +132,8 @@ impl Args {
                 ModeChoice::Stackless => Mode::Stackless,
             },
             save_warmup: self.save_warmup,
+            threads: self.threads.unwrap_or_else(available_threads),
+            shard_size: self.shard_size,
             ..Settings::default()
         }
     }
@@ -467,6 +476,21 @@ mod tests {
         for r in [0.4, 812.0, 9_999.0, 41_234.0, 999_999.0, 1.3e6, 9.9e7] {
             assert!(rate(r).len() <= 5, "{r}: {}", rate(r));
         }
+    }
+
+    #[test]
+    fn threads_and_shard_size_reach_the_settings() {
+        let parse = |args: &[&str]| Args::try_parse_from([&["nuts"], args].concat());
+        let given = parse(&["--threads", "3", "--shard-size", "50"]).unwrap();
+        assert_eq!(
+            (given.settings().threads, given.settings().shard_size),
+            (3, Some(50))
+        );
+        let default = parse(&[]).unwrap().settings();
+        assert_eq!(default.threads, available_threads());
+        assert_eq!(default.shard_size, None);
+        assert!(parse(&["--threads", "0"]).is_err());
+        assert!(parse(&["--shard-size", "0"]).is_err());
     }
 
     #[test]

@@ -165,8 +165,8 @@ pub fn print(
     )?;
     writeln!(
         out,
-        "               this fraction of the {} chains ({} calls, {:.0} rows per call)",
-        run.batch(),
+        "               this fraction of its shard's {:.0} chains ({} calls, {:.0} rows per call)",
+        run.mean_shard_chains(),
         run.gradients.calls,
         run.gradients.rows as f64 / run.gradients.calls.max(1) as f64
     )?;
