@@ -178,9 +178,9 @@ pub const MIN_SHARD_LANES: usize = 256;
 
 /// The default shard size ([`Config::shard_size`] `None`) for a run of `batch` lanes whose
 /// variables take `lane_bytes` bytes per lane on `threads` threads: the most lanes within
-/// [`SHARD_BYTES`] but at least [`MIN_SHARD_LANES`], and with several threads never more
-/// lanes than one shard per thread (each shard repeats the block executions of its slowest
-/// lane, so more shards cost more; fewer shards than threads would leave a core idle).
+/// [`SHARD_BYTES`], with several threads no more than one shard per thread (each shard
+/// repeats the block executions of its slowest lane, so more shards cost more), and at
+/// least [`MIN_SHARD_LANES`].
 ///
 /// ```
 /// use autobatch_runtime::{shard_lanes, MIN_SHARD_LANES};
@@ -191,13 +191,11 @@ pub const MIN_SHARD_LANES: usize = 256;
 /// assert_eq!(shard_lanes(10_000, 80, 2), 5_000);
 /// // 28 KB per lane (a 100-d NUTS state): a few dozen lanes would fit, the floor wins.
 /// assert_eq!(shard_lanes(1_000, 28_000, 1), MIN_SHARD_LANES);
-/// // A batch smaller than the floor on two threads: still one shard per thread.
-/// assert_eq!(shard_lanes(100, 28_000, 2), 50);
 /// ```
 pub fn shard_lanes(batch: usize, lane_bytes: usize, threads: usize) -> usize {
     let fits = SHARD_BYTES / lane_bytes.max(1);
     let per_thread = batch.div_ceil(threads.max(1));
-    fits.max(MIN_SHARD_LANES).min(per_thread).max(1)
+    fits.min(per_thread).max(MIN_SHARD_LANES)
 }
 
 impl Config {
