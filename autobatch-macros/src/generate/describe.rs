@@ -116,13 +116,21 @@ pub fn unknown_callee(func: &Func) -> Option<syn::Path> {
 }
 
 /// `f`'s item handed to the description of `callee`, which re-applies `#[autobatch]` to it with
-/// the callee's signature learnt (`attr`: the arguments `f`'s attribute had so far).
+/// the callee's signature learnt (`attr`: the arguments `f`'s attribute had so far); or, when
+/// `callee` is provably a plain function that has no description, the error saying what to add
+/// (`plain_callee.rs`), rather than rustc's failed lookup.
 pub fn learn(
     rt: &Runtime,
     attr: &TokenStream,
     callee: &syn::Path,
     item: &TokenStream,
 ) -> TokenStream {
+    if let Some(e) = syn::parse2::<syn::ItemFn>(item.clone())
+        .ok()
+        .and_then(|f| super::plain_callee::error(&f, callee))
+    {
+        return e.to_compile_error();
+    }
     let rtp = rt.path();
     let key = super::infer::path_text(callee);
     let comma = match attr.clone().into_iter().last() {

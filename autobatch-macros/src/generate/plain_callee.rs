@@ -1,0 +1,160 @@
+//! A callee the macro can prove is a plain Rust function (neither `#[autobatch]` nor
+//! `#[primitive]`), found by reading the caller's own source file, so the call gets a message
+//! saying which attribute to add instead of rustc's failed lookup of the callee's description.
+//!
+//! Only what is certain is reported: the caller's module is found in its file (every inline
+//! module holding an `#[autobatch]` function of the caller's name), the callee's path is
+//! followed through inline modules of that file, and it must end at a function carrying no
+//! attribute that could be a macro. Anything else (a callee in another file, behind a `use`, a
+//! file that cannot be read) leaves the lookup to `describe.rs` as before.
+
+use proc_macro2::Span;
+
+/// The error for a call of `callee` from the function `caller` (its item), if `callee` is
+/// provably a plain function of the caller's file; `None` when that cannot be shown.
+pub fn error(caller: &syn::ItemFn, callee: &syn::Path) -> Option<syn::Error> {
+    let file = source_file(caller.sig.ident.span())?;
+    let modules = caller_modules(&file.items, &caller.sig.ident, &mut Vec::new());
+    if modules.is_empty() {
+        return None;
+    }
+    let name = &callee.segments.last()?.ident;
+    let all_plain = modules
+        .iter()
+        .all(|path| plain_function(&file.items, path, callee));
+    all_plain.then(|| {
+        syn::Error::new(
+            name.span(),
+            format!(
+                "`{name}` is a plain Rust function, and #[autobatch] code calls only #[autobatch] \
+                 functions and #[primitive]s: add `#[autobatch]` to `fn {name}` (its body then runs \
+                 batched too) or `#[primitive]` (it then runs as one opaque kernel per block)"
+            ),
+        )
+    })
+}
+
+/// The file `span` is in, parsed; `None` outside a real file (or if it does not parse).
+fn source_file(span: Span) -> Option<syn::File> {
+    let path = span.unwrap().local_file()?;
+    let text = std::fs::read_to_string(path).ok()?;
+    syn::parse_file(&text).ok()
+}
+
+/// Every inline module path (from the file's root) holding a function named `caller` with an
+/// attribute that could be `#[autobatch]`.
+fn caller_modules(
+    items: &[syn::Item],
+    caller: &syn::Ident,
+    here: &mut Vec<syn::Ident>,
+) -> Vec<Vec<syn::Ident>> {
+    let mut found = Vec::new();
+    for item in items {
+        match item {
+            syn::Item::Fn(f) if f.sig.ident == *caller && !macro_attributes(&f.attrs) => {}
+            syn::Item::Fn(f) if f.sig.ident == *caller => found.push(here.clone()),
+            syn::Item::Mod(m) => {
+                if let Some((_, inner)) = &m.content {
+                    here.push(m.ident.clone());
+                    found.extend(caller_modules(inner, caller, here));
+                    here.pop();
+                }
+            }
+            _ => {}
+        }
+    }
+    found
+}
+
+/// Whether `callee`, named from the module at `module` (a path from the file's root), is a
+/// function of this file with no attribute that could be a macro.
+fn plain_function(root: &[syn::Item], module: &[syn::Ident], callee: &syn::Path) -> bool {
+    if callee.leading_colon.is_some() {
+        return false;
+    }
+    let mut at: Vec<syn::Ident> = module.to_vec();
+    let (last, init) = match callee.segments.iter().collect::<Vec<_>>().split_last() {
+        Some((last, init)) => (last.ident.clone(), init.to_vec()),
+        None => return false,
+    };
+    for segment in init {
+        if !segment.arguments.is_none() {
+            return false;
+        }
+        if segment.ident == "self" {
+            continue;
+        }
+        if segment.ident == "super" {
+            if at.pop().is_none() {
+                return false;
+            }
+            continue;
+        }
+        if segment.ident == "crate" {
+            return false;
+        }
+        at.push(segment.ident.clone());
+    }
+    let Some(items) = module_items(root, &at) else {
+        return false;
+    };
+    let mut plain = false;
+    for item in items {
+        match item {
+            syn::Item::Fn(f) if f.sig.ident == last => plain = !macro_attributes(&f.attrs),
+            // Anything else that may bring a description of that name: a `use` of it or a glob,
+            // an item macro, a module of that name.
+            syn::Item::Use(u) if imports(&u.tree, &last) => return false,
+            syn::Item::Macro(_) => return false,
+            syn::Item::Mod(m) if m.ident == last => return false,
+            _ => {}
+        }
+    }
+    plain
+}
+
+/// Whether the `use` tree may import something named `name` (a glob may).
+fn imports(tree: &syn::UseTree, name: &syn::Ident) -> bool {
+    match tree {
+        syn::UseTree::Path(p) => imports(&p.tree, name),
+        syn::UseTree::Name(n) => n.ident == *name,
+        syn::UseTree::Rename(r) => r.rename == *name,
+        syn::UseTree::Glob(_) => true,
+        syn::UseTree::Group(g) => g.items.iter().any(|t| imports(t, name)),
+    }
+}
+
+/// The items of the inline module at `path` from the file's root.
+fn module_items<'a>(root: &'a [syn::Item], path: &[syn::Ident]) -> Option<&'a [syn::Item]> {
+    let Some((first, rest)) = path.split_first() else {
+        return Some(root);
+    };
+    root.iter().find_map(|item| match item {
+        syn::Item::Mod(m) if m.ident == *first => {
+            let (_, inner) = m.content.as_ref()?;
+            module_items(inner, rest)
+        }
+        _ => None,
+    })
+}
+
+/// Whether any of `attrs` could be a macro (an attribute not built into the language).
+fn macro_attributes(attrs: &[syn::Attribute]) -> bool {
+    const BUILT_IN: &[&str] = &[
+        "doc",
+        "allow",
+        "warn",
+        "deny",
+        "expect",
+        "forbid",
+        "inline",
+        "cold",
+        "must_use",
+        "track_caller",
+        "deprecated",
+        "cfg",
+    ];
+    attrs
+        .iter()
+        .any(|a| !BUILT_IN.iter().any(|b| a.path().is_ident(b)))
+}
