@@ -7,7 +7,7 @@ use super::runtime::Runtime;
 use crate::parse::ast::{Expr, ExprKind};
 use crate::parse::context::ContextParam;
 use proc_macro2::{Ident, TokenStream, TokenTree};
-use quote::quote;
+use super::names::quote;
 
 /// The message for the context itself used as a value.
 pub fn whole_message(e: &Expr) -> String {

@@ -8,6 +8,7 @@ pub mod emit;
 pub mod infer;
 pub mod ir;
 pub mod merge;
+pub mod names;
 pub mod plain_callee;
 pub mod pure;
 pub mod runtime;

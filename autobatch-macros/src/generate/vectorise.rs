@@ -35,7 +35,7 @@
 use super::runtime::{leaf_paths, Runtime};
 use crate::parse::ast::{BinOp, Block, Expr, ExprKind, Pat, Stmt, Ty};
 use proc_macro2::{Delimiter, Ident, TokenStream, TokenTree};
-use quote::{format_ident, quote};
+use super::names::{format_ident, quote};
 
 /// Element-wise operations above which a vector `let` is stored in a scratch row instead of
 /// being recomputed at each use.
