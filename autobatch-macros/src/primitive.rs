@@ -95,7 +95,7 @@ pub fn expand(attr: TokenStream, item: syn::ItemFn) -> Result<TokenStream, syn::
     };
     let register = ctx
         .as_ref()
-        .map(|c| context::register(&runtime, c, &name_str));
+        .map(|c| context::register(&runtime, c, &name_str, &format_ident!("__l")));
     let batched = args.batched.as_ref().map(|path| {
         let mut index = 0usize;
         let views = inputs

@@ -90,12 +90,12 @@ pub fn kernel_binding(c: &ContextParam) -> TokenStream {
     quote!(let #name: &#ty = __ins.context::<#ty>()?;)
 }
 
-/// The statement of a `__define` that registers the context type `c` with the linker `__l`,
-/// under the function's or primitive's key.
-pub fn register(rt: &Runtime, c: &ContextParam, name: &str) -> TokenStream {
+/// The statement of a `__define` that registers the context type `c` with its linker (the
+/// local `linker`), under the function's or primitive's key.
+pub fn register(rt: &Runtime, c: &ContextParam, name: &str, linker: &Ident) -> TokenStream {
     let rtp = rt.path();
     let ty = &c.ty;
-    quote!(__l.context(::std::concat!(::std::module_path!(), "::", #name), #rtp::ContextType::of::<#ty>());)
+    quote!(#linker.context(::std::concat!(::std::module_path!(), "::", #name), #rtp::ContextType::of::<#ty>());)
 }
 
 /// The parameter a batch entry point takes first for the context (`ctx: &T,`), if any.

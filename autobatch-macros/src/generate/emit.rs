@@ -383,7 +383,7 @@ pub fn function(
     let param_types = context::with_context_param(param_types, ctx.map(|c| c.position), ctx);
     let ret_type = rt.rust_type(&func.ret);
     let scalar = quote!(const _: fn(#(#param_types),*) -> #ret_type = #name;);
-    let register = ctx.map(|c| context::register(rt, c, &name_str));
+    let register = ctx.map(|c| context::register(rt, c, &name_str, &linker));
     let (ctx_param, ctx_arg) = (context::entry_param(ctx), context::entry_arg(ctx));
     // The entry points' own names never meet the user's parameters (`config`, `inputs`, ..).
     let config = format_ident!("config");

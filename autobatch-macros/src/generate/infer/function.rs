@@ -112,6 +112,21 @@ fn unify_linked(types: &mut HashMap<*const Expr, Ty>, links: &[(*const Expr, *co
     }
 }
 
+/// True for an expression of calls, operators, casts, methods and tuples over them (no control
+/// flow): its type is that of its parts, a call's the callee's result.
+fn has_call_type(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Call(..) => true,
+        ExprKind::Binary(_, _, l, r) => {
+            (has_call_type(l) || is_pure(l)) && (has_call_type(r) || is_pure(r))
+        }
+        ExprKind::Unary(_, x) | ExprKind::Cast(x, _, _) | ExprKind::Field(x, _) => {
+            has_call_type(x)
+        }
+        _ => false,
+    }
+}
+
 /// A name in scope: its type, and the `let` that may still re-type it.
 struct Binding {
     name: String,
@@ -522,8 +537,9 @@ impl<'a> Walk<'a> {
             }
         }
         // A variable typed by a literal's default that is assigned a value of another type
-        // takes that type: `let mut n = 0; n += m_i64;` makes `n` an `i64`.
-        if flexible && is_pure(value) && op != Some(BinOp::Shift) {
+        // takes that type: `let mut n = 0; n += m_i64;` makes `n` an `i64`, and so does a
+        // call's result (`n += f(x)`, typed by `f`'s signature) or an expression over one.
+        if flexible && (is_pure(value) || has_call_type(value)) && op != Some(BinOp::Shift) {
             let fits = matches!(infer(value, Some(&ty), &self.view()), Ok(t) if t == ty);
             if !fits {
                 if let Ok(t @ Ty::Scalar(_)) = infer(value, None, &self.view()) {
