@@ -65,7 +65,10 @@ fn vector_names(__x0: Vector, __n: f64, __j: f64) -> (Vector, f64) {
 }
 
 fn modes() -> [Config; 2] {
-    [Config::with_mode(Mode::Stackless), Config::with_mode(Mode::FullVm)]
+    [
+        Config::with_mode(Mode::Stackless),
+        Config::with_mode(Mode::FullVm),
+    ]
 }
 
 #[test]
@@ -90,7 +93,9 @@ fn scalar_kernel_names_never_meet_the_users() {
 fn a_lone_kernel_reads_inputs_named_as_its_own_locals() {
     let a = Array1::from_iter(0..50i64);
     let b = Array1::from_iter((0..50i64).map(|i| 7 - i));
-    let expected: Vec<i64> = (0..50).map(|i| lone(a[i], b[i], a[i] % 3, b[i] % 5)).collect();
+    let expected: Vec<i64> = (0..50)
+        .map(|i| lone(a[i], b[i], a[i] % 3, b[i] % 5))
+        .collect();
     let (c, d) = (a.mapv(|x| x % 3), b.mapv(|x| x % 5));
     for config in modes() {
         let got = lone::batch(a.view(), b.view(), c.view(), d.view(), &config).unwrap();
@@ -110,14 +115,21 @@ fn a_context_named_as_the_kernel_inputs() {
 
 #[test]
 fn vector_kernel_names_never_meet_the_users() {
-    assert!(vector_names::VECTOR_KERNELS > 0, "the vector kernel is compiled");
+    assert!(
+        vector_names::VECTOR_KERNELS > 0,
+        "the vector kernel is compiled"
+    );
     let x = Array2::from_shape_fn((9, 5), |(i, j)| (i as f64 - 4.0) * 0.75 + j as f64);
     let n = Array1::from_iter((0..9).map(|i| 1.5 - i as f64 * 0.25));
     let j = Array1::from_iter((0..9).map(|i| i as f64 / 3.0));
     for config in modes() {
         let (vs, qs) = vector_names::batch(x.view(), n.view(), j.view(), &config).unwrap();
         for lane in 0..9 {
-            let (v, q) = vector_names(Vector::from_slice(x.row(lane).as_slice().unwrap()), n[lane], j[lane]);
+            let (v, q) = vector_names(
+                Vector::from_slice(x.row(lane).as_slice().unwrap()),
+                n[lane],
+                j[lane],
+            );
             assert_eq!(vs.row(lane).to_vec(), v.as_slice().to_vec());
             assert_eq!(qs[lane].to_bits(), q.to_bits());
         }
