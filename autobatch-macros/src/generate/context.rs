@@ -3,11 +3,11 @@
 //! and its registration with the linker. A context type that is not `Sync` fails where the
 //! entry point hands it to the run (`Context::new`), at the parameter.
 
+use super::names::quote;
 use super::runtime::Runtime;
 use crate::parse::ast::{Expr, ExprKind};
 use crate::parse::context::ContextParam;
 use proc_macro2::{Ident, TokenStream, TokenTree};
-use super::names::quote;
 
 /// The message for the context itself used as a value.
 pub fn whole_message(e: &Expr) -> String {

@@ -4,6 +4,7 @@
 use super::context;
 use super::infer::path_text;
 use super::ir::CompileTime;
+use super::names::{format_ident, quote};
 use super::runtime::{leaf_paths, Runtime};
 use super::translate::{KernelSpec, Record, Step};
 use super::vectorise::vector_kernel;
@@ -11,7 +12,6 @@ use crate::parse::ast::{Func, Ty};
 use crate::parse::context::ContextParam;
 use autobatch_ir::Allocation;
 use proc_macro2::{Ident, Span, TokenStream};
-use super::names::{format_ident, quote};
 use quote::quote_spanned;
 
 /// An expression building a value of type `t` from input leaves starting at `*next`.

@@ -32,10 +32,10 @@
 //!
 //! [`Vector`]: ../../../autobatch_runtime/vector/struct.Vector.html
 
+use super::names::{format_ident, quote};
 use super::runtime::{leaf_paths, Runtime};
 use crate::parse::ast::{BinOp, Block, Expr, ExprKind, Pat, Stmt, Ty};
 use proc_macro2::{Delimiter, Ident, TokenStream, TokenTree};
-use super::names::{format_ident, quote};
 
 /// Element-wise operations above which a vector `let` is stored in a scratch row instead of
 /// being recomputed at each use.

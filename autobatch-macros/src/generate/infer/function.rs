@@ -120,9 +120,7 @@ fn has_call_type(e: &Expr) -> bool {
         ExprKind::Binary(_, _, l, r) => {
             (has_call_type(l) || is_pure(l)) && (has_call_type(r) || is_pure(r))
         }
-        ExprKind::Unary(_, x) | ExprKind::Cast(x, _, _) | ExprKind::Field(x, _) => {
-            has_call_type(x)
-        }
+        ExprKind::Unary(_, x) | ExprKind::Cast(x, _, _) | ExprKind::Field(x, _) => has_call_type(x),
         _ => false,
     }
 }
