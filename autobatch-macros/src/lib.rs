@@ -42,6 +42,8 @@ use quote::quote;
 /// println!("{}", fib::program().unwrap());
 /// ```
 ///
+/// # The language
+///
 /// The language is the Rust you would write anyway: parameters and results of `bool`, every
 /// integer type (`i8`, `i16`, `i32`, `i64`, `isize`, `u8`, `u16`, `u32`, `u64`, `usize`), `f32`,
 /// `f64`, `Vector`, `Key` and tuples of them (a parameter may be a tuple pattern,
@@ -52,7 +54,12 @@ use quote::quote;
 /// integers, bools and tuples of them, early `return`, calls to other `#[autobatch]` functions
 /// (recursion and mutual recursion, across modules), constants, `&&` / `||` with
 /// short-circuiting, arithmetic, comparison and bit operators, the usual float and integer
-/// methods and `as` casts. Each with its meaning in plain Rust:
+/// methods and `as` casts. Each with its meaning in plain Rust, by area: control flow, integers,
+/// calls, the shared context and structs. Name variables and parameters as you like: the
+/// generated code's own names (`__lane`, `__ins`, `config`, ..) are hygienic and never meet
+/// yours.
+///
+/// ## Control flow
 ///
 /// `for` over `a..b`, `a..=b`, `(a..b).rev()`, `(a..b).step_by(k)` and `.rev().step_by(k)`,
 /// bounds and step evaluated once; labels on `for`, `while` and `loop`, with `break 'label`,
@@ -136,7 +143,8 @@ use quote::quote;
 /// }
 /// ```
 ///
-/// Anything else is a compile error pointing at it and saying what to write instead:
+/// Anything else is a compile error pointing at it and saying what to write instead, one per
+/// cause (a construct outside the language stops the macro there, so no error follows from it):
 ///
 /// ```compile_fail
 /// use autobatch_runtime::autobatch;
@@ -148,6 +156,8 @@ use quote::quote;
 ///     k
 /// }
 /// ```
+///
+/// ## Shared context
 ///
 /// A value every lane shares (settings, a model, a data set) is one reference parameter of any
 /// `Sync + 'static` type, anywhere in the list: `ctx: &T`. It is not a lane's input: the batch
@@ -176,6 +186,8 @@ use quote::quote;
 ///     assert_eq!(out, array![12, 12, 12]);
 /// }
 /// ```
+///
+/// ## Integers
 ///
 /// Integers behave exactly as in the scalar function: each type is stored at its own width,
 /// unannotated literals and `let`s take the type their uses require (`i32` only when nothing
@@ -207,6 +219,8 @@ use quote::quote;
 /// assert_eq!((sums[1], ones[1]), checksum(255, 300));
 /// ```
 ///
+/// ## How it runs
+///
 /// Straight-line code runs as lane-wise kernels: your own expressions, compiled by rustc, run
 /// for each active lane. An `if` with an `else` is part of such a kernel when it is pure: no
 /// call to an `#[autobatch]` function or primitive, no assignment, loop, `break`, `continue`
@@ -220,9 +234,13 @@ use quote::quote;
 /// outputs: nothing is copied on the way. A tuple bound to one name (`let t = f(..);`) is
 /// assembled from them first, one more copy of every element.
 ///
+/// ## Calls
+///
 /// A call's result is typed from the callee's own signature, so it can stand anywhere in an
 /// expression with no annotation, whether the callee is later in the file, in another module,
-/// or imported with `use` (renamed too):
+/// or imported with `use` (renamed too); and an unannotated literal passed to it, or a `let` of
+/// one, takes the parameter's type (`let x = 5; scale(x)` with `fn scale(n: u16)` makes `x` a
+/// `u16`), as rustc types it:
 ///
 /// ```
 /// use autobatch_runtime::ndarray::array;
@@ -254,12 +272,30 @@ use quote::quote;
 /// (`pub(crate)`); the attribute on a caller that meets a callee it does not know yet expands
 /// to that description, which applies the attribute again with the signature learnt, once per
 /// callee. So callees must be in the same crate, and a function must not share its name with a
-/// macro used in the same module (`vec`, `format`, ..). A call to a function that is neither
-/// `#[autobatch]` nor `#[primitive]` is an error at the call (`cannot find macro `f``: add
-/// one of the two attributes to `f`).
+/// macro used in the same module (`vec`, `format`, ..). A call to a plain function of the same
+/// file, neither `#[autobatch]` nor `#[primitive]`, is an error at the call saying to add one of
+/// the two attributes to it; for a callee in another file, rustc's `cannot find macro `f``
+/// at the call says the same (add one of the attributes to `f`).
+///
+/// ```compile_fail
+/// use autobatch_runtime::autobatch;
+///
+/// #[autobatch]
+/// fn caller(n: i64) -> i64 {
+///     helper(n) // `helper` is a plain Rust function: add `#[autobatch]` or `#[primitive]` to it
+/// }
+///
+/// fn helper(n: i64) -> i64 {
+///     n + 1
+/// }
+/// ```
 ///
 /// Annotated functions are items of a module (not of a function body): the generated module
 /// reaches its neighbours through `super`.
+///
+/// ## Structs
+///
+/// Struct values inside `#[autobatch]` functions: to be written (issue 13, `structs`).
 ///
 /// On a struct with named fields of the language's types, `#[autobatch]` checks the fields
 /// and generates its struct of arrays, `<Name>Batch`: one public array per leaf field, one
@@ -324,9 +360,8 @@ pub fn autobatch(attr: TokenStream, item: TokenStream) -> TokenStream {
     let runtime = generate::runtime::Runtime::new(args.krate.as_ref());
     // The function's own description, once (on the expansion that learnt nothing yet), before
     // it learns its callees': mutually recursive functions each wait for the other's.
-    let described = args
-        .learnt
-        .is_empty()
+    // A method has no description (`macro_rules!` cannot stand in an `impl`): it is an error.
+    let described = (args.learnt.is_empty() && item_fn.sig.receiver().is_none())
         .then(|| generate::describe::item_macro(&runtime, &func.name, &func.signature()));
     // The scalar function, once too (so it exists even if a callee cannot be learnt).
     let scalar = args.learnt.is_empty().then(|| original.clone());
@@ -335,6 +370,13 @@ pub fn autobatch(attr: TokenStream, item: TokenStream) -> TokenStream {
             let learn = generate::describe::learn(&runtime, &attr, &callee, &original);
             return quote!(#scalar #described #learn).into();
         }
+    }
+    // A construct outside the language leaves the body incomplete: translating it anyway would
+    // only add follow-on errors (a variable it never bound, a type it never saw).
+    if errors.len() > 0 {
+        let e = std::mem::take(&mut errors).finish().err();
+        let e = e.map(|e| e.to_compile_error());
+        return quote!(#e #scalar #described).into();
     }
     let lets = generate::infer::function::let_types(&func);
     let mut record = generate::translate::translate(&func, &lets, &mut errors);

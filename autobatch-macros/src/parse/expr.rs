@@ -235,6 +235,10 @@ pub fn expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
             match &*c.func {
                 syn::Expr::Path(p) if p.qself.is_none() => {
                     let segs = &p.path.segments;
+                    if let Some(g) = segs.iter().find(|s| !s.arguments.is_none()) {
+                        errors.at(&g.arguments, "generic arguments are not supported in #[autobatch] calls; call an #[autobatch] function or #[primitive] by its plain name (each takes concrete types)");
+                        return invalid(e);
+                    }
                     let ty_name = if segs.len() == 2 {
                         Some(segs[0].ident.to_string())
                     } else {

@@ -15,14 +15,14 @@ pub(super) fn expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
         syn::Expr::Unsafe(u) => {
             errors.at(
                 u.unsafe_token,
-                "`unsafe` is not supported in #[autobatch] code",
+                "`unsafe` is not supported in #[autobatch] code; put the unsafe code in a #[primitive] function and call that",
             );
             invalid(e)
         }
         syn::Expr::Try(t) => {
             errors.at(
                 t.question_token,
-                "`?` is not supported in #[autobatch] code",
+                "`?` is not supported in #[autobatch] code (a lane holds numbers, bools, vectors, keys and tuples: there is no `Result` or `Option`); test with `if` and `return` early",
             );
             invalid(e)
         }
@@ -55,13 +55,23 @@ pub(super) fn expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
             invalid(e)
         }
         syn::Expr::Async(a) => {
-            errors.at(a, "`async` is not supported in #[autobatch] code");
+            errors.at(
+                a,
+                "`async` is not supported in #[autobatch] code; compute the value directly",
+            );
+            invalid(e)
+        }
+        syn::Expr::Range(r) => {
+            errors.at(
+                r,
+                "a range is a value in #[autobatch] code only as what a `for` loop runs over (`for i in a..b`); keep its ends in two variables",
+            );
             invalid(e)
         }
         other => {
             errors.at(
                 other,
-                "this expression is not supported in #[autobatch] code",
+                "this expression is not supported in #[autobatch] code; write it with the language's values (numbers, bools, `Vector`, `Key`, tuples), operators, methods, `if`, loops, `match` and calls of #[autobatch] functions",
             );
             invalid(e)
         }

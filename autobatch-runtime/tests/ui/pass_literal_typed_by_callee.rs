@@ -3,6 +3,7 @@
 //! `u16`, `i8`), as rustc types it: directly, through `let`s used together, an `if`, a loop
 //! counter, a tuple `let` of a call; and a `let` of a literal that a call's result is added or
 //! assigned to takes the result's type (`acc += scale(i, 2)` makes `acc` a `u64`).
+use autobatch_runtime::ndarray::array;
 use autobatch_runtime::{autobatch, Config};
 
 #[autobatch]
