@@ -98,10 +98,16 @@ fn plain_function(root: &[syn::Item], module: &[syn::Ident], callee: &syn::Path)
     let Some(items) = module_items(root, &at) else {
         return false;
     };
+    // Every function of that name (there may be several under `cfg`s) must be plain.
     let mut plain = false;
     for item in items {
         match item {
-            syn::Item::Fn(f) if f.sig.ident == last => plain = !macro_attributes(&f.attrs),
+            syn::Item::Fn(f) if f.sig.ident == last => {
+                if macro_attributes(&f.attrs) {
+                    return false;
+                }
+                plain = true;
+            }
             // Anything else that may bring a description of that name: a `use` of it or a glob,
             // an item macro, a module of that name.
             syn::Item::Use(u) if imports(&u.tree, &last) => return false,
@@ -157,4 +163,58 @@ fn macro_attributes(attrs: &[syn::Attribute]) -> bool {
     attrs
         .iter()
         .any(|a| !BUILT_IN.iter().any(|b| a.path().is_ident(b)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{caller_modules, plain_function};
+
+    fn plain(file: &str, caller: &str, callee: &str) -> bool {
+        let file = syn::parse_file(file).unwrap();
+        let caller = syn::Ident::new(caller, proc_macro2::Span::call_site());
+        let callee: syn::Path = syn::parse_str(callee).unwrap();
+        let modules = caller_modules(&file.items, &caller, &mut Vec::new());
+        !modules.is_empty()
+            && modules
+                .iter()
+                .all(|m| plain_function(&file.items, m, &callee))
+    }
+
+    const FILE: &str = r#"
+        use autobatch_runtime::autobatch;
+        #[autobatch] fn caller(n: i64) -> i64 { helper(n) }
+        fn helper(n: i64) -> i64 { n }
+        #[autobatch] fn described(n: i64) -> i64 { n }
+        #[cfg(test)] fn twin(n: i64) -> i64 { n }
+        #[cfg(not(test))] #[autobatch] fn twin(n: i64) -> i64 { n }
+        mod inner {
+            pub fn plain(n: i64) -> i64 { n }
+            #[inline] pub fn deeper(n: i64) -> i64 { n }
+        }
+        mod globbed {
+            use super::*;
+            #[autobatch] fn nested_caller(n: i64) -> i64 { helper(n) }
+        }
+    "#;
+
+    #[test]
+    fn a_plain_function_of_the_callers_module_is_found() {
+        assert!(plain(FILE, "caller", "helper"));
+        assert!(plain(FILE, "caller", "self::helper"));
+        assert!(plain(FILE, "caller", "inner::plain"));
+        assert!(plain(FILE, "caller", "inner::deeper"));
+    }
+
+    #[test]
+    fn anything_that_may_have_a_description_is_left_to_the_lookup() {
+        // Attributed, one of several under `cfg`s attributed, unknown, behind a glob import,
+        // outside the file, or a caller this file does not define.
+        assert!(!plain(FILE, "caller", "described"));
+        assert!(!plain(FILE, "caller", "twin"));
+        assert!(!plain(FILE, "caller", "missing"));
+        assert!(!plain(FILE, "nested_caller", "helper"));
+        assert!(!plain(FILE, "caller", "crate::helper"));
+        assert!(!plain(FILE, "caller", "super::helper"));
+        assert!(!plain(FILE, "not_here", "helper"));
+    }
 }
