@@ -86,7 +86,13 @@ fn cube_root_up(target: i64) -> i64 {
     first_cube_at_least(target, 0, 2_000_000)
 }
 
-/// A kitchen sink of operators and methods over several integer types and floats.
+/// A kitchen sink of operators and methods over several integer types and floats (written the
+/// blunt way on purpose: precedence, `%` tests and negated float comparisons included).
+#[allow(
+    clippy::precedence,
+    clippy::manual_is_multiple_of,
+    clippy::neg_cmp_op_on_partial_ord
+)]
 #[autobatch]
 fn kitchen_sink(a: i32, b: u16, x: f64) -> (i64, u32, f64, bool) {
     let wide = i64::from(a) * 3 - (b as i64) / 7 % 5;
