@@ -151,7 +151,7 @@ fn stepped_sum(n: i64, k: i64) -> i64 {
 }
 
 #[autobatch]
-fn collatz_steps(n: i64) -> i64 {
+fn collatz_steps(n: u64) -> u32 {
     let mut n = n;
     let mut steps = 0;
     while n != 1 {
@@ -240,7 +240,7 @@ proptest! {
     }
 
     #[test]
-    fn collatz_with_while(ns in prop::collection::vec(1i64..5_000, 1..1000)) {
+    fn collatz_with_while(ns in prop::collection::vec(1u64..5_000, 1..1000)) {
         check1(&ns, collatz_steps, collatz_steps::batch)?;
     }
 

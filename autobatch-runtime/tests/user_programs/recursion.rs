@@ -41,7 +41,7 @@ fn even_and_small(n: i64) -> bool {
 }
 
 #[autobatch]
-fn ackermann(m: i64, n: i64) -> i64 {
+fn ackermann(m: u32, n: u32) -> u32 {
     if m == 0 {
         n + 1
     } else if n == 0 {
@@ -104,8 +104,8 @@ proptest! {
     }
 
     #[test]
-    fn ackermann_small(pairs in prop::collection::vec((0i64..3, 0i64..4), 1..64)) {
-        let (m, n): (Vec<i64>, Vec<i64>) = pairs.into_iter().unzip();
+    fn ackermann_small(pairs in prop::collection::vec((0u32..3, 0u32..4), 1..64)) {
+        let (m, n): (Vec<u32>, Vec<u32>) = pairs.into_iter().unzip();
         check2(&m, &n, ackermann, ackermann::batch)?;
     }
 
