@@ -150,7 +150,7 @@ fn stepped_sum(n: i64, k: i64) -> i64 {
     s
 }
 
-// `n % 2 == 0`, as most users write it.
+/// Collatz with `while`, over `u64` (`n % 2 == 0`, as most users write it).
 #[allow(clippy::manual_is_multiple_of)]
 #[autobatch]
 fn collatz_steps(n: u64) -> u32 {
