@@ -321,23 +321,44 @@ pub fn autobatch(attr: TokenStream, item: TokenStream) -> TokenStream {
     let args = parse::args::args(attr.clone(), parse::args::Macro::Autobatch, &mut errors);
     let mut func = parse::func(&item_fn, &mut errors);
     func.learnt.extend(args.learnt.iter().cloned());
+    func.structs.extend(args.structs.iter().cloned());
+    let first = args.learnt.is_empty() && args.structs.is_empty();
     let runtime = generate::runtime::Runtime::new(args.krate.as_ref());
     // The function's own description, once (on the expansion that learnt nothing yet), before
     // it learns its callees': mutually recursive functions each wait for the other's.
-    let described = args
-        .learnt
-        .is_empty()
-        .then(|| generate::describe::item_macro(&runtime, &func.name, &func.signature()));
+    let described =
+        first.then(|| generate::describe::item_macro(&runtime, &func.name, &func.signature()));
     // The scalar function, once too (so it exists even if a callee cannot be learnt).
-    let scalar = args.learnt.is_empty().then(|| original.clone());
+    let scalar = first.then(|| original.clone());
     if errors.len() == 0 {
+        // Struct layouts first: callees' signatures may name them.
+        if let Some(path) = generate::flatten::unknown_struct(&func) {
+            match syn::parse_str::<syn::Path>(&path) {
+                Ok(p) => {
+                    let learn = generate::describe::learn(&runtime, &attr, &p, &original);
+                    return quote!(#scalar #described #learn).into();
+                }
+                Err(e) => errors.at(func.name.span(), e),
+            }
+        }
         if let Some(callee) = generate::describe::unknown_callee(&func) {
             let learn = generate::describe::learn(&runtime, &attr, &callee, &original);
             return quote!(#scalar #described #learn).into();
         }
     }
-    let lets = generate::infer::function::let_types(&func);
-    let mut record = generate::translate::translate(&func, &lets, &mut errors);
+    // Structs not learnt (the function has errors already): flattening would only add more.
+    if errors.len() > 0 && generate::flatten::unknown_struct(&func).is_some() {
+        let e = errors.finish().expect_err("errors were reported").to_compile_error();
+        return quote!(#e #scalar #described).into();
+    }
+    // Entry points take and return structs as their structs of arrays: their layouts known.
+    for (_, t) in &mut func.params {
+        *t = t.resolved(&func.structs);
+    }
+    func.ret = func.ret.resolved(&func.structs);
+    let flat = generate::flatten::flatten(&func, &mut errors);
+    let lets = generate::infer::function::let_types(&flat);
+    let mut record = generate::translate::translate(&flat, &lets, &mut errors);
     if let Err(e) = errors.finish() {
         let e = e.to_compile_error();
         return quote!(#e #scalar #described).into();
@@ -373,7 +394,9 @@ fn autobatch_struct(
         return quote!(#e #original);
     }
     let runtime = generate::runtime::Runtime::new(args.krate.as_ref());
-    generate::structs::expand(&runtime, item, &def)
+    let described = generate::describe::struct_macro(&runtime, &def.name, &def.fields);
+    let expanded = generate::structs::expand(&runtime, item, &def);
+    quote!(#expanded #described)
 }
 
 /// Hidden: a callee's description re-applying `#[autobatch]` to a caller with the callee's

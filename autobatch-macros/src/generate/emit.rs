@@ -4,7 +4,7 @@
 use super::context;
 use super::infer::path_text;
 use super::ir::CompileTime;
-use super::runtime::{leaf_paths, Runtime};
+use super::runtime::{batch_path, leaf_paths, Runtime};
 use super::translate::{KernelSpec, Record, Step};
 use super::vectorise::vector_kernel;
 use crate::parse::ast::{Func, Ty};
@@ -180,6 +180,10 @@ fn view_type(rt: &Runtime, t: &Ty) -> TokenStream {
             let items = items.iter().map(|i| view_type(rt, i));
             quote!((#(#items,)*))
         }
+        Ty::Struct { path, .. } => {
+            let batch = batch_path(path);
+            quote!(&'_ #batch)
+        }
         Ty::Vector => quote!(#rtp::ndarray::ArrayView2<'_, f64>),
         leaf => {
             let el = rt.rust_type(leaf);
@@ -196,6 +200,7 @@ fn array_type(rt: &Runtime, t: &Ty) -> TokenStream {
             let items = items.iter().map(|i| array_type(rt, i));
             quote!((#(#items,)*))
         }
+        Ty::Struct { path, .. } => batch_path(path),
         Ty::Vector => quote!(#rtp::ndarray::Array2<f64>),
         leaf => {
             let el = rt.rust_type(leaf);
@@ -204,6 +209,8 @@ fn array_type(rt: &Runtime, t: &Ty) -> TokenStream {
     }
 }
 
+/// Statements pushing the input columns of `value` (of type `t`) onto `__inputs`: a struct
+/// of arrays pushes its own leaves.
 fn push_inputs(rt: &Runtime, t: &Ty, value: TokenStream, out: &mut Vec<TokenStream>) {
     let rtp = rt.path();
     match t {
@@ -213,8 +220,9 @@ fn push_inputs(rt: &Runtime, t: &Ty, value: TokenStream, out: &mut Vec<TokenStre
                 push_inputs(rt, item, quote!(#value.#idx), out);
             }
         }
-        Ty::Vector => out.push(quote!(#rtp::input_vectors(#value))),
-        _ => out.push(quote!(#rtp::input(#value))),
+        Ty::Struct { .. } => out.push(quote!(#value.__push_columns(&mut __inputs);)),
+        Ty::Vector => out.push(quote!(__inputs.push(#rtp::input_vectors(#value));)),
+        _ => out.push(quote!(__inputs.push(#rtp::input(#value));)),
     }
 }
 
@@ -224,6 +232,12 @@ fn read_outputs(rt: &Runtime, t: &Ty, next: &mut usize) -> TokenStream {
         Ty::Tuple(items) => {
             let parts = items.iter().map(|i| read_outputs(rt, i, next));
             quote!((#(#parts,)*))
+        }
+        Ty::Struct { path, .. } => {
+            let i = *next;
+            *next += leaf_paths(t, quote!()).len();
+            let batch = batch_path(path);
+            quote!(#batch::__from_columns(&__run.outputs[#i..])?)
         }
         Ty::Vector => {
             let i = *next;
@@ -359,6 +373,17 @@ pub fn function(
     // Signature checks: the macro's view of each callee must be the callee's real signature.
     let checks = l.callees.iter().filter(|c| !c.is_self).map(|c| {
         let p = &c.path;
+        // A callee taking or returning structs is checked against its own signature (the
+        // call passes the structs' fields).
+        if let Some(s) = func
+            .callee_signature(p)
+            .filter(|s| s.params.iter().chain([&s.ret]).any(Ty::has_struct))
+        {
+            let ps = s.params.iter().map(|t| rt.rust_type(t)).collect();
+            let ps = context::with_context_param(ps, c.context, func.context.as_ref());
+            let r = rt.rust_type(&s.ret);
+            return quote_spanned!(c.span=> const _: fn(#(#ps),*) -> #r = #p;);
+        }
         let ps = c.params.iter().zip(&c.by_ref).map(|(t, r)| {
             let t = rt.rust_type(t);
             if *r {
@@ -480,7 +505,8 @@ pub fn function(
             /// Like [`batch`] with [`Config::lane_isolation`](#rtp::Config::lane_isolation) on: lanes
             /// that fail are listed in `failed` (their rows hold zeros), the others keep their results.
             pub fn batch_isolated(#ctx_param #(#param_names: #param_views,)* #config: &#rtp::Config) -> ::std::result::Result<#rtp::Isolated<#ret_array>, #rtp::RuntimeError> {
-                let __inputs: ::std::vec::Vec<#rtp::Column> = ::std::vec![#(#inputs),*];
+                let mut __inputs: ::std::vec::Vec<#rtp::Column> = ::std::vec::Vec::new();
+                #(#inputs)*
                 let __config = #rtp::Config { lane_isolation: true, ..::std::clone::Clone::clone(#config) };
                 let __run = #run_isolated?;
                 ::std::result::Result::Ok(#rtp::Isolated { outputs: #outputs, failed: __run.failed, stats: __run.stats })
@@ -488,7 +514,8 @@ pub fn function(
 
             /// Like [`batch`], also returning the run's statistics.
             pub fn batch_with_stats(#ctx_param #(#param_names: #param_views,)* #config: &#rtp::Config) -> ::std::result::Result<(#ret_array, #rtp::Stats), #rtp::RuntimeError> {
-                let __inputs: ::std::vec::Vec<#rtp::Column> = ::std::vec![#(#inputs),*];
+                let mut __inputs: ::std::vec::Vec<#rtp::Column> = ::std::vec::Vec::new();
+                #(#inputs)*
                 let __run = #run?.complete()?;
                 ::std::result::Result::Ok((#outputs, __run.stats))
             }

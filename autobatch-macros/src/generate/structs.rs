@@ -1,34 +1,11 @@
 //! `#[autobatch] struct`: the struct as written, documented, and its struct of arrays (the
-//! companion `<Name>Batch`, one array per leaf field, one row per lane).
+//! companion `<Name>Batch`, one array per leaf field, one row per lane; a nested struct's
+//! field is its own companion), with the hidden column conversions `batch` entry points use.
 
-use super::runtime::Runtime;
+use super::runtime::{batch_path, Runtime};
 use crate::parse::ast::{StructDef, Ty};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
-
-/// One leaf field of a struct: its type, the path reaching it from a value (`.t.0`), and the
-/// companion's array for it (`self.t.0`), named in errors as `Tree.t.0`.
-struct Leaf {
-    ty: Ty,
-    path: TokenStream,
-    label: String,
-}
-
-fn leaves(t: &Ty, path: TokenStream, label: String, out: &mut Vec<Leaf>) {
-    match t {
-        Ty::Tuple(items) => {
-            for (i, item) in items.iter().enumerate() {
-                let idx = syn::Index::from(i);
-                leaves(item, quote!(#path.#idx), format!("{label}.{i}"), out);
-            }
-        }
-        leaf => out.push(Leaf {
-            ty: leaf.clone(),
-            path,
-            label,
-        }),
-    }
-}
 
 /// The companion's array type for a field of type `t`.
 fn array_type(rt: &Runtime, t: &Ty) -> TokenStream {
@@ -38,6 +15,7 @@ fn array_type(rt: &Runtime, t: &Ty) -> TokenStream {
             let items = items.iter().map(|i| array_type(rt, i));
             quote!((#(#items,)*))
         }
+        Ty::Struct { path, .. } => batch_path(path),
         Ty::Vector => quote!(#rtp::ndarray::Array2<f64>),
         leaf => {
             let el = rt.rust_type(leaf);
@@ -58,6 +36,7 @@ fn lane_value(rt: &Runtime, t: &Ty, path: TokenStream) -> TokenStream {
             });
             quote!((#(#parts,)*))
         }
+        Ty::Struct { .. } => quote!(self #path.lane(__lane)?),
         Ty::Vector => quote!({
             if __lane >= self #path.nrows() {
                 return ::std::option::Option::None;
@@ -65,6 +44,106 @@ fn lane_value(rt: &Runtime, t: &Ty, path: TokenStream) -> TokenStream {
             #rtp::vector_row(&self #path, __lane)
         }),
         _ => quote!(*self #path.get(__lane)?),
+    }
+}
+
+/// The arrays of a field of type `t` reached by `path` from each lane (`lanes: &[&Name]`),
+/// named `label` in errors.
+fn from_refs(rt: &Runtime, t: &Ty, path: TokenStream, label: String) -> TokenStream {
+    let rtp = rt.path();
+    match t {
+        Ty::Tuple(items) => {
+            let parts = items.iter().enumerate().map(|(i, item)| {
+                let idx = syn::Index::from(i);
+                from_refs(rt, item, quote!(#path.#idx), format!("{label}.{i}"))
+            });
+            quote!((#(#parts,)*))
+        }
+        Ty::Struct { path: p, .. } => {
+            let batch = batch_path(p);
+            quote!(#batch::__from_refs(&lanes.iter().map(|__x| &__x #path).collect::<::std::vec::Vec<_>>())?)
+        }
+        Ty::Vector => {
+            quote!(#rtp::vector_rows(#label, lanes.len(), lanes.iter().map(|__x| &__x #path))?)
+        }
+        _ => quote!(#rtp::ndarray::Array1::from_iter(lanes.iter().map(|__x| __x #path))),
+    }
+}
+
+/// How many columns a field of type `t` is (an expression: a nested companion knows its own).
+fn leaf_count(t: &Ty) -> TokenStream {
+    match t {
+        Ty::Tuple(items) => {
+            let parts = items.iter().map(leaf_count);
+            quote!((0 #(+ #parts)*))
+        }
+        Ty::Struct { path, .. } => {
+            let batch = batch_path(path);
+            quote!(#batch::__LEAVES)
+        }
+        _ => quote!(1),
+    }
+}
+
+/// Statements pushing the columns of the field at `path` (of `self`) onto `__out`.
+fn push_columns(rt: &Runtime, t: &Ty, path: TokenStream) -> TokenStream {
+    let rtp = rt.path();
+    match t {
+        Ty::Tuple(items) => {
+            let parts = items.iter().enumerate().map(|(i, item)| {
+                let idx = syn::Index::from(i);
+                push_columns(rt, item, quote!(#path.#idx))
+            });
+            quote!(#(#parts)*)
+        }
+        Ty::Struct { .. } => quote!(self #path.__push_columns(__out);),
+        Ty::Vector => quote!(__out.push(#rtp::input_vectors(self #path.view()));),
+        _ => quote!(__out.push(#rtp::input(self #path.view()));),
+    }
+}
+
+/// An expression reading a field of type `t` from `__cols[__at..]`, advancing `__at`.
+fn from_columns(rt: &Runtime, t: &Ty) -> TokenStream {
+    let rtp = rt.path();
+    match t {
+        Ty::Tuple(items) => {
+            let parts = items.iter().map(|i| from_columns(rt, i));
+            quote!((#(#parts,)*))
+        }
+        Ty::Struct { path, .. } => {
+            let batch = batch_path(path);
+            quote!({
+                let __v = #batch::__from_columns(&__cols[__at..])?;
+                __at += #batch::__LEAVES;
+                __v
+            })
+        }
+        Ty::Vector => quote!({
+            let __v = #rtp::output_vectors::<f64>(&__cols[__at])?;
+            __at += 1;
+            __v
+        }),
+        leaf => {
+            let el = rt.rust_type(leaf);
+            quote!({
+                let __v = #rtp::output::<#el>(&__cols[__at])?;
+                __at += 1;
+                __v
+            })
+        }
+    }
+}
+
+/// An expression for the number of rows of a field of type `t` at `path`.
+fn rows(t: &Ty, path: TokenStream) -> TokenStream {
+    match t {
+        Ty::Tuple(items) => match items.first() {
+            Some(first) => rows(first, quote!(#path.0)),
+            None => quote!(0),
+        },
+        Ty::Struct { .. } => quote!(self #path.len()),
+        Ty::Vector => quote!(self #path.nrows()),
+        _ => quote!(self #path.len()),
     }
 }
 
@@ -78,39 +157,28 @@ pub fn expand(rt: &Runtime, item: &syn::ItemStruct, def: &StructDef) -> TokenStr
         "In batches, many `{name}`s are one [`{batch}`]: a struct of arrays, one per field, one row per lane (what `batch` entry points take and return)."
     );
     let doc_batch = format!(
-        "Many [`{name}`]s as a struct of arrays, generated by `#[autobatch]`: one array per field, one row per lane (`Array1` per scalar field, `Array2` `[lanes, len]` per `Vector` field, a tuple of arrays per tuple field)."
+        "Many [`{name}`]s as a struct of arrays, generated by `#[autobatch]`: one array per field, one row per lane (`Array1` per scalar field, `Array2` `[lanes, len]` per `Vector` field, a tuple of arrays per tuple field, the struct of arrays of a struct field)."
     );
-    let mut all = Vec::new();
     let field_names: Vec<_> = def.fields.iter().map(|(n, _)| n).collect();
     let field_types = def.fields.iter().map(|(_, t)| array_type(rt, t));
-    for (n, t) in &def.fields {
-        leaves(t, quote!(.#n), format!("{name}.{n}"), &mut all);
-    }
-    let from_leaves = all.iter().map(|l| {
-        let (path, label) = (&l.path, &l.label);
-        match l.ty {
-            Ty::Vector => {
-                quote!(#rtp::vector_rows(#label, lanes.len(), lanes.iter().map(|__x| &__x #path))?)
-            }
-            _ => quote!(#rtp::ndarray::Array1::from_iter(lanes.iter().map(|__x| __x #path))),
-        }
-    });
-    let built = build_fields(
-        &def.fields,
-        &mut from_leaves.collect::<Vec<_>>().into_iter(),
-    );
+    let refs = def
+        .fields
+        .iter()
+        .map(|(n, t)| from_refs(rt, t, quote!(.#n), format!("{name}.{n}")));
     let lane_fields = def
         .fields
         .iter()
         .map(|(n, t)| lane_value(rt, t, quote!(.#n)));
-    let first = all.first().map(|l| {
-        let path = &l.path;
-        match l.ty {
-            Ty::Vector => quote!(self #path.nrows()),
-            _ => quote!(self #path.len()),
-        }
-    });
-    let len = first.unwrap_or_else(|| quote!(0));
+    let counts = def.fields.iter().map(|(_, t)| leaf_count(t));
+    let pushes = def
+        .fields
+        .iter()
+        .map(|(n, t)| push_columns(rt, t, quote!(.#n)));
+    let reads = def.fields.iter().map(|(_, t)| from_columns(rt, t));
+    let len = def
+        .fields
+        .first()
+        .map_or_else(|| quote!(0), |(n, t)| rows(t, quote!(.#n)));
     quote! {
         #[doc = ""]
         #[doc = #doc_struct]
@@ -125,12 +193,22 @@ pub fn expand(rt: &Runtime, item: &syn::ItemStruct, def: &StructDef) -> TokenStr
             )*
         }
 
-        #[allow(dead_code)]
+        #[allow(dead_code, unused_assignments, clippy::all)]
         impl #batch {
+            /// How many columns (leaves) the struct is in a batch, for generated code.
+            #[doc(hidden)]
+            pub const __LEAVES: usize = 0 #(+ #counts)*;
+
             /// The lanes' values as arrays; an error if two lanes' `Vector` fields differ in
             /// length.
             pub fn from_lanes(lanes: &[#name]) -> ::std::result::Result<#batch, #rtp::RuntimeError> {
-                ::std::result::Result::Ok(#built)
+                Self::__from_refs(&lanes.iter().collect::<::std::vec::Vec<_>>())
+            }
+
+            /// [`Self::from_lanes`] over references, for generated code.
+            #[doc(hidden)]
+            pub fn __from_refs(lanes: &[&#name]) -> ::std::result::Result<#batch, #rtp::RuntimeError> {
+                ::std::result::Result::Ok(Self { #(#field_names: #refs,)* })
             }
 
             /// Lane `lane`'s value, `None` past the last row of any field.
@@ -152,27 +230,20 @@ pub fn expand(rt: &Runtime, item: &syn::ItemStruct, def: &StructDef) -> TokenStr
             pub fn is_empty(&self) -> bool {
                 self.len() == 0
             }
-        }
-    }
-}
 
-/// `Batch { field: leaves.. }` with the leaves' arrays taken in order, tuples rebuilt.
-fn build_fields(
-    fields: &[(syn::Ident, Ty)],
-    leaves: &mut impl Iterator<Item = TokenStream>,
-) -> TokenStream {
-    fn value(t: &Ty, leaves: &mut impl Iterator<Item = TokenStream>) -> TokenStream {
-        match t {
-            Ty::Tuple(items) => {
-                let parts: Vec<_> = items.iter().map(|i| value(i, leaves)).collect();
-                quote!((#(#parts,)*))
+            /// The leaves' columns in order, as a `batch` entry point passes them.
+            #[doc(hidden)]
+            pub fn __push_columns(&self, __out: &mut ::std::vec::Vec<#rtp::Column>) {
+                #(#pushes)*
             }
-            _ => leaves.next().expect("one array per leaf"),
+
+            /// The struct of arrays from the leaves' columns in order, as a `batch` entry
+            /// point gets them.
+            #[doc(hidden)]
+            pub fn __from_columns(__cols: &[#rtp::Column]) -> ::std::result::Result<Self, #rtp::RuntimeError> {
+                let mut __at = 0usize;
+                ::std::result::Result::Ok(Self { #(#field_names: #reads,)* })
+            }
         }
     }
-    let parts = fields.iter().map(|(n, t)| {
-        let v = value(t, leaves);
-        quote!(#n: #v)
-    });
-    quote!(Self { #(#parts,)* })
 }
