@@ -335,7 +335,7 @@ pub fn autobatch(attr: TokenStream, item: TokenStream) -> TokenStream {
         if let Some(path) = generate::flatten::unknown_struct(&func) {
             match syn::parse_str::<syn::Path>(&path) {
                 Ok(p) => {
-                    let learn = generate::describe::learn(&runtime, &attr, &p, &original);
+                    let learn = generate::describe::learn_struct(&runtime, &attr, &p, &original);
                     return quote!(#scalar #described #learn).into();
                 }
                 Err(e) => errors.at(func.name.span(), e),

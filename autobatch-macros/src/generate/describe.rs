@@ -162,6 +162,43 @@ pub fn learn(
     }
 }
 
+/// [`learn`] for the struct `path`, with a check that it is an `#[autobatch] struct` at the
+/// first place `item` names it: when it is not, its description is missing, and the check
+/// says what to add (`add #[autobatch] to struct ..`).
+pub fn learn_struct(
+    rt: &Runtime,
+    attr: &TokenStream,
+    path: &syn::Path,
+    item: &TokenStream,
+) -> TokenStream {
+    let rtp = rt.path();
+    let name = path.segments.last().map(|s| s.ident.to_string());
+    let span = name
+        .and_then(|n| find_ident(item.clone(), &n))
+        .unwrap_or_else(Span::call_site);
+    let mut spanned = path.clone();
+    if let Some(last) = spanned.segments.last_mut() {
+        last.ident.set_span(span);
+    }
+    let learn = learn(rt, attr, &spanned, item);
+    quote_spanned! {span=>
+        const _: fn() = {
+            fn __autobatch_struct<T: #rtp::Batched>() {}
+            __autobatch_struct::<#spanned>
+        };
+        #learn
+    }
+}
+
+/// The span of the first identifier `name` in `tokens`.
+fn find_ident(tokens: TokenStream, name: &str) -> Option<Span> {
+    tokens.into_iter().find_map(|t| match t {
+        proc_macro2::TokenTree::Ident(i) if i == name => Some(i.span()),
+        proc_macro2::TokenTree::Group(g) => find_ident(g.stream(), name),
+        _ => None,
+    })
+}
+
 fn block_calls<'a>(b: &'a Block, out: &mut Vec<&'a syn::Path>) {
     for s in &b.stmts {
         match s {

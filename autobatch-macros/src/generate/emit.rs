@@ -4,7 +4,7 @@
 use super::context;
 use super::infer::path_text;
 use super::ir::CompileTime;
-use super::runtime::{batch_path, leaf_paths, Runtime};
+use super::runtime::{leaf_paths, struct_path, Runtime};
 use super::translate::{KernelSpec, Record, Step};
 use super::vectorise::vector_kernel;
 use crate::parse::ast::{Func, Ty};
@@ -181,8 +181,8 @@ fn view_type(rt: &Runtime, t: &Ty) -> TokenStream {
             quote!((#(#items,)*))
         }
         Ty::Struct { path, .. } => {
-            let batch = batch_path(path);
-            quote!(&'_ #batch)
+            let p = struct_path(path);
+            quote!(&'_ <#p as #rtp::Batched>::Batch)
         }
         Ty::Vector => quote!(#rtp::ndarray::ArrayView2<'_, f64>),
         leaf => {
@@ -200,7 +200,10 @@ fn array_type(rt: &Runtime, t: &Ty) -> TokenStream {
             let items = items.iter().map(|i| array_type(rt, i));
             quote!((#(#items,)*))
         }
-        Ty::Struct { path, .. } => batch_path(path),
+        Ty::Struct { path, .. } => {
+            let p = struct_path(path);
+            quote!(<#p as #rtp::Batched>::Batch)
+        }
         Ty::Vector => quote!(#rtp::ndarray::Array2<f64>),
         leaf => {
             let el = rt.rust_type(leaf);
@@ -220,7 +223,10 @@ fn push_inputs(rt: &Runtime, t: &Ty, value: TokenStream, out: &mut Vec<TokenStre
                 push_inputs(rt, item, quote!(#value.#idx), out);
             }
         }
-        Ty::Struct { .. } => out.push(quote!(#value.__push_columns(&mut __inputs);)),
+        Ty::Struct { path, .. } => {
+            let p = struct_path(path);
+            out.push(quote!(<#p as #rtp::Batched>::push_columns(#value, &mut __inputs);))
+        }
         Ty::Vector => out.push(quote!(__inputs.push(#rtp::input_vectors(#value));)),
         _ => out.push(quote!(__inputs.push(#rtp::input(#value));)),
     }
@@ -236,8 +242,8 @@ fn read_outputs(rt: &Runtime, t: &Ty, next: &mut usize) -> TokenStream {
         Ty::Struct { path, .. } => {
             let i = *next;
             *next += leaf_paths(t, quote!()).len();
-            let batch = batch_path(path);
-            quote!(#batch::__from_columns(&__run.outputs[#i..])?)
+            let p = struct_path(path);
+            quote!(<#p as #rtp::Batched>::from_columns(&__run.outputs[#i..])?)
         }
         Ty::Vector => {
             let i = *next;

@@ -789,27 +789,19 @@ impl Flattener<'_> {
                 self.keep(e, ExprKind::For(Box::new(f2)))
             }
             ExprKind::Break(l, v) => {
-                let v = v.as_deref().map(|v| match self.shape_of(v) {
-                    Some(s) => {
-                        let mut pre = Vec::new();
-                        let x = self.flat(v, &s, &mut pre);
-                        Box::new(with_prelude(pre, x))
-                    }
-                    None => Box::new(self.expr(v)),
-                });
-                let tokens = match (&l, &v) {
-                    (_, None) => self.rewrite(&e.tokens),
-                    (Some(l), Some(v)) => {
-                        let lt = syn::Lifetime::new(l, e.span);
-                        let vt = &v.tokens;
-                        quote!(break #lt #vt)
-                    }
-                    (None, Some(v)) => {
-                        let vt = &v.tokens;
-                        quote!(break #vt)
-                    }
+                let flat = v.as_deref().and_then(|v| Some((v, self.shape_of(v)?)));
+                let Some((v, s)) = flat else {
+                    let v = v.as_deref().map(|v| Box::new(self.expr(v)));
+                    return self.keep(e, ExprKind::Break(l.clone(), v));
                 };
-                made(ExprKind::Break(l.clone(), v), tokens, e.span)
+                let mut pre = Vec::new();
+                let x = self.flat(v, &s, &mut pre);
+                let v = with_prelude(pre, x);
+                let vt = &v.tokens;
+                let lt = l.as_ref().map(|l| {
+                    syn::Lifetime::new(&format!("'{}", l.trim_start_matches('\'')), e.span)
+                });
+                made(ExprKind::Break(l.clone(), Some(Box::new(v.clone()))), quote!(break #lt #vt), e.span)
             }
             ExprKind::Return(v) => {
                 let ret = self.resolve(&self.func.ret);
@@ -876,8 +868,12 @@ impl Flattener<'_> {
                 let kind = ExprKind::Field(Box::new(self.expr(b)), *i);
                 return self.keep(e, kind);
             }
+            let at = match &e.kind {
+                ExprKind::NamedField(_, id) => id.span(),
+                _ => e.span,
+            };
             self.errors.at(
-                e.span,
+                at,
                 format!("no field `{m}` here: only #[autobatch] structs have named fields in #[autobatch] code"),
             );
             return made(ExprKind::Invalid, e.tokens.clone(), e.span);

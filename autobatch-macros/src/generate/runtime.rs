@@ -124,8 +124,3 @@ pub fn struct_path(path: &str) -> TokenStream {
         .map(|p| quote!(#p))
         .unwrap_or_else(|e| e.to_compile_error())
 }
-
-/// The tokens of the struct of arrays of the struct at `path` (`Tree` -> `TreeBatch`).
-pub fn batch_path(path: &str) -> TokenStream {
-    struct_path(&format!("{path}Batch"))
-}

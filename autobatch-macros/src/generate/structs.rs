@@ -2,7 +2,7 @@
 //! companion `<Name>Batch`, one array per leaf field, one row per lane; a nested struct's
 //! field is its own companion), with the hidden column conversions `batch` entry points use.
 
-use super::runtime::{batch_path, Runtime};
+use super::runtime::{struct_path, Runtime};
 use crate::parse::ast::{StructDef, Ty};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
@@ -15,7 +15,10 @@ fn array_type(rt: &Runtime, t: &Ty) -> TokenStream {
             let items = items.iter().map(|i| array_type(rt, i));
             quote!((#(#items,)*))
         }
-        Ty::Struct { path, .. } => batch_path(path),
+        Ty::Struct { path, .. } => {
+            let p = struct_path(path);
+            quote!(<#p as #rtp::Batched>::Batch)
+        }
         Ty::Vector => quote!(#rtp::ndarray::Array2<f64>),
         leaf => {
             let el = rt.rust_type(leaf);
@@ -36,14 +39,17 @@ fn lane_value(rt: &Runtime, t: &Ty, path: TokenStream) -> TokenStream {
             });
             quote!((#(#parts,)*))
         }
-        Ty::Struct { .. } => quote!(self #path.lane(__lane)?),
+        Ty::Struct { path: p, .. } => {
+            let p = struct_path(p);
+            quote!(<#p as #rtp::Batched>::lane(&__s #path, __lane)?)
+        }
         Ty::Vector => quote!({
-            if __lane >= self #path.nrows() {
+            if __lane >= __s #path.nrows() {
                 return ::std::option::Option::None;
             }
-            #rtp::vector_row(&self #path, __lane)
+            #rtp::vector_row(&__s #path, __lane)
         }),
-        _ => quote!(*self #path.get(__lane)?),
+        _ => quote!(*__s #path.get(__lane)?),
     }
 }
 
@@ -60,8 +66,8 @@ fn from_refs(rt: &Runtime, t: &Ty, path: TokenStream, label: String) -> TokenStr
             quote!((#(#parts,)*))
         }
         Ty::Struct { path: p, .. } => {
-            let batch = batch_path(p);
-            quote!(#batch::__from_refs(&lanes.iter().map(|__x| &__x #path).collect::<::std::vec::Vec<_>>())?)
+            let p = struct_path(p);
+            quote!(<#p as #rtp::Batched>::from_refs(&lanes.iter().map(|__x| &__x #path).collect::<::std::vec::Vec<_>>())?)
         }
         Ty::Vector => {
             quote!(#rtp::vector_rows(#label, lanes.len(), lanes.iter().map(|__x| &__x #path))?)
@@ -71,21 +77,22 @@ fn from_refs(rt: &Runtime, t: &Ty, path: TokenStream, label: String) -> TokenStr
 }
 
 /// How many columns a field of type `t` is (an expression: a nested companion knows its own).
-fn leaf_count(t: &Ty) -> TokenStream {
+fn leaf_count(rt: &Runtime, t: &Ty) -> TokenStream {
+    let rtp = rt.path();
     match t {
         Ty::Tuple(items) => {
-            let parts = items.iter().map(leaf_count);
+            let parts = items.iter().map(|i| leaf_count(rt, i));
             quote!((0 #(+ #parts)*))
         }
         Ty::Struct { path, .. } => {
-            let batch = batch_path(path);
-            quote!(#batch::__LEAVES)
+            let p = struct_path(path);
+            quote!(<#p as #rtp::Batched>::LEAVES)
         }
         _ => quote!(1),
     }
 }
 
-/// Statements pushing the columns of the field at `path` (of `self`) onto `__out`.
+/// Statements pushing the columns of the field at `path` (of `__s`) onto `__out`.
 fn push_columns(rt: &Runtime, t: &Ty, path: TokenStream) -> TokenStream {
     let rtp = rt.path();
     match t {
@@ -96,9 +103,12 @@ fn push_columns(rt: &Runtime, t: &Ty, path: TokenStream) -> TokenStream {
             });
             quote!(#(#parts)*)
         }
-        Ty::Struct { .. } => quote!(self #path.__push_columns(__out);),
-        Ty::Vector => quote!(__out.push(#rtp::input_vectors(self #path.view()));),
-        _ => quote!(__out.push(#rtp::input(self #path.view()));),
+        Ty::Struct { path: p, .. } => {
+            let p = struct_path(p);
+            quote!(<#p as #rtp::Batched>::push_columns(&__s #path, __out);)
+        }
+        Ty::Vector => quote!(__out.push(#rtp::input_vectors(__s #path.view()));),
+        _ => quote!(__out.push(#rtp::input(__s #path.view()));),
     }
 }
 
@@ -111,10 +121,10 @@ fn from_columns(rt: &Runtime, t: &Ty) -> TokenStream {
             quote!((#(#parts,)*))
         }
         Ty::Struct { path, .. } => {
-            let batch = batch_path(path);
+            let p = struct_path(path);
             quote!({
-                let __v = #batch::__from_columns(&__cols[__at..])?;
-                __at += #batch::__LEAVES;
+                let __v = <#p as #rtp::Batched>::from_columns(&__cols[__at..])?;
+                __at += <#p as #rtp::Batched>::LEAVES;
                 __v
             })
         }
@@ -135,15 +145,19 @@ fn from_columns(rt: &Runtime, t: &Ty) -> TokenStream {
 }
 
 /// An expression for the number of rows of a field of type `t` at `path`.
-fn rows(t: &Ty, path: TokenStream) -> TokenStream {
+fn rows(rt: &Runtime, t: &Ty, path: TokenStream) -> TokenStream {
+    let rtp = rt.path();
     match t {
         Ty::Tuple(items) => match items.first() {
-            Some(first) => rows(first, quote!(#path.0)),
+            Some(first) => rows(rt, first, quote!(#path.0)),
             None => quote!(0),
         },
-        Ty::Struct { .. } => quote!(self #path.len()),
-        Ty::Vector => quote!(self #path.nrows()),
-        _ => quote!(self #path.len()),
+        Ty::Struct { path: p, .. } => {
+            let p = struct_path(p);
+            quote!(<#p as #rtp::Batched>::rows(&__s #path))
+        }
+        Ty::Vector => quote!(__s #path.nrows()),
+        _ => quote!(__s #path.len()),
     }
 }
 
@@ -169,7 +183,7 @@ pub fn expand(rt: &Runtime, item: &syn::ItemStruct, def: &StructDef) -> TokenStr
         .fields
         .iter()
         .map(|(n, t)| lane_value(rt, t, quote!(.#n)));
-    let counts = def.fields.iter().map(|(_, t)| leaf_count(t));
+    let counts = def.fields.iter().map(|(_, t)| leaf_count(rt, t));
     let pushes = def
         .fields
         .iter()
@@ -178,7 +192,7 @@ pub fn expand(rt: &Runtime, item: &syn::ItemStruct, def: &StructDef) -> TokenStr
     let len = def
         .fields
         .first()
-        .map_or_else(|| quote!(0), |(n, t)| rows(t, quote!(.#n)));
+        .map_or_else(|| quote!(0), |(n, t)| rows(rt, t, quote!(.#n)));
     quote! {
         #[doc = ""]
         #[doc = #doc_struct]
@@ -193,27 +207,17 @@ pub fn expand(rt: &Runtime, item: &syn::ItemStruct, def: &StructDef) -> TokenStr
             )*
         }
 
-        #[allow(dead_code, unused_assignments, clippy::all)]
+        #[allow(dead_code)]
         impl #batch {
-            /// How many columns (leaves) the struct is in a batch, for generated code.
-            #[doc(hidden)]
-            pub const __LEAVES: usize = 0 #(+ #counts)*;
-
             /// The lanes' values as arrays; an error if two lanes' `Vector` fields differ in
             /// length.
             pub fn from_lanes(lanes: &[#name]) -> ::std::result::Result<#batch, #rtp::RuntimeError> {
-                Self::__from_refs(&lanes.iter().collect::<::std::vec::Vec<_>>())
-            }
-
-            /// [`Self::from_lanes`] over references, for generated code.
-            #[doc(hidden)]
-            pub fn __from_refs(lanes: &[&#name]) -> ::std::result::Result<#batch, #rtp::RuntimeError> {
-                ::std::result::Result::Ok(Self { #(#field_names: #refs,)* })
+                <#name as #rtp::Batched>::from_refs(&lanes.iter().collect::<::std::vec::Vec<_>>())
             }
 
             /// Lane `lane`'s value, `None` past the last row of any field.
-            pub fn lane(&self, __lane: usize) -> ::std::option::Option<#name> {
-                ::std::option::Option::Some(#name { #(#field_names: #lane_fields,)* })
+            pub fn lane(&self, lane: usize) -> ::std::option::Option<#name> {
+                <#name as #rtp::Batched>::lane(self, lane)
             }
 
             /// Every lane's value.
@@ -223,26 +227,39 @@ pub fn expand(rt: &Runtime, item: &syn::ItemStruct, def: &StructDef) -> TokenStr
 
             /// How many lanes (the rows of the first field).
             pub fn len(&self) -> usize {
-                #len
+                <#name as #rtp::Batched>::rows(self)
             }
 
             /// True if there are no lanes.
             pub fn is_empty(&self) -> bool {
                 self.len() == 0
             }
+        }
 
-            /// The leaves' columns in order, as a `batch` entry point passes them.
-            #[doc(hidden)]
-            pub fn __push_columns(&self, __out: &mut ::std::vec::Vec<#rtp::Column>) {
+        #[allow(unused_assignments, clippy::all)]
+        impl #rtp::Batched for #name {
+            type Batch = #batch;
+            const LEAVES: usize = 0 #(+ #counts)*;
+
+            fn from_refs(lanes: &[&#name]) -> ::std::result::Result<#batch, #rtp::RuntimeError> {
+                ::std::result::Result::Ok(#batch { #(#field_names: #refs,)* })
+            }
+
+            fn lane(__s: &#batch, __lane: usize) -> ::std::option::Option<#name> {
+                ::std::option::Option::Some(#name { #(#field_names: #lane_fields,)* })
+            }
+
+            fn rows(__s: &#batch) -> usize {
+                #len
+            }
+
+            fn push_columns(__s: &#batch, __out: &mut ::std::vec::Vec<#rtp::Column>) {
                 #(#pushes)*
             }
 
-            /// The struct of arrays from the leaves' columns in order, as a `batch` entry
-            /// point gets them.
-            #[doc(hidden)]
-            pub fn __from_columns(__cols: &[#rtp::Column]) -> ::std::result::Result<Self, #rtp::RuntimeError> {
+            fn from_columns(__cols: &[#rtp::Column]) -> ::std::result::Result<#batch, #rtp::RuntimeError> {
                 let mut __at = 0usize;
-                ::std::result::Result::Ok(Self { #(#field_names: #reads,)* })
+                ::std::result::Result::Ok(#batch { #(#field_names: #reads,)* })
             }
         }
     }
