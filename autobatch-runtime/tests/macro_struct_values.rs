@@ -5,8 +5,10 @@
 //! stackless and the full VM agree lane by lane (floats bit for bit) on proptest batches of 1
 //! to 1,000 lanes.
 
+use autobatch_runtime::ir::Allocation;
 use autobatch_runtime::ndarray::{Array1, Array2};
 use autobatch_runtime::{autobatch, Config, Key, Mode, Vector};
+use autobatch_testkit::golden::assert_golden;
 use proptest::prelude::*;
 
 /// What a walk down a binary tree of depth `depth` sees.
@@ -132,6 +134,46 @@ fn jiggle(p: Particle, steps: i64) -> Particle {
     p
 }
 
+/// An accumulator passed down a recursion.
+#[autobatch]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Acc {
+    total: i64,
+    depth: i64,
+    scale: f64,
+}
+
+/// Only `a.total` is read after the recursive call: it alone of `a`'s fields is FULL.
+#[autobatch]
+fn deepen(a: Acc, n: i64) -> Acc {
+    if n <= 0 {
+        return a;
+    }
+    let inner = deepen(Acc { depth: a.depth + 1, ..a }, n - 1);
+    Acc { total: inner.total + a.total * 2, ..inner }
+}
+
+#[test]
+fn allocation_is_per_field() {
+    assert_golden(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden"),
+        "macro_struct_linked",
+        &deepen::program().unwrap().to_string(),
+    );
+    let program = deepen::program().unwrap();
+    let allocation = |name: &str| {
+        program
+            .vars
+            .iter()
+            .find(|v| v.name == name)
+            .unwrap_or_else(|| panic!("no variable {name}"))
+            .alloc
+    };
+    assert_eq!(allocation("deepen.a.total"), Allocation::Full);
+    assert_ne!(allocation("deepen.a.depth"), Allocation::Full);
+    assert_ne!(allocation("deepen.a.scale"), Allocation::Full);
+}
+
 fn modes() -> [Config; 2] {
     [
         Config::with_mode(Mode::FullVm),
@@ -189,6 +231,25 @@ proptest! {
             let twice = flip_twice::batch(a.view(), b.view(), &config).unwrap();
             let want: Vec<i64> = starts.iter().zip(&steps).map(|(&s, &n)| flip_twice(s, n)).collect();
             prop_assert_eq!(twice.to_vec(), want);
+        }
+    }
+
+    #[test]
+    fn a_struct_passes_down_a_recursion(totals in prop::collection::vec(-1000i64..1000, 1..1000)) {
+        let batch = AccBatch {
+            total: Array1::from_vec(totals.clone()),
+            depth: Array1::from_iter(totals.iter().map(|t| t % 3)),
+            scale: Array1::from_iter(totals.iter().map(|&t| t as f64 / 7.0)),
+        };
+        let ns = Array1::from_iter(totals.iter().map(|t| t.rem_euclid(6)));
+        for config in modes() {
+            let out = deepen::batch(&batch, ns.view(), &config).unwrap();
+            for lane in 0..totals.len() {
+                let want = deepen(batch.lane(lane).unwrap(), ns[lane]);
+                let have = out.lane(lane).unwrap();
+                prop_assert_eq!((have.total, have.depth), (want.total, want.depth));
+                prop_assert_eq!(have.scale.to_bits(), want.scale.to_bits());
+            }
         }
     }
 

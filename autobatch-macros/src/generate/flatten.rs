@@ -1198,3 +1198,24 @@ pub fn display_name(name: &str) -> String {
     let (lead, rest) = name.split_at(name.len() - name.trim_start_matches('_').len());
     format!("{lead}{}", rest.replace("__", "."))
 }
+
+/// Source text with every struct field variable in it printed as the field
+/// ([`display_name`]: `a__depth + 1` as `a.depth + 1`).
+pub fn display_source(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut word = String::new();
+    for c in text.chars().chain(std::iter::once(' ')) {
+        if c.is_alphanumeric() || c == '_' {
+            word.push(c);
+            continue;
+        }
+        if !word.is_empty() {
+            let starts_ident = word.starts_with(|c: char| c.is_alphabetic() || c == '_');
+            out.push_str(&if starts_ident { display_name(&word) } else { word.clone() });
+            word.clear();
+        }
+        out.push(c);
+    }
+    out.pop();
+    out
+}
