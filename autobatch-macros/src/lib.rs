@@ -290,6 +290,54 @@ use quote::quote;
 /// }
 /// ```
 ///
+/// Inside functions a struct is a value like any other: parameters, results, locals and
+/// loop-carried variables of struct type, passed to and returned from (recursive) calls, field
+/// reads (`t.depth`, `t.inner.q`), field assignment (`t.depth += 1`, `t.inner = e`), struct
+/// literals with shorthand fields and `..base`, nested structs, tuples of structs. Each field
+/// is a variable of its own (`t.depth` in the printed program), so the allocation is per field:
+/// only the fields read after a recursive call are stored per call. Batch entry points take a
+/// struct parameter as `&<Name>Batch` and return a struct result as `<Name>Batch`. A struct
+/// type is found like a callee (from its own hidden description), so it may be declared later
+/// in the file or in another module; the struct types named inside a struct must be nameable
+/// where the function using it is. Methods on structs, struct patterns and structs without
+/// `#[autobatch]` are compile errors saying what to write instead.
+///
+/// ```
+/// use autobatch_runtime::ndarray::array;
+/// use autobatch_runtime::{autobatch, Config};
+///
+/// #[autobatch]
+/// #[derive(Clone, Copy, Debug, PartialEq)]
+/// pub struct Summary {
+///     leaves: i64,
+///     weight: f64,
+/// }
+///
+/// #[autobatch]
+/// fn walk(depth: i64) -> Summary {
+///     if depth <= 0 {
+///         return Summary { leaves: 1, weight: 0.5 };
+///     }
+///     let left = walk(depth - 1);
+///     let right = walk(depth - 2);
+///     Summary { leaves: left.leaves + right.leaves, ..left }
+/// }
+///
+/// #[autobatch]
+/// fn heavier(s: Summary, by: f64) -> Summary {
+///     let mut s = s;
+///     s.weight *= by;
+///     s
+/// }
+///
+/// fn main() {
+///     let trees = walk::batch(array![0, 3, 5].view(), &Config::default()).unwrap();
+///     assert_eq!(trees.leaves, array![1, 5, 13]);
+///     let heavy = heavier::batch(&trees, array![2.0, 2.0, 2.0].view(), &Config::default());
+///     assert_eq!(heavy.unwrap().lane(2), Some(heavier(walk(5), 2.0)));
+/// }
+/// ```
+///
 /// Generated code reaches the runtime as `::autobatch_runtime`. A crate that depends on it
 /// under another name, or re-exports it, says where it is with `#[autobatch(crate = path)]`
 /// (and `#[primitive(crate = path)]`), as serde's `crate = ..` does.
@@ -348,7 +396,10 @@ pub fn autobatch(attr: TokenStream, item: TokenStream) -> TokenStream {
     }
     // Structs not learnt (the function has errors already): flattening would only add more.
     if errors.len() > 0 && generate::flatten::unknown_struct(&func).is_some() {
-        let e = errors.finish().expect_err("errors were reported").to_compile_error();
+        let e = errors
+            .finish()
+            .expect_err("errors were reported")
+            .to_compile_error();
         return quote!(#e #scalar #described).into();
     }
     // Entry points take and return structs as their structs of arrays: their layouts known.

@@ -24,7 +24,11 @@ pub struct Summary {
 #[autobatch]
 fn walk(depth: i64) -> Summary {
     if depth <= 0 {
-        return Summary { leaves: 1, weight: 0.5, balanced: true };
+        return Summary {
+            leaves: 1,
+            weight: 0.5,
+            balanced: true,
+        };
     }
     let left = walk(depth - 1);
     let right = walk(depth - 2);
@@ -47,16 +51,24 @@ pub struct Stats {
 /// A loop-carried struct: statistics of `x, x * 1.5, ..` for `count` terms.
 #[autobatch]
 fn running(x: f64, count: i64) -> (f64, f64) {
-    let mut s = Stats { n: 0, mean: 0.0, m2: 0.0 };
+    let mut s = Stats {
+        n: 0,
+        mean: 0.0,
+        m2: 0.0,
+    };
     let mut v = x;
     while s.n < count {
         s.n += 1;
         let delta = v - s.mean;
         s.mean += delta / s.n as f64;
-        s.m2 = s.m2 + delta * (v - s.mean);
+        s.m2 += delta * (v - s.mean);
         v = v * 1.5 - 1.0;
     }
-    let var = if s.n > 1 { s.m2 / (s.n - 1) as f64 } else { 0.0 };
+    let var = if s.n > 1 {
+        s.m2 / (s.n - 1) as f64
+    } else {
+        0.0
+    };
     (s.mean, var)
 }
 
@@ -81,16 +93,29 @@ pub struct Segment {
 /// struct assigned, shorthand fields.
 #[autobatch]
 fn crawl(start: i64, steps: i64) -> Segment {
-    let from = Point { x: start, y: -start };
-    let to = Point { x: start + 1, ..from };
-    let mut s = Segment { from, to, tag: (0, false) };
+    let from = Point {
+        x: start,
+        y: -start,
+    };
+    let to = Point {
+        x: start + 1,
+        ..from
+    };
+    let mut s = Segment {
+        from,
+        to,
+        tag: (0, false),
+    };
     for i in 0..steps {
         s.to.y += i;
         if s.to.y > s.from.y + 3 {
             s.from = s.to;
             s.tag = (s.tag.0 + 1, s.tag.1);
         } else {
-            s = Segment { tag: (s.tag.0, !s.tag.1), ..s };
+            s = Segment {
+                tag: (s.tag.0, !s.tag.1),
+                ..s
+            };
         }
     }
     s
@@ -99,7 +124,11 @@ fn crawl(start: i64, steps: i64) -> Segment {
 /// Swaps a segment's ends and measures it: a struct in, a struct and a tuple of structs out.
 #[autobatch]
 fn flip(s: Segment) -> (Segment, i64) {
-    let t = Segment { from: s.to, to: s.from, ..s };
+    let t = Segment {
+        from: s.to,
+        to: s.from,
+        ..s
+    };
     let len = (t.to.x - t.from.x).abs() + (t.to.y - t.from.y).abs();
     (t, len)
 }
@@ -149,8 +178,17 @@ fn deepen(a: Acc, n: i64) -> Acc {
     if n <= 0 {
         return a;
     }
-    let inner = deepen(Acc { depth: a.depth + 1, ..a }, n - 1);
-    Acc { total: inner.total + a.total * 2, ..inner }
+    let inner = deepen(
+        Acc {
+            depth: a.depth + 1,
+            ..a
+        },
+        n - 1,
+    );
+    Acc {
+        total: inner.total + a.total * 2,
+        ..inner
+    }
 }
 
 #[test]

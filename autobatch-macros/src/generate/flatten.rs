@@ -35,9 +35,14 @@ impl Shape {
         match t {
             Ty::Struct { path, fields } => Shape::Struct(
                 path.clone(),
-                fields.iter().map(|(n, t)| (n.clone(), Shape::of(t))).collect(),
+                fields
+                    .iter()
+                    .map(|(n, t)| (n.clone(), Shape::of(t)))
+                    .collect(),
             ),
-            Ty::Tuple(items) if t.has_struct() => Shape::Tuple(items.iter().map(Shape::of).collect()),
+            Ty::Tuple(items) if t.has_struct() => {
+                Shape::Tuple(items.iter().map(Shape::of).collect())
+            }
             other => Shape::Plain(Some(other.clone())),
         }
     }
@@ -89,7 +94,11 @@ impl Shape {
             Shape::Struct(p, _) => format!("`{p}`"),
             Shape::Tuple(items) => format!(
                 "({})",
-                items.iter().map(Shape::describe).collect::<Vec<_>>().join(", ")
+                items
+                    .iter()
+                    .map(Shape::describe)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         }
     }
@@ -125,7 +134,13 @@ pub fn flat_signature(s: &Signature) -> Signature {
         params: s
             .params
             .iter()
-            .flat_map(|t| if t.has_struct() { flat_types(t) } else { vec![t.clone()] })
+            .flat_map(|t| {
+                if t.has_struct() {
+                    flat_types(t)
+                } else {
+                    vec![t.clone()]
+                }
+            })
             .collect(),
         ret: flat_type(&s.ret),
     }
@@ -148,9 +163,12 @@ pub fn unknown_struct(func: &Func) -> Option<String> {
         t.resolved(&func.structs).unknown_structs(&mut out);
     }
     for p in literals {
-        Ty::Struct { path: p, fields: Vec::new() }
-            .resolved(&func.structs)
-            .unknown_structs(&mut out);
+        Ty::Struct {
+            path: p,
+            fields: Vec::new(),
+        }
+        .resolved(&func.structs)
+        .unknown_structs(&mut out);
     }
     out.into_iter().next()
 }
@@ -305,7 +323,8 @@ pub fn flatten(func: &Func, errors: &mut Errors) -> Func {
 
 /// The variable of the part at `path` of the value named `root`.
 fn part_name(root: &str, path: &[String]) -> String {
-    path.iter().fold(root.to_string(), |acc, m| field_var(&acc, m))
+    path.iter()
+        .fold(root.to_string(), |acc, m| field_var(&acc, m))
 }
 
 /// The flattening's state: the function, the struct-holding names in scope.
@@ -547,17 +566,14 @@ impl Flattener<'_> {
     fn rewrite(&self, tokens: &TokenStream) -> TokenStream {
         let tts: Vec<TokenTree> = tokens.clone().into_iter().collect();
         let mut out: Vec<TokenTree> = Vec::new();
-        let dot = |t: Option<&TokenTree>| {
-            matches!(t, Some(TokenTree::Punct(p)) if p.as_char() == '.' && p.spacing() == proc_macro2::Spacing::Alone)
-        };
+        let dot = |t: Option<&TokenTree>| matches!(t, Some(TokenTree::Punct(p)) if p.as_char() == '.' && p.spacing() == proc_macro2::Spacing::Alone);
         let mut i = 0;
         while i < tts.len() {
             let t = &tts[i];
             // A single `.` before (not the second of `..`) makes this a member, not a root.
             let after_dot = i >= 1
                 && dot(tts.get(i - 1))
-                && !(i >= 2
-                    && matches!(&tts[i - 2], TokenTree::Punct(p) if p.as_char() == '.'));
+                && !(i >= 2 && matches!(&tts[i - 2], TokenTree::Punct(p) if p.as_char() == '.'));
             match t {
                 TokenTree::Ident(id) if !after_dot => {
                     if let Some(shape) = self.lookup(&id.to_string()) {
@@ -651,7 +667,13 @@ impl Flattener<'_> {
                 let ty = types
                     .into_iter()
                     .collect::<Option<Vec<Ty>>>()
-                    .map(|mut ts| if ts.len() == 1 { ts.remove(0) } else { Ty::Tuple(ts) });
+                    .map(|mut ts| {
+                        if ts.len() == 1 {
+                            ts.remove(0)
+                        } else {
+                            Ty::Tuple(ts)
+                        }
+                    });
                 out.push(Stmt::Let {
                     pat: pat_tuple_or_one(pats),
                     ty,
@@ -663,11 +685,20 @@ impl Flattener<'_> {
 
     /// The part patterns (and types) a `let` pattern binds for a value of `shape`, binding
     /// its names.
-    fn let_parts(&mut self, pat: &Pat, shape: &Shape, pats: &mut Vec<Pat>, types: &mut Vec<Option<Ty>>) {
+    fn let_parts(
+        &mut self,
+        pat: &Pat,
+        shape: &Shape,
+        pats: &mut Vec<Pat>,
+        types: &mut Vec<Option<Ty>>,
+    ) {
         match (pat, shape) {
             (Pat::Ident(id), _) => {
                 for (path, t) in shape.parts() {
-                    pats.push(Pat::Ident(Ident::new(&part_name(&id.to_string(), &path), id.span())));
+                    pats.push(Pat::Ident(Ident::new(
+                        &part_name(&id.to_string(), &path),
+                        id.span(),
+                    )));
                     types.push(t);
                 }
                 let s = (!shape.is_plain()).then(|| shape.clone());
@@ -688,7 +719,10 @@ impl Flattener<'_> {
                 let names = p.names().join(", ");
                 self.errors.at(
                     Span::call_site(),
-                    format!("this pattern ({names}) does not match the value's shape, {}", shape.describe()),
+                    format!(
+                        "this pattern ({names}) does not match the value's shape, {}",
+                        shape.describe()
+                    ),
                 );
                 pats.push(Pat::Wild);
                 types.push(None);
@@ -714,7 +748,12 @@ impl Flattener<'_> {
             }
             ExprKind::NamedField(..) | ExprKind::Field(..) => self.field(e),
             ExprKind::Binary(op, t, a, b) => {
-                let kind = ExprKind::Binary(*op, t.clone(), Box::new(self.expr(a)), Box::new(self.expr(b)));
+                let kind = ExprKind::Binary(
+                    *op,
+                    t.clone(),
+                    Box::new(self.expr(a)),
+                    Box::new(self.expr(b)),
+                );
                 self.keep(e, kind)
             }
             ExprKind::Unary(t, a) => {
@@ -801,7 +840,11 @@ impl Flattener<'_> {
                 let lt = l.as_ref().map(|l| {
                     syn::Lifetime::new(&format!("'{}", l.trim_start_matches('\'')), e.span)
                 });
-                made(ExprKind::Break(l.clone(), Some(Box::new(v.clone()))), quote!(break #lt #vt), e.span)
+                made(
+                    ExprKind::Break(l.clone(), Some(Box::new(v.clone()))),
+                    quote!(break #lt #vt),
+                    e.span,
+                )
             }
             ExprKind::Return(v) => {
                 let ret = self.resolve(&self.func.ret);
@@ -810,7 +853,11 @@ impl Flattener<'_> {
                         let mut pre = Vec::new();
                         let x = self.flat(v, &Shape::of(&ret), &mut pre);
                         let xt = &x.tokens;
-                        let r = made(ExprKind::Return(Some(Box::new(x.clone()))), quote!(return #xt), e.span);
+                        let r = made(
+                            ExprKind::Return(Some(Box::new(x.clone()))),
+                            quote!(return #xt),
+                            e.span,
+                        );
                         with_prelude(pre, r)
                     }
                     Some(v) => {
@@ -899,7 +946,8 @@ impl Flattener<'_> {
                 made(ExprKind::Invalid, e.tokens.clone(), e.span)
             }
             None => {
-                self.errors.at(e.span, format!("{} has no field `{m}`", shape.describe()));
+                self.errors
+                    .at(e.span, format!("{} has no field `{m}`", shape.describe()));
                 made(ExprKind::Invalid, e.tokens.clone(), e.span)
             }
         }
@@ -943,7 +991,10 @@ impl Flattener<'_> {
         }
         let ats = flat_args.iter().map(|a| &a.tokens);
         let tokens = quote!(#path(#(#ats),*));
-        with_prelude(pre, made(ExprKind::Call(path.clone(), flat_args), tokens, e.span))
+        with_prelude(
+            pre,
+            made(ExprKind::Call(path.clone(), flat_args), tokens, e.span),
+        )
     }
 
     /// `e`, a value of `shape`, as one expression of its flattened type; statements it needs
@@ -956,7 +1007,10 @@ impl Flattener<'_> {
             if s != *shape && !same_layout(&s, shape) {
                 self.mismatch(e, shape, &s);
             }
-            let parts = s.parts().into_iter().map(|(p, _)| var(&part_name(&name, &p), e.span));
+            let parts = s
+                .parts()
+                .into_iter()
+                .map(|(p, _)| var(&part_name(&name, &p), e.span));
             return tuple_or_one(parts.collect(), e.span);
         }
         match &e.kind {
@@ -1007,7 +1061,8 @@ impl Flattener<'_> {
     }
 
     fn mismatch_described(&mut self, e: &Expr, want: &Shape) {
-        self.errors.at(e.span, format!("expected {} here", want.describe()));
+        self.errors
+            .at(e.span, format!("expected {} here", want.describe()));
     }
 
     /// `e`, a value of `shape`, one expression per part (computed values into fresh
@@ -1025,7 +1080,12 @@ impl Flattener<'_> {
         }
         let names: Vec<String> = (0..n).map(|_| self.fresh()).collect();
         pre.push(Stmt::Let {
-            pat: Pat::Tuple(names.iter().map(|t| Pat::Ident(Ident::new(t, e.span))).collect()),
+            pat: Pat::Tuple(
+                names
+                    .iter()
+                    .map(|t| Pat::Ident(Ident::new(t, e.span)))
+                    .collect(),
+            ),
             ty: None,
             init: v,
         });
@@ -1036,22 +1096,30 @@ impl Flattener<'_> {
     /// `..base`; fields that call functions are evaluated first, in source order, then base.
     fn literal(&mut self, e: &Expr, lit: &StructLit, shape: &Shape, pre: &mut Vec<Stmt>) -> Expr {
         let Some(Shape::Struct(path, fields)) = self.struct_shape(&lit.path) else {
-            self.errors.at(e.span, format!("`{}` is not an #[autobatch] struct", lit.path));
+            self.errors.at(
+                e.span,
+                format!("`{}` is not an #[autobatch] struct", lit.path),
+            );
             return made(ExprKind::Invalid, e.tokens.clone(), e.span);
         };
-        if !matches!(shape, Shape::Struct(p, _) if *p == path) && !same_layout(shape, &Shape::Struct(path.clone(), fields.clone())) {
+        if !matches!(shape, Shape::Struct(p, _) if *p == path)
+            && !same_layout(shape, &Shape::Struct(path.clone(), fields.clone()))
+        {
             self.mismatch_described(e, shape);
         }
         for (name, _) in &lit.fields {
             if !fields.iter().any(|(n, _)| *name == n) {
-                self.errors.at(name.span(), format!("`{path}` has no field `{name}`"));
+                self.errors
+                    .at(name.span(), format!("`{path}` has no field `{name}`"));
             }
         }
         // Given fields, in source order.
         let ordered = lit.fields.iter().any(|(_, x)| has_call(x));
         let mut given: BTreeMap<String, Vec<Expr>> = BTreeMap::new();
         for (name, x) in &lit.fields {
-            let Some((_, s)) = fields.iter().find(|(n, _)| *name == n) else { continue };
+            let Some((_, s)) = fields.iter().find(|(n, _)| *name == n) else {
+                continue;
+            };
             let mut ps = self.parts(x, s, pre);
             if ordered {
                 ps = ps
@@ -1087,7 +1155,10 @@ impl Flattener<'_> {
                 let names: Vec<String> = missing.iter().map(|n| format!("`{n}`")).collect();
                 self.errors.at(
                     e.span,
-                    format!("missing fields {} in this `{path}` (or write `..base`)", names.join(", ")),
+                    format!(
+                        "missing fields {} in this `{path}` (or write `..base`)",
+                        names.join(", ")
+                    ),
                 );
                 return made(ExprKind::Invalid, e.tokens.clone(), e.span);
             }
@@ -1110,20 +1181,39 @@ impl Flattener<'_> {
 
     /// `target = value` / `target op= value`, where the target may be a struct (assigned
     /// part by part) or a field of one (its own variable).
-    fn assign(&mut self, e: &Expr, target: &Ident, value: &Expr, op: Option<&(crate::parse::ast::BinOp, TokenStream)>) -> Expr {
+    fn assign(
+        &mut self,
+        e: &Expr,
+        target: &Ident,
+        value: &Expr,
+        op: Option<&(crate::parse::ast::BinOp, TokenStream)>,
+    ) -> Expr {
         let name = target.to_string();
         let shape = self.target_shape(&name);
         let Some(shape) = shape.filter(|s| !s.is_plain()) else {
             let value = self.expr(value);
-            return self.keep(e, ExprKind::Assign(target.clone(), Box::new(value), op.cloned()));
+            return self.keep(
+                e,
+                ExprKind::Assign(target.clone(), Box::new(value), op.cloned()),
+            );
         };
         if op.is_some() {
-            self.errors.at(e.span, format!("a compound assignment needs a number, not {}", shape.describe()));
+            self.errors.at(
+                e.span,
+                format!(
+                    "a compound assignment needs a number, not {}",
+                    shape.describe()
+                ),
+            );
             return made(ExprKind::Invalid, e.tokens.clone(), e.span);
         }
         let mut stmts = Vec::new();
         let parts = self.parts(value, &shape, &mut stmts);
-        let targets: Vec<String> = shape.parts().into_iter().map(|(p, _)| part_name(&name, &p)).collect();
+        let targets: Vec<String> = shape
+            .parts()
+            .into_iter()
+            .map(|(p, _)| part_name(&name, &p))
+            .collect();
         // Parts that are their own target need nothing; the others go through fresh variables
         // when any reads a target (`t = T { a: t.b, b: t.a }` swaps).
         let moves: Vec<(String, Expr)> = targets
@@ -1151,7 +1241,11 @@ impl Flattener<'_> {
             let id = Ident::new(&t, target.span());
             let vt = &value.tokens;
             let tokens = quote!(#id = #vt);
-            assigns.push(Stmt::Expr(made(ExprKind::Assign(id, Box::new(value), None), tokens, e.span)));
+            assigns.push(Stmt::Expr(made(
+                ExprKind::Assign(id, Box::new(value), None),
+                tokens,
+                e.span,
+            )));
         }
         stmts.extend(assigns);
         block_expr(Block { stmts, tail: None }, e.span)
@@ -1211,7 +1305,11 @@ pub fn display_source(text: &str) -> String {
         }
         if !word.is_empty() {
             let starts_ident = word.starts_with(|c: char| c.is_alphabetic() || c == '_');
-            out.push_str(&if starts_ident { display_name(&word) } else { word.clone() });
+            out.push_str(&if starts_ident {
+                display_name(&word)
+            } else {
+                word.clone()
+            });
             word.clear();
         }
         out.push(c);

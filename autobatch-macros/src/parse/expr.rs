@@ -310,7 +310,10 @@ pub fn expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
 /// `Path { field: value, shorthand, ..base }`.
 fn struct_literal(s: &syn::ExprStruct, e: &syn::Expr, errors: &mut Errors) -> Expr {
     if s.qself.is_some() || s.path.segments.iter().any(|seg| !seg.arguments.is_empty()) {
-        errors.at(&s.path, "a struct literal names its #[autobatch] struct by a plain path (`Tree { .. }`)");
+        errors.at(
+            &s.path,
+            "a struct literal names its #[autobatch] struct by a plain path (`Tree { .. }`)",
+        );
         return invalid(e);
     }
     let mut fields = Vec::new();
@@ -318,7 +321,10 @@ fn struct_literal(s: &syn::ExprStruct, e: &syn::Expr, errors: &mut Errors) -> Ex
         match &f.member {
             syn::Member::Named(n) => fields.push((n.clone(), expr(&f.expr, errors))),
             syn::Member::Unnamed(i) => {
-                errors.at(i, "#[autobatch] structs have named fields: write `name: value`");
+                errors.at(
+                    i,
+                    "#[autobatch] structs have named fields: write `name: value`",
+                );
                 return invalid(e);
             }
         }
