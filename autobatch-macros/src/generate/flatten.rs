@@ -510,6 +510,7 @@ impl Flattener<'_> {
                 })
             }
             ExprKind::Loop(_, b) => self.break_shape(b),
+            ExprKind::Method(r, m, args) if m == "clone" && args.is_empty() => self.shape_of(r),
             _ => None,
         }
     }
@@ -957,13 +958,18 @@ impl Flattener<'_> {
     /// when they are computed, the other arguments with calls too, so the order stays).
     fn call(&mut self, e: &Expr, path: &syn::Path, args: &[Expr]) -> Expr {
         let sig = self.func.callee_signature(path);
+        // The context passed on (`g(ctx, x)`) is no parameter of the signature.
+        let mut position = 0;
         let shapes: Vec<Option<Shape>> = args
             .iter()
-            .enumerate()
-            .map(|(i, a)| {
+            .map(|a| {
+                if matches!(a.kind, ExprKind::Uniform(true)) {
+                    return None;
+                }
+                position += 1;
                 let declared = sig
                     .as_ref()
-                    .and_then(|s| s.params.get(i))
+                    .and_then(|s| s.params.get(position - 1))
                     .map(|t| self.resolve(t))
                     .filter(Ty::has_struct)
                     .map(|t| Shape::of(&t));
@@ -1015,6 +1021,10 @@ impl Flattener<'_> {
         }
         match &e.kind {
             ExprKind::Struct(lit) => self.literal(e, lit, shape, pre),
+            // A copy of a struct is a copy of each of its fields.
+            ExprKind::Method(r, m, args) if m == "clone" && args.is_empty() => {
+                self.flat(r, shape, pre)
+            }
             ExprKind::Tuple(items) => {
                 let Shape::Tuple(ss) = shape else {
                     self.mismatch_described(e, shape);
