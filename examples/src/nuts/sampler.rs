@@ -273,10 +273,11 @@ pub fn transition(
     while depth < shared.settings.max_depth {
         let (u, k) = key.uniform();
         let forward = u > 0.5;
-        let (start, step, near_p, far_p) = if forward {
-            (fwd.clone(), eps, fwd.p.clone(), bck.p.clone())
+        let step = if forward { eps } else { -eps };
+        let (start, near_p, far_p) = if forward {
+            (fwd.clone(), fwd.p.clone(), bck.p.clone())
         } else {
-            (bck.clone(), -eps, bck.p.clone(), fwd.p.clone())
+            (bck.clone(), bck.p.clone(), fwd.p.clone())
         };
         let (tree, k) = build_tree(shared, depth, start, step, minv.clone(), h0, k);
         n_leapfrog += tree.n_leapfrog;
