@@ -141,6 +141,41 @@ fn flip_twice(start: i64, steps: i64) -> i64 {
     pair.0.from.x * 1000 + pair.1 + a + pair.0.tag.0 as i64
 }
 
+/// Structs in control flow: an `if` and a `match` for a struct's value, a `loop` breaking
+/// with one, a struct built from a call inside a literal, and a struct of a tuple.
+#[autobatch]
+fn wander(start: i64, steps: i64) -> (Point, i64) {
+    let origin = Point { x: start, y: 0 };
+    let mut p = if start % 2 == 0 {
+        origin
+    } else {
+        Point { y: 1, ..origin }
+    };
+    let mut rounds = 0;
+    let found = loop {
+        rounds += 1;
+        if p.x.abs() > 20 || p.y > steps || rounds > 12 {
+            break p;
+        }
+        p = match p.x % 3 {
+            0 => Point { x: p.x + 5, ..p },
+            1 | -1 => Point {
+                x: p.x - 2,
+                y: p.y + 1,
+            },
+            _ => flip(crawl(p.x, p.y.abs() % 4)).0.to,
+        };
+    };
+    let pair = (
+        found,
+        Point {
+            x: walk(steps % 5).leaves,
+            y: -1,
+        },
+    );
+    (pair.1, pair.0.x * 100 + pair.0.y)
+}
+
 /// A particle: a `Vector` position and a random key.
 #[autobatch]
 #[derive(Clone, Debug, PartialEq)]
@@ -269,6 +304,20 @@ proptest! {
             let twice = flip_twice::batch(a.view(), b.view(), &config).unwrap();
             let want: Vec<i64> = starts.iter().zip(&steps).map(|(&s, &n)| flip_twice(s, n)).collect();
             prop_assert_eq!(twice.to_vec(), want);
+        }
+    }
+
+    #[test]
+    fn structs_flow_through_if_match_and_loop(starts in prop::collection::vec(-30i64..30, 1..1000)) {
+        let steps: Vec<i64> = starts.iter().map(|s| (s * 7).rem_euclid(11)).collect();
+        let (a, b) = (Array1::from_vec(starts.clone()), Array1::from_vec(steps.clone()));
+        for config in modes() {
+            let (points, codes) = wander::batch(a.view(), b.view(), &config).unwrap();
+            for lane in 0..starts.len() {
+                let (p, code) = wander(starts[lane], steps[lane]);
+                prop_assert_eq!(points.lane(lane).unwrap(), p);
+                prop_assert_eq!(codes[lane], code);
+            }
         }
     }
 

@@ -928,30 +928,48 @@ impl Flattener<'_> {
         };
         // A field of a computed struct: the struct's parts into fresh variables first.
         let mut pre = Vec::new();
-        let parts = self.parts(b, &shape, &mut pre);
-        let paths = shape.parts();
-        let picked: Vec<Expr> = paths
-            .iter()
-            .zip(parts)
-            .filter(|((p, _), _)| p.first() == Some(&m))
-            .map(|(_, x)| x)
-            .collect();
-        match shape.member(&m) {
-            Some(s) if s.is_plain() => {
-                let v = picked.into_iter().next().expect("one part per plain field");
-                with_prelude(pre, v)
+        match self.computed_parts(e, &mut pre) {
+            Some((mut parts, s)) if s.is_plain() && parts.len() == 1 => {
+                with_prelude(pre, parts.remove(0))
             }
-            Some(s) => {
+            Some((_, s)) => {
                 let s = s.describe();
                 self.whole(e, &s);
                 made(ExprKind::Invalid, e.tokens.clone(), e.span)
             }
             None => {
                 self.errors
-                    .at(e.span, format!("{} has no field `{m}`", shape.describe()));
+                    .at(e.span, format!("no field `{m}` in {}", shape.describe()));
                 made(ExprKind::Invalid, e.tokens.clone(), e.span)
             }
         }
+    }
+
+    /// The parts of the field `e` of a computed struct value (`f(x).0.to`), the value's
+    /// parts evaluated into fresh variables first, with the field's shape.
+    fn computed_parts(&mut self, e: &Expr, pre: &mut Vec<Stmt>) -> Option<(Vec<Expr>, Shape)> {
+        let (b, m) = match &e.kind {
+            ExprKind::NamedField(b, m) => (b, m.to_string()),
+            ExprKind::Field(b, i) => (b, i.to_string()),
+            _ => return None,
+        };
+        let computed = matches!(b.kind, ExprKind::NamedField(..) | ExprKind::Field(..))
+            && self.place(b).is_none();
+        let (parts, shape) = if computed {
+            self.computed_parts(b, pre)?
+        } else {
+            let s = self.shape_of(b)?;
+            (self.parts(b, &s, pre), s)
+        };
+        let sub = shape.member(&m)?.clone();
+        let picked = shape
+            .parts()
+            .into_iter()
+            .zip(parts)
+            .filter(|((p, _), _)| p.first() == Some(&m))
+            .map(|(_, x)| x)
+            .collect();
+        Some((picked, sub))
     }
 
     /// A call: struct arguments passed part by part (evaluated into fresh variables first
@@ -1037,6 +1055,13 @@ impl Flattener<'_> {
                 tuple_or_one(parts, e.span)
             }
             ExprKind::Call(path, args) => self.call(e, path, args),
+            ExprKind::NamedField(..) | ExprKind::Field(..) => match self.computed_parts(e, pre) {
+                Some((parts, _)) => tuple_or_one(parts, e.span),
+                None => {
+                    self.mismatch_described(e, shape);
+                    made(ExprKind::Invalid, e.tokens.clone(), e.span)
+                }
+            },
             ExprKind::If(c, t, el) => {
                 let c = self.expr(c);
                 let t = self.block(t, Some(shape));

@@ -416,7 +416,8 @@ pub fn chain(shared: &Shared, q: Vector, chain: i64, key: Key) -> (Vector, f64, 
             if shared.settings.adapt_step_size {
                 da.count += 1.0;
                 let eta = 1.0 / (da.count + 10.0);
-                da.s_bar = (1.0 - eta) * da.s_bar + eta * (shared.settings.target_accept - t.accept);
+                da.s_bar =
+                    (1.0 - eta) * da.s_bar + eta * (shared.settings.target_accept - t.accept);
                 let x = da.mu - da.s_bar * da.count.sqrt() / 0.05;
                 let x_eta = da.count.powf(-0.75);
                 da.x_bar = (1.0 - x_eta) * da.x_bar + x_eta * x;
