@@ -1352,3 +1352,149 @@ pub fn display_source(text: &str) -> String {
     out.pop();
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use autobatch_ir::DType;
+
+    fn point() -> Ty {
+        let i = Ty::Scalar(DType::I64);
+        Ty::Struct {
+            path: "Point".into(),
+            fields: vec![("x".into(), i.clone()), ("y".into(), i)],
+        }
+    }
+
+    fn segment() -> Ty {
+        Ty::Struct {
+            path: "Segment".into(),
+            fields: vec![
+                ("from".into(), point()),
+                (
+                    "tag".into(),
+                    Ty::Tuple(vec![Ty::Scalar(DType::Bool), Ty::Vector]),
+                ),
+            ],
+        }
+    }
+
+    #[test]
+    fn a_struct_is_one_part_per_field_and_tuples_inside_stay_whole() {
+        let parts: Vec<String> = Shape::of(&segment())
+            .parts()
+            .into_iter()
+            .map(|(p, _)| part_name("s", &p))
+            .collect();
+        assert_eq!(parts, ["s__from__x", "s__from__y", "s__tag"]);
+        let sig = flat_signature(&Signature {
+            params: vec![Ty::Scalar(DType::F64), segment()],
+            ret: Ty::Tuple(vec![point(), Ty::Scalar(DType::Bool)]),
+        });
+        assert_eq!(sig.params.len(), 4);
+        assert_eq!(
+            sig.ret,
+            Ty::Tuple(vec![
+                Ty::Scalar(DType::I64),
+                Ty::Scalar(DType::I64),
+                Ty::Scalar(DType::Bool)
+            ])
+        );
+        assert_eq!(
+            flat_type(&point().clone()),
+            Ty::Tuple(vec![Ty::Scalar(DType::I64); 2])
+        );
+    }
+
+    #[test]
+    fn field_variables_print_as_fields() {
+        assert_eq!(display_name("t__inner__q"), "t.inner.q");
+        assert_eq!(display_name("__flat3__x"), "__flat3.x");
+        assert_eq!(display_name("ret.0"), "ret.0");
+        assert_eq!(
+            display_source("a__depth + 1.5e3 * __a0"),
+            "a.depth + 1.5e3 * __a0"
+        );
+    }
+
+    #[test]
+    fn field_chains_rooted_at_struct_variables_become_their_variables() {
+        let func = Func {
+            name: Ident::new("f", Span::call_site()),
+            params: Vec::new(),
+            ret: Ty::unit(),
+            body: Block {
+                stmts: Vec::new(),
+                tail: None,
+            },
+            poisoned: Vec::new(),
+            context: None,
+            learnt: BTreeMap::new(),
+            structs: BTreeMap::new(),
+        };
+        let mut errors = Errors::default();
+        let mut f = Flattener {
+            func: &func,
+            errors: &mut errors,
+            scopes: vec![Vec::new()],
+            fresh: 0,
+        };
+        f.bind("s".into(), Some(Shape::of(&segment())));
+        let tokens: TokenStream = syn::parse_str(
+            "s.from.x + s.tag.0 as i64 + (0..s.from.y).len() + x.from.y + s.from.y.max(1)",
+        )
+        .unwrap();
+        let out = f.rewrite(&tokens).to_string();
+        assert_eq!(
+            out,
+            "s__from__x + s__tag . 0 as i64 + (0 .. s__from__y) . len () + x . from . y + s__from__y . max (1)"
+        );
+    }
+
+    #[test]
+    fn nested_struct_layouts_still_to_learn_are_found() {
+        let mut func = Func {
+            name: Ident::new("f", Span::call_site()),
+            params: vec![(
+                Ident::new("s", Span::call_site()),
+                Ty::Struct {
+                    path: "Segment".into(),
+                    fields: Vec::new(),
+                },
+            )],
+            ret: Ty::unit(),
+            body: Block {
+                stmts: Vec::new(),
+                tail: None,
+            },
+            poisoned: Vec::new(),
+            context: None,
+            learnt: BTreeMap::new(),
+            structs: BTreeMap::new(),
+        };
+        assert_eq!(unknown_struct(&func).as_deref(), Some("Segment"));
+        let Ty::Struct { fields, .. } = segment() else {
+            unreachable!()
+        };
+        let fields = fields
+            .into_iter()
+            .map(|(n, t)| match t {
+                Ty::Struct { path, .. } => (
+                    n,
+                    Ty::Struct {
+                        path,
+                        fields: Vec::new(),
+                    },
+                ),
+                t => (n, t),
+            })
+            .collect();
+        func.structs.insert("Segment".into(), fields);
+        assert_eq!(unknown_struct(&func).as_deref(), Some("Point"));
+        let Ty::Struct { fields, .. } = point() else {
+            unreachable!()
+        };
+        func.structs.insert("Point".into(), fields);
+        assert_eq!(unknown_struct(&func), None);
+    }
+}
