@@ -176,6 +176,40 @@ fn wander(start: i64, steps: i64) -> (Point, i64) {
     (pair.1, pair.0.x * 100 + pair.0.y)
 }
 
+/// A struct of one field.
+#[autobatch]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Meters {
+    value: f64,
+}
+
+/// Settings every lane shares.
+pub struct Scale {
+    factor: f64,
+}
+
+/// The context after a struct parameter, passed on after a struct argument.
+#[autobatch]
+fn stretch(m: Meters, scale: &Scale, times: i64) -> Meters {
+    if times <= 0 {
+        m
+    } else {
+        stretch(
+            Meters {
+                value: m.value * scale.factor,
+            },
+            scale,
+            times - 1,
+        )
+    }
+}
+
+/// Another function's struct parameter before the context.
+#[autobatch]
+fn stretch_twice(v: f64, scale: &Scale) -> f64 {
+    stretch(Meters { value: v }, scale, 2).value
+}
+
 /// A particle: a `Vector` position and a random key.
 #[autobatch]
 #[derive(Clone, Debug, PartialEq)]
@@ -318,6 +352,22 @@ proptest! {
                 prop_assert_eq!(points.lane(lane).unwrap(), p);
                 prop_assert_eq!(codes[lane], code);
             }
+        }
+    }
+
+    #[test]
+    fn a_one_field_struct_beside_the_context(values in prop::collection::vec(-10.0f64..10.0, 1..1000)) {
+        let scale = Scale { factor: 1.25 };
+        let times = Array1::from_iter((0..values.len() as i64).map(|i| i % 5));
+        let batch = MetersBatch { value: Array1::from_vec(values.clone()) };
+        for config in modes() {
+            let out = stretch::batch(&scale, &batch, times.view(), &config).unwrap();
+            for lane in 0..values.len() {
+                let want = stretch(Meters { value: values[lane] }, &scale, times[lane]);
+                prop_assert_eq!(out.value[lane].to_bits(), want.value.to_bits());
+            }
+            let twice = stretch_twice::batch(&scale, batch.value.view(), &config).unwrap();
+            prop_assert_eq!(twice[0].to_bits(), stretch_twice(values[0], &scale).to_bits());
         }
     }
 

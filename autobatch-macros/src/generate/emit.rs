@@ -2,12 +2,13 @@
 //! kernels, and the typed batched entry points.
 
 use super::context;
+use super::flatten::flat_signature;
 use super::infer::path_text;
 use super::ir::CompileTime;
 use super::runtime::{leaf_paths, struct_path, Runtime};
 use super::translate::{KernelSpec, Record, Step};
 use super::vectorise::vector_kernel;
-use crate::parse::ast::{Func, Ty};
+use crate::parse::ast::{Func, Signature, Ty};
 use crate::parse::context::ContextParam;
 use autobatch_ir::Allocation;
 use proc_macro2::{Ident, Span, TokenStream};
@@ -386,7 +387,25 @@ pub fn function(
             .filter(|s| s.params.iter().chain([&s.ret]).any(Ty::has_struct))
         {
             let ps = s.params.iter().map(|t| rt.rust_type(t)).collect();
-            let ps = context::with_context_param(ps, c.context, func.context.as_ref());
+            // The call passed each struct field by field: the context's place among the
+            // struct-typed parameters.
+            let position = c.context.map(|at| {
+                let mut leaves = 0;
+                s.params
+                    .iter()
+                    .take_while(|t| {
+                        let t = t.resolved(&func.structs);
+                        leaves += flat_signature(&Signature {
+                            params: vec![t],
+                            ret: Ty::unit(),
+                        })
+                        .params
+                        .len();
+                        leaves <= at
+                    })
+                    .count()
+            });
+            let ps = context::with_context_param(ps, position, func.context.as_ref());
             let r = rt.rust_type(&s.ret);
             return quote_spanned!(c.span=> const _: fn(#(#ps),*) -> #r = #p;);
         }
