@@ -718,8 +718,9 @@ impl Flattener<'_> {
             }
             (p, _) => {
                 let names = p.names().join(", ");
+                let at = first_ident(p).map_or_else(Span::call_site, Ident::span);
                 self.errors.at(
-                    Span::call_site(),
+                    at,
                     format!(
                         "this pattern ({names}) does not match the value's shape, {}",
                         shape.describe()
@@ -1303,6 +1304,15 @@ impl Flattener<'_> {
             }
         }
         None
+    }
+}
+
+/// The first name a pattern binds, for an error's place.
+fn first_ident(p: &Pat) -> Option<&Ident> {
+    match p {
+        Pat::Ident(id) => Some(id),
+        Pat::Tuple(ps) => ps.iter().find_map(first_ident),
+        Pat::Wild => None,
     }
 }
 
