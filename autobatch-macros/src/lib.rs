@@ -326,6 +326,54 @@ use quote::quote;
 /// }
 /// ```
 ///
+/// Inside functions a struct is a value like any other: parameters, results, locals and
+/// loop-carried variables of struct type, passed to and returned from (recursive) calls, field
+/// reads (`t.depth`, `t.inner.q`), field assignment (`t.depth += 1`, `t.inner = e`), struct
+/// literals with shorthand fields and `..base`, nested structs, tuples of structs. Each field
+/// is a variable of its own (`t.depth` in the printed program), so the allocation is per field:
+/// only the fields read after a recursive call are stored per call. Batch entry points take a
+/// struct parameter as `&<Name>Batch` and return a struct result as `<Name>Batch`. A struct
+/// type is found like a callee (from its own hidden description), so it may be declared later
+/// in the file or in another module; the struct types named inside a struct must be nameable
+/// where the function using it is. Methods on structs, struct patterns and structs without
+/// `#[autobatch]` are compile errors saying what to write instead.
+///
+/// ```
+/// use autobatch_runtime::ndarray::array;
+/// use autobatch_runtime::{autobatch, Config};
+///
+/// #[autobatch]
+/// #[derive(Clone, Copy, Debug, PartialEq)]
+/// pub struct Summary {
+///     leaves: i64,
+///     weight: f64,
+/// }
+///
+/// #[autobatch]
+/// fn walk(depth: i64) -> Summary {
+///     if depth <= 0 {
+///         return Summary { leaves: 1, weight: 0.5 };
+///     }
+///     let left = walk(depth - 1);
+///     let right = walk(depth - 2);
+///     Summary { leaves: left.leaves + right.leaves, ..left }
+/// }
+///
+/// #[autobatch]
+/// fn heavier(s: Summary, by: f64) -> Summary {
+///     let mut s = s;
+///     s.weight *= by;
+///     s
+/// }
+///
+/// fn main() {
+///     let trees = walk::batch(array![0, 3, 5].view(), &Config::default()).unwrap();
+///     assert_eq!(trees.leaves, array![1, 5, 13]);
+///     let heavy = heavier::batch(&trees, array![2.0, 2.0, 2.0].view(), &Config::default());
+///     assert_eq!(heavy.unwrap().lane(2), Some(heavier(walk(5), 2.0)));
+/// }
+/// ```
+///
 /// Generated code reaches the runtime as `::autobatch_runtime`. A crate that depends on it
 /// under another name, or re-exports it, says where it is with `#[autobatch(crate = path)]`
 /// (and `#[primitive(crate = path)]`), as serde's `crate = ..` does.
@@ -357,32 +405,55 @@ pub fn autobatch(attr: TokenStream, item: TokenStream) -> TokenStream {
     let args = parse::args::args(attr.clone(), parse::args::Macro::Autobatch, &mut errors);
     let mut func = parse::func(&item_fn, &mut errors);
     func.learnt.extend(args.learnt.iter().cloned());
+    func.structs.extend(args.structs.iter().cloned());
+    let first = args.learnt.is_empty() && args.structs.is_empty();
     let runtime = generate::runtime::Runtime::new(args.krate.as_ref());
     // The function's own description, once (on the expansion that learnt nothing yet), before
     // it learns its callees': mutually recursive functions each wait for the other's.
     // A method has no description (`macro_rules!` cannot stand in an `impl`): it is an error.
-    let described = (args.learnt.is_empty() && item_fn.sig.receiver().is_none())
+    let described = (first && item_fn.sig.receiver().is_none())
         .then(|| generate::describe::item_macro(&runtime, &func.name, &func.signature()));
     // The scalar function, once too (so it exists even if a callee cannot be learnt).
-    let scalar = args.learnt.is_empty().then(|| original.clone());
+    let scalar = first.then(|| original.clone());
     if errors.len() == 0 {
+        // Struct layouts first: callees' signatures may name them.
+        if let Some(path) = generate::flatten::unknown_struct(&func) {
+            match syn::parse_str::<syn::Path>(&path) {
+                Ok(p) => {
+                    let learn = generate::describe::learn_struct(&runtime, &attr, &p, &original);
+                    return quote!(#scalar #described #learn).into();
+                }
+                Err(e) => errors.at(func.name.span(), e),
+            }
+        }
         if let Some(callee) = generate::describe::unknown_callee(&func) {
             let learn = generate::describe::learn(&runtime, &attr, &callee, &original);
             return quote!(#scalar #described #learn).into();
         }
     }
     // A construct outside the language leaves the body incomplete: translating it anyway would
-    // only add follow-on errors (a variable it never bound, a type it never saw).
+    // only add follow-on errors (a variable it never bound, a type it never saw); so would
+    // flattening structs whose layouts were not learnt, or translating a body flattening refused.
+    let stop = |errors: parse::Errors| -> TokenStream {
+        let e = errors.finish().err().map(|e| e.to_compile_error());
+        quote!(#e #scalar #described).into()
+    };
     if errors.len() > 0 {
-        let e = std::mem::take(&mut errors).finish().err();
-        let e = e.map(|e| e.to_compile_error());
-        return quote!(#e #scalar #described).into();
+        return stop(errors);
     }
-    let lets = generate::infer::function::let_types(&func);
-    let mut record = generate::translate::translate(&func, &lets, &mut errors);
-    if let Err(e) = errors.finish() {
-        let e = e.to_compile_error();
-        return quote!(#e #scalar #described).into();
+    // Entry points take and return structs as their structs of arrays: their layouts known.
+    for (_, t) in &mut func.params {
+        *t = t.resolved(&func.structs);
+    }
+    func.ret = func.ret.resolved(&func.structs);
+    let flat = generate::flatten::flatten(&func, &mut errors);
+    if errors.len() > 0 {
+        return stop(errors);
+    }
+    let lets = generate::infer::function::let_types(&flat);
+    let mut record = generate::translate::translate(&flat, &lets, &mut errors);
+    if errors.len() > 0 {
+        return stop(errors);
     }
     generate::merge::merge_kernels(&runtime, &mut record);
     match generate::ir::compile_time(&record, &func.name.to_string()) {
@@ -415,7 +486,9 @@ fn autobatch_struct(
         return quote!(#e #original);
     }
     let runtime = generate::runtime::Runtime::new(args.krate.as_ref());
-    generate::structs::expand(&runtime, item, &def)
+    let described = generate::describe::struct_macro(&runtime, &def.name, &def.fields);
+    let expanded = generate::structs::expand(&runtime, item, &def);
+    quote!(#expanded #described)
 }
 
 /// Hidden: a callee's description re-applying `#[autobatch]` to a caller with the callee's

@@ -55,6 +55,17 @@ pub fn expand(attr: TokenStream, item: syn::ItemFn) -> Result<TokenStream, syn::
         syn::ReturnType::Type(_, t) => parse::ty(t, &mut errors),
     };
     let ctx = parse_context::single(contexts, &mut errors);
+    if let Some(s) = params
+        .iter()
+        .map(|(_, t, _)| t)
+        .chain([&ret])
+        .find(|t| t.has_struct())
+    {
+        errors.at(
+            &sig.ident,
+            format!("a primitive takes and returns the language's values, not structs (`{}`): pass the fields it needs", crate::generate::runtime::Runtime::new(None).rust_type(s)),
+        );
+    }
     errors.finish()?;
 
     let runtime = Runtime::new(args.krate.as_ref());

@@ -3,7 +3,7 @@
 //! 10,000 chains, long-run accuracy on the 100-d Gaussian, and typed errors for bad input.
 
 use autobatch_examples::diagnostics;
-use autobatch_examples::nuts::sampler::{chain, transition};
+use autobatch_examples::nuts::sampler::{chain, transition, StateBatch};
 use autobatch_examples::nuts::{
     chain_key, initial_point, sample, sample_chains, CorrelatedGaussian, LogisticRegression,
     SampleError, Settings, Shared, Sink, Target,
@@ -171,10 +171,10 @@ fn the_scalar_sampler_gives_the_batched_draws() {
     }
 }
 
-/// Tuple results travel element by element: the tree builder returns its 15 results in 15
-/// variables, each recursive call binds them straight to the pattern that takes them apart,
-/// and no variable of the linked sampler holds a tuple (so no tuple is copied whole and then
-/// again leaf by leaf).
+/// Struct and tuple results travel field by field: the tree builder returns its tree and key
+/// (15 fields in all) in 15 variables, each recursive call binds them straight to the
+/// pattern that takes them apart, and no variable of the linked sampler holds a tuple (so no
+/// tuple is copied whole and then again leaf by leaf).
 #[test]
 fn tuple_results_are_bound_element_by_element() {
     let program = chain::program().unwrap();
@@ -274,17 +274,21 @@ fn one_transition_from_exact_draws_keeps_the_target() {
         let (logp, grad) = target.logp_grad(q.view());
         let keys = Array1::from_iter((0..n as u64).map(|c| chain_key(seed + 100, c)));
         let minv = Array2::from_elem(q.dim(), 1.0);
-        let (q1, _, _, _, _, n_leapfrog, divergent, _, _) = transition::batch(
+        let from = StateBatch {
+            q: q.clone(),
+            logp,
+            g: grad,
+        };
+        let (done, _) = transition::batch(
             &shared,
-            q.view(),
-            logp.view(),
-            grad.view(),
+            &from,
             Array1::from_elem(n, eps).view(),
             minv.view(),
             keys.view(),
             &Config::default(),
         )
         .unwrap();
+        let (q1, n_leapfrog, divergent) = (done.state.q, done.n_leapfrog, done.divergent);
         assert!(!divergent.iter().any(|d| *d));
         let counts: std::collections::BTreeSet<i64> = n_leapfrog.iter().copied().collect();
         assert!(counts.len() >= 3, "leapfrog counts seen: {counts:?}");

@@ -10,10 +10,11 @@
 //! description re-applies `#[autobatch]` to `f` with one more `__learnt("path::to::square" =
 //! fn(f64) -> f64)` argument. Name resolution of paths is order-independent, so the callee can
 //! be later in the file or in another module of the crate; each re-run learns one more callee
-//! until all are known.
+//! until all are known. An `#[autobatch] struct` leaves the same kind of description, with its
+//! layout: a function using the struct learns it the same way.
 
 use super::runtime::Runtime;
-use crate::parse::ast::{Block, Expr, ExprKind, Func, Signature, Stmt};
+use crate::parse::ast::{Block, Expr, ExprKind, Func, Signature, Stmt, Ty};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned, ToTokens};
 
@@ -30,6 +31,27 @@ pub fn item_macro(rt: &Runtime, name: &syn::Ident, sig: &Signature) -> TokenStre
         macro_rules! #hidden {
             (($($rt:tt)*) $($rest:tt)*) => {
                 $($rt)*::resume! { (fn(#(#params),*) -> #ret) ($($rt)*) $($rest)* }
+            };
+        }
+        #[doc(hidden)]
+        #[allow(unused_imports)]
+        pub(crate) use #hidden as #name;
+    }
+}
+
+/// The hidden description of the `#[autobatch] struct` `name` with `fields`, placed beside
+/// it: like a function's ([`item_macro`]), with the layout `struct { field: T, .. }` in front
+/// (field types as written in the struct's module).
+pub fn struct_macro(rt: &Runtime, name: &syn::Ident, fields: &[(syn::Ident, Ty)]) -> TokenStream {
+    let hidden = format_ident!("__autobatch_item_{}", name);
+    let names = fields.iter().map(|(n, _)| n);
+    let types = fields.iter().map(|(_, t)| rt.rust_type(t));
+    let span = Span::call_site();
+    quote_spanned! {span=>
+        #[doc(hidden)]
+        macro_rules! #hidden {
+            (($($rt:tt)*) $($rest:tt)*) => {
+                $($rt)*::resume! { (struct { #(#names: #types),* }) ($($rt)*) $($rest)* }
             };
         }
         #[doc(hidden)]
@@ -148,6 +170,43 @@ pub fn learn(
     }
 }
 
+/// [`learn`] for the struct `path`, with a check that it is an `#[autobatch] struct` at the
+/// first place `item` names it: when it is not, its description is missing, and the check
+/// says what to add (`add #[autobatch] to struct ..`).
+pub fn learn_struct(
+    rt: &Runtime,
+    attr: &TokenStream,
+    path: &syn::Path,
+    item: &TokenStream,
+) -> TokenStream {
+    let rtp = rt.path();
+    let name = path.segments.last().map(|s| s.ident.to_string());
+    let span = name
+        .and_then(|n| find_ident(item.clone(), &n))
+        .unwrap_or_else(Span::call_site);
+    let mut spanned = path.clone();
+    if let Some(last) = spanned.segments.last_mut() {
+        last.ident.set_span(span);
+    }
+    let learn = learn(rt, attr, &spanned, item);
+    quote_spanned! {span=>
+        const _: fn() = {
+            fn __autobatch_struct<T: #rtp::Batched>() {}
+            __autobatch_struct::<#spanned>
+        };
+        #learn
+    }
+}
+
+/// The span of the first identifier `name` in `tokens`.
+fn find_ident(tokens: TokenStream, name: &str) -> Option<Span> {
+    tokens.into_iter().find_map(|t| match t {
+        proc_macro2::TokenTree::Ident(i) if i == name => Some(i.span()),
+        proc_macro2::TokenTree::Group(g) => find_ident(g.stream(), name),
+        _ => None,
+    })
+}
+
 fn block_calls<'a>(b: &'a Block, out: &mut Vec<&'a syn::Path>) {
     for s in &b.stmts {
         match s {
@@ -183,6 +242,7 @@ fn expr_calls<'a>(e: &'a Expr, out: &mut Vec<&'a syn::Path>) {
         ExprKind::Unary(_, a)
         | ExprKind::Cast(a, _, _)
         | ExprKind::Field(a, _)
+        | ExprKind::NamedField(a, _)
         | ExprKind::Ref(a)
         | ExprKind::Assign(_, a, _) => expr_calls(a, out),
         ExprKind::Method(recv, _, args) => {
@@ -190,6 +250,12 @@ fn expr_calls<'a>(e: &'a Expr, out: &mut Vec<&'a syn::Path>) {
             all(args, out);
         }
         ExprKind::Assoc(_, _, args) | ExprKind::Tuple(args) => all(args, out),
+        ExprKind::Struct(lit) => {
+            lit.fields.iter().for_each(|(_, e)| expr_calls(e, out));
+            if let Some(b) = &lit.base {
+                expr_calls(b, out);
+            }
+        }
         ExprKind::If(c, then, els) => {
             expr_calls(c, out);
             block_calls(then, out);

@@ -2,13 +2,14 @@
 //! kernels, and the typed batched entry points.
 
 use super::context;
+use super::flatten::flat_signature;
 use super::infer::path_text;
 use super::ir::CompileTime;
 use super::names::{format_ident, quote};
-use super::runtime::{leaf_paths, Runtime};
+use super::runtime::{leaf_paths, struct_path, Runtime};
 use super::translate::{KernelSpec, Record, Step};
 use super::vectorise::vector_kernel;
-use crate::parse::ast::{Func, Ty};
+use crate::parse::ast::{Func, Signature, Ty};
 use crate::parse::context::ContextParam;
 use autobatch_ir::Allocation;
 use proc_macro2::{Ident, Span, TokenStream};
@@ -182,6 +183,10 @@ fn view_type(rt: &Runtime, t: &Ty) -> TokenStream {
             let items = items.iter().map(|i| view_type(rt, i));
             quote!((#(#items,)*))
         }
+        Ty::Struct { path, .. } => {
+            let p = struct_path(path);
+            quote!(&'_ <#p as #rtp::Batched>::Batch)
+        }
         Ty::Vector => quote!(#rtp::ndarray::ArrayView2<'_, f64>),
         leaf => {
             let el = rt.rust_type(leaf);
@@ -198,6 +203,10 @@ fn array_type(rt: &Runtime, t: &Ty) -> TokenStream {
             let items = items.iter().map(|i| array_type(rt, i));
             quote!((#(#items,)*))
         }
+        Ty::Struct { path, .. } => {
+            let p = struct_path(path);
+            quote!(<#p as #rtp::Batched>::Batch)
+        }
         Ty::Vector => quote!(#rtp::ndarray::Array2<f64>),
         leaf => {
             let el = rt.rust_type(leaf);
@@ -206,6 +215,8 @@ fn array_type(rt: &Runtime, t: &Ty) -> TokenStream {
     }
 }
 
+/// Statements pushing the input columns of `value` (of type `t`) onto `__inputs`: a struct
+/// of arrays pushes its own leaves.
 fn push_inputs(rt: &Runtime, t: &Ty, value: TokenStream, out: &mut Vec<TokenStream>) {
     let rtp = rt.path();
     match t {
@@ -215,8 +226,12 @@ fn push_inputs(rt: &Runtime, t: &Ty, value: TokenStream, out: &mut Vec<TokenStre
                 push_inputs(rt, item, quote!(#value.#idx), out);
             }
         }
-        Ty::Vector => out.push(quote!(#rtp::input_vectors(#value))),
-        _ => out.push(quote!(#rtp::input(#value))),
+        Ty::Struct { path, .. } => {
+            let p = struct_path(path);
+            out.push(quote!(<#p as #rtp::Batched>::push_columns(#value, &mut __inputs);))
+        }
+        Ty::Vector => out.push(quote!(__inputs.push(#rtp::input_vectors(#value));)),
+        _ => out.push(quote!(__inputs.push(#rtp::input(#value));)),
     }
 }
 
@@ -226,6 +241,12 @@ fn read_outputs(rt: &Runtime, t: &Ty, next: &mut usize) -> TokenStream {
         Ty::Tuple(items) => {
             let parts = items.iter().map(|i| read_outputs(rt, i, next));
             quote!((#(#parts,)*))
+        }
+        Ty::Struct { path, .. } => {
+            let i = *next;
+            *next += leaf_paths(t, quote!()).len();
+            let p = struct_path(path);
+            quote!(<#p as #rtp::Batched>::from_columns(&__run.outputs[#i..])?)
         }
         Ty::Vector => {
             let i = *next;
@@ -362,6 +383,35 @@ pub fn function(
     // Signature checks: the macro's view of each callee must be the callee's real signature.
     let checks = l.callees.iter().filter(|c| !c.is_self).map(|c| {
         let p = &c.path;
+        // A callee taking or returning structs is checked against its own signature (the
+        // call passes the structs' fields).
+        if let Some(s) = func
+            .callee_signature(p)
+            .filter(|s| s.params.iter().chain([&s.ret]).any(Ty::has_struct))
+        {
+            let ps = s.params.iter().map(|t| rt.rust_type(t)).collect();
+            // The call passed each struct field by field: the context's place among the
+            // struct-typed parameters.
+            let position = c.context.map(|at| {
+                let mut leaves = 0;
+                s.params
+                    .iter()
+                    .take_while(|t| {
+                        let t = t.resolved(&func.structs);
+                        leaves += flat_signature(&Signature {
+                            params: vec![t],
+                            ret: Ty::unit(),
+                        })
+                        .params
+                        .len();
+                        leaves <= at
+                    })
+                    .count()
+            });
+            let ps = context::with_context_param(ps, position, func.context.as_ref());
+            let r = rt.rust_type(&s.ret);
+            return quote_spanned!(c.span=> const _: fn(#(#ps),*) -> #r = #p;);
+        }
         let ps = c.params.iter().zip(&c.by_ref).map(|(t, r)| {
             let t = rt.rust_type(t);
             if *r {
@@ -482,7 +532,8 @@ pub fn function(
             /// Like [`batch`] with [`Config::lane_isolation`](#rtp::Config::lane_isolation) on: lanes
             /// that fail are listed in `failed` (their rows hold zeros), the others keep their results.
             pub fn batch_isolated(#ctx_param #(#param_names: #param_views,)* #config: &#rtp::Config) -> ::std::result::Result<#rtp::Isolated<#ret_array>, #rtp::RuntimeError> {
-                let __inputs: ::std::vec::Vec<#rtp::Column> = ::std::vec![#(#inputs),*];
+                let mut __inputs: ::std::vec::Vec<#rtp::Column> = ::std::vec::Vec::new();
+                #(#inputs)*
                 let __config = #rtp::Config { lane_isolation: true, ..::std::clone::Clone::clone(#config) };
                 let __run = #run_isolated?;
                 ::std::result::Result::Ok(#rtp::Isolated { outputs: #outputs, failed: __run.failed, stats: __run.stats })
@@ -490,7 +541,8 @@ pub fn function(
 
             /// Like [`batch`], also returning the run's statistics.
             pub fn batch_with_stats(#ctx_param #(#param_names: #param_views,)* #config: &#rtp::Config) -> ::std::result::Result<(#ret_array, #rtp::Stats), #rtp::RuntimeError> {
-                let __inputs: ::std::vec::Vec<#rtp::Column> = ::std::vec![#(#inputs),*];
+                let mut __inputs: ::std::vec::Vec<#rtp::Column> = ::std::vec::Vec::new();
+                #(#inputs)*
                 let __run = #run?.complete()?;
                 ::std::result::Result::Ok((#outputs, __run.stats))
             }

@@ -19,6 +19,7 @@ pub fn ir_type(t: &Ty) -> Type {
         Ty::Scalar(d) => Type::scalar(*d),
         Ty::Vector => Type::vector(DType::F64),
         Ty::Tuple(items) => Type::Tuple(items.iter().map(ir_type).collect()),
+        Ty::Struct { fields, .. } => Type::Tuple(fields.iter().map(|(_, t)| ir_type(t)).collect()),
     }
 }
 

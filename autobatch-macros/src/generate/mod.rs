@@ -5,6 +5,7 @@
 pub mod context;
 pub mod describe;
 pub mod emit;
+pub mod flatten;
 pub mod infer;
 pub mod ir;
 pub mod merge;

@@ -46,6 +46,7 @@ impl Runtime {
                 let items = items.iter().map(|i| self.rust_type(i));
                 quote!((#(#items,)*))
             }
+            Ty::Struct { path, .. } => struct_path(path),
         }
     }
 
@@ -68,6 +69,10 @@ impl Runtime {
             Ty::Vector => quote!(#rt::ir::Type::vector(#rt::ir::DType::F64)),
             Ty::Tuple(items) => {
                 let items = items.iter().map(|i| self.ir_type_expr(i));
+                quote!(#rt::ir::Type::Tuple(::std::vec![#(#items),*]))
+            }
+            Ty::Struct { fields, .. } => {
+                let items = fields.iter().map(|(_, t)| self.ir_type_expr(t));
                 quote!(#rt::ir::Type::Tuple(::std::vec![#(#items),*]))
             }
         }
@@ -99,10 +104,23 @@ pub fn leaf_paths(t: &Ty, root: TokenStream) -> Vec<(Ty, TokenStream)> {
                     walk(item, quote!(#path.#idx), out);
                 }
             }
+            Ty::Struct { fields, .. } => {
+                for (name, item) in fields {
+                    let name = format_ident!("{}", name);
+                    walk(item, quote!(#path.#name), out);
+                }
+            }
             leaf => out.push((leaf.clone(), path)),
         }
     }
     let mut out = Vec::new();
     walk(t, root, &mut out);
     out
+}
+
+/// The tokens of a struct path as written (`Tree`, `crate::m::Tree`).
+pub fn struct_path(path: &str) -> TokenStream {
+    syn::parse_str::<syn::Path>(path)
+        .map(|p| quote!(#p))
+        .unwrap_or_else(|e| e.to_compile_error())
 }

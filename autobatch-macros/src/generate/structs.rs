@@ -1,34 +1,11 @@
 //! `#[autobatch] struct`: the struct as written, documented, and its struct of arrays (the
-//! companion `<Name>Batch`, one array per leaf field, one row per lane).
+//! companion `<Name>Batch`, one array per leaf field, one row per lane; a nested struct's
+//! field is its own companion), with the hidden column conversions `batch` entry points use.
 
-use super::runtime::Runtime;
+use super::runtime::{struct_path, Runtime};
 use crate::parse::ast::{StructDef, Ty};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
-
-/// One leaf field of a struct: its type, the path reaching it from a value (`.t.0`), and the
-/// companion's array for it (`self.t.0`), named in errors as `Tree.t.0`.
-struct Leaf {
-    ty: Ty,
-    path: TokenStream,
-    label: String,
-}
-
-fn leaves(t: &Ty, path: TokenStream, label: String, out: &mut Vec<Leaf>) {
-    match t {
-        Ty::Tuple(items) => {
-            for (i, item) in items.iter().enumerate() {
-                let idx = syn::Index::from(i);
-                leaves(item, quote!(#path.#idx), format!("{label}.{i}"), out);
-            }
-        }
-        leaf => out.push(Leaf {
-            ty: leaf.clone(),
-            path,
-            label,
-        }),
-    }
-}
 
 /// The companion's array type for a field of type `t`.
 fn array_type(rt: &Runtime, t: &Ty) -> TokenStream {
@@ -37,6 +14,10 @@ fn array_type(rt: &Runtime, t: &Ty) -> TokenStream {
         Ty::Tuple(items) => {
             let items = items.iter().map(|i| array_type(rt, i));
             quote!((#(#items,)*))
+        }
+        Ty::Struct { path, .. } => {
+            let p = struct_path(path);
+            quote!(<#p as #rtp::Batched>::Batch)
         }
         Ty::Vector => quote!(#rtp::ndarray::Array2<f64>),
         leaf => {
@@ -58,13 +39,125 @@ fn lane_value(rt: &Runtime, t: &Ty, path: TokenStream) -> TokenStream {
             });
             quote!((#(#parts,)*))
         }
+        Ty::Struct { path: p, .. } => {
+            let p = struct_path(p);
+            quote!(<#p as #rtp::Batched>::lane(&__s #path, __lane)?)
+        }
         Ty::Vector => quote!({
-            if __lane >= self #path.nrows() {
+            if __lane >= __s #path.nrows() {
                 return ::std::option::Option::None;
             }
-            #rtp::vector_row(&self #path, __lane)
+            #rtp::vector_row(&__s #path, __lane)
         }),
-        _ => quote!(*self #path.get(__lane)?),
+        _ => quote!(*__s #path.get(__lane)?),
+    }
+}
+
+/// The arrays of a field of type `t` reached by `path` from each lane (`lanes: &[&Name]`),
+/// named `label` in errors.
+fn from_refs(rt: &Runtime, t: &Ty, path: TokenStream, label: String) -> TokenStream {
+    let rtp = rt.path();
+    match t {
+        Ty::Tuple(items) => {
+            let parts = items.iter().enumerate().map(|(i, item)| {
+                let idx = syn::Index::from(i);
+                from_refs(rt, item, quote!(#path.#idx), format!("{label}.{i}"))
+            });
+            quote!((#(#parts,)*))
+        }
+        Ty::Struct { path: p, .. } => {
+            let p = struct_path(p);
+            quote!(<#p as #rtp::Batched>::from_refs(&lanes.iter().map(|__x| &__x #path).collect::<::std::vec::Vec<_>>())?)
+        }
+        Ty::Vector => {
+            quote!(#rtp::vector_rows(#label, lanes.len(), lanes.iter().map(|__x| &__x #path))?)
+        }
+        _ => quote!(#rtp::ndarray::Array1::from_iter(lanes.iter().map(|__x| __x #path))),
+    }
+}
+
+/// How many columns a field of type `t` is (an expression: a nested companion knows its own).
+fn leaf_count(rt: &Runtime, t: &Ty) -> TokenStream {
+    let rtp = rt.path();
+    match t {
+        Ty::Tuple(items) => {
+            let parts = items.iter().map(|i| leaf_count(rt, i));
+            quote!((0 #(+ #parts)*))
+        }
+        Ty::Struct { path, .. } => {
+            let p = struct_path(path);
+            quote!(<#p as #rtp::Batched>::LEAVES)
+        }
+        _ => quote!(1),
+    }
+}
+
+/// Statements pushing the columns of the field at `path` (of `__s`) onto `__out`.
+fn push_columns(rt: &Runtime, t: &Ty, path: TokenStream) -> TokenStream {
+    let rtp = rt.path();
+    match t {
+        Ty::Tuple(items) => {
+            let parts = items.iter().enumerate().map(|(i, item)| {
+                let idx = syn::Index::from(i);
+                push_columns(rt, item, quote!(#path.#idx))
+            });
+            quote!(#(#parts)*)
+        }
+        Ty::Struct { path: p, .. } => {
+            let p = struct_path(p);
+            quote!(<#p as #rtp::Batched>::push_columns(&__s #path, __out);)
+        }
+        Ty::Vector => quote!(__out.push(#rtp::input_vectors(__s #path.view()));),
+        _ => quote!(__out.push(#rtp::input(__s #path.view()));),
+    }
+}
+
+/// An expression reading a field of type `t` from `__cols[__at..]`, advancing `__at`.
+fn from_columns(rt: &Runtime, t: &Ty) -> TokenStream {
+    let rtp = rt.path();
+    match t {
+        Ty::Tuple(items) => {
+            let parts = items.iter().map(|i| from_columns(rt, i));
+            quote!((#(#parts,)*))
+        }
+        Ty::Struct { path, .. } => {
+            let p = struct_path(path);
+            quote!({
+                let __v = <#p as #rtp::Batched>::from_columns(&__cols[__at..])?;
+                __at += <#p as #rtp::Batched>::LEAVES;
+                __v
+            })
+        }
+        Ty::Vector => quote!({
+            let __v = #rtp::output_vectors::<f64>(&__cols[__at])?;
+            __at += 1;
+            __v
+        }),
+        leaf => {
+            let el = rt.rust_type(leaf);
+            quote!({
+                let __v = #rtp::output::<#el>(&__cols[__at])?;
+                __at += 1;
+                __v
+            })
+        }
+    }
+}
+
+/// An expression for the number of rows of a field of type `t` at `path`.
+fn rows(rt: &Runtime, t: &Ty, path: TokenStream) -> TokenStream {
+    let rtp = rt.path();
+    match t {
+        Ty::Tuple(items) => match items.first() {
+            Some(first) => rows(rt, first, quote!(#path.0)),
+            None => quote!(0),
+        },
+        Ty::Struct { path: p, .. } => {
+            let p = struct_path(p);
+            quote!(<#p as #rtp::Batched>::rows(&__s #path))
+        }
+        Ty::Vector => quote!(__s #path.nrows()),
+        _ => quote!(__s #path.len()),
     }
 }
 
@@ -78,39 +171,28 @@ pub fn expand(rt: &Runtime, item: &syn::ItemStruct, def: &StructDef) -> TokenStr
         "In batches, many `{name}`s are one [`{batch}`]: a struct of arrays, one per field, one row per lane (what `batch` entry points take and return)."
     );
     let doc_batch = format!(
-        "Many [`{name}`]s as a struct of arrays, generated by `#[autobatch]`: one array per field, one row per lane (`Array1` per scalar field, `Array2` `[lanes, len]` per `Vector` field, a tuple of arrays per tuple field)."
+        "Many [`{name}`]s as a struct of arrays, generated by `#[autobatch]`: one array per field, one row per lane (`Array1` per scalar field, `Array2` `[lanes, len]` per `Vector` field, a tuple of arrays per tuple field, the struct of arrays of a struct field)."
     );
-    let mut all = Vec::new();
     let field_names: Vec<_> = def.fields.iter().map(|(n, _)| n).collect();
     let field_types = def.fields.iter().map(|(_, t)| array_type(rt, t));
-    for (n, t) in &def.fields {
-        leaves(t, quote!(.#n), format!("{name}.{n}"), &mut all);
-    }
-    let from_leaves = all.iter().map(|l| {
-        let (path, label) = (&l.path, &l.label);
-        match l.ty {
-            Ty::Vector => {
-                quote!(#rtp::vector_rows(#label, lanes.len(), lanes.iter().map(|__x| &__x #path))?)
-            }
-            _ => quote!(#rtp::ndarray::Array1::from_iter(lanes.iter().map(|__x| __x #path))),
-        }
-    });
-    let built = build_fields(
-        &def.fields,
-        &mut from_leaves.collect::<Vec<_>>().into_iter(),
-    );
+    let refs = def
+        .fields
+        .iter()
+        .map(|(n, t)| from_refs(rt, t, quote!(.#n), format!("{name}.{n}")));
     let lane_fields = def
         .fields
         .iter()
         .map(|(n, t)| lane_value(rt, t, quote!(.#n)));
-    let first = all.first().map(|l| {
-        let path = &l.path;
-        match l.ty {
-            Ty::Vector => quote!(self #path.nrows()),
-            _ => quote!(self #path.len()),
-        }
-    });
-    let len = first.unwrap_or_else(|| quote!(0));
+    let counts = def.fields.iter().map(|(_, t)| leaf_count(rt, t));
+    let pushes = def
+        .fields
+        .iter()
+        .map(|(n, t)| push_columns(rt, t, quote!(.#n)));
+    let reads = def.fields.iter().map(|(_, t)| from_columns(rt, t));
+    let len = def
+        .fields
+        .first()
+        .map_or_else(|| quote!(0), |(n, t)| rows(rt, t, quote!(.#n)));
     quote! {
         #[doc = ""]
         #[doc = #doc_struct]
@@ -130,12 +212,12 @@ pub fn expand(rt: &Runtime, item: &syn::ItemStruct, def: &StructDef) -> TokenStr
             /// The lanes' values as arrays; an error if two lanes' `Vector` fields differ in
             /// length.
             pub fn from_lanes(lanes: &[#name]) -> ::std::result::Result<#batch, #rtp::RuntimeError> {
-                ::std::result::Result::Ok(#built)
+                <#name as #rtp::Batched>::from_refs(&lanes.iter().collect::<::std::vec::Vec<_>>())
             }
 
             /// Lane `lane`'s value, `None` past the last row of any field.
-            pub fn lane(&self, __lane: usize) -> ::std::option::Option<#name> {
-                ::std::option::Option::Some(#name { #(#field_names: #lane_fields,)* })
+            pub fn lane(&self, lane: usize) -> ::std::option::Option<#name> {
+                <#name as #rtp::Batched>::lane(self, lane)
             }
 
             /// Every lane's value.
@@ -145,7 +227,7 @@ pub fn expand(rt: &Runtime, item: &syn::ItemStruct, def: &StructDef) -> TokenStr
 
             /// How many lanes (the rows of the first field).
             pub fn len(&self) -> usize {
-                #len
+                <#name as #rtp::Batched>::rows(self)
             }
 
             /// True if there are no lanes.
@@ -153,26 +235,32 @@ pub fn expand(rt: &Runtime, item: &syn::ItemStruct, def: &StructDef) -> TokenStr
                 self.len() == 0
             }
         }
-    }
-}
 
-/// `Batch { field: leaves.. }` with the leaves' arrays taken in order, tuples rebuilt.
-fn build_fields(
-    fields: &[(syn::Ident, Ty)],
-    leaves: &mut impl Iterator<Item = TokenStream>,
-) -> TokenStream {
-    fn value(t: &Ty, leaves: &mut impl Iterator<Item = TokenStream>) -> TokenStream {
-        match t {
-            Ty::Tuple(items) => {
-                let parts: Vec<_> = items.iter().map(|i| value(i, leaves)).collect();
-                quote!((#(#parts,)*))
+        #[allow(unused_assignments, clippy::all)]
+        impl #rtp::Batched for #name {
+            type Batch = #batch;
+            const LEAVES: usize = 0 #(+ #counts)*;
+
+            fn from_refs(lanes: &[&#name]) -> ::std::result::Result<#batch, #rtp::RuntimeError> {
+                ::std::result::Result::Ok(#batch { #(#field_names: #refs,)* })
             }
-            _ => leaves.next().expect("one array per leaf"),
+
+            fn lane(__s: &#batch, __lane: usize) -> ::std::option::Option<#name> {
+                ::std::option::Option::Some(#name { #(#field_names: #lane_fields,)* })
+            }
+
+            fn rows(__s: &#batch) -> usize {
+                #len
+            }
+
+            fn push_columns(__s: &#batch, __out: &mut ::std::vec::Vec<#rtp::Column>) {
+                #(#pushes)*
+            }
+
+            fn from_columns(__cols: &[#rtp::Column]) -> ::std::result::Result<#batch, #rtp::RuntimeError> {
+                let mut __at = 0usize;
+                ::std::result::Result::Ok(#batch { #(#field_names: #reads,)* })
+            }
         }
     }
-    let parts = fields.iter().map(|(n, t)| {
-        let v = value(t, leaves);
-        quote!(#n: #v)
-    });
-    quote!(Self { #(#parts,)* })
 }

@@ -151,6 +151,7 @@ fn contains_vector(t: &Ty) -> bool {
     match t {
         Ty::Vector => true,
         Ty::Tuple(items) => items.iter().any(contains_vector),
+        Ty::Struct { .. } => t.has_vector(),
         Ty::Scalar(_) => false,
     }
 }
@@ -891,6 +892,7 @@ fn kind_of_type(t: &Ty) -> Kind {
         Ty::Vector => Kind::Vector,
         Ty::Tuple(items) if items.iter().any(|i| kind_of_type(i) != Kind::Value) => Kind::Opaque,
         Ty::Tuple(_) | Ty::Scalar(_) => Kind::Value,
+        Ty::Struct { .. } => Kind::Opaque,
     }
 }
 

@@ -15,6 +15,8 @@ pub struct Args {
     /// `__learnt("path" = fn(..) -> ..)`, hidden: callees' signatures, added by their
     /// descriptions (`generate/describe.rs`).
     pub learnt: Vec<(String, super::ast::Signature)>,
+    /// `__learnt("path" = struct { .. })`, hidden: struct layouts, added likewise.
+    pub structs: Vec<(String, Vec<(String, super::ast::Ty)>)>,
 }
 
 /// Which macro the arguments are for.
@@ -37,7 +39,10 @@ pub fn args(attr: TokenStream, which: Macro, errors: &mut Errors) -> Args {
             args.krate = Some(meta.value()?.parse::<syn::Path>()?);
             Ok(())
         } else if which == Macro::Autobatch && meta.path.is_ident("__learnt") {
-            args.learnt.push(super::item::learnt(meta.input)?);
+            match super::item::learnt(meta.input)? {
+                super::item::Learnt::Function(k, s) => args.learnt.push((k, s)),
+                super::item::Learnt::Struct(k, s) => args.structs.push((k, s)),
+            }
             Ok(())
         } else if which == Macro::Primitive && meta.path.is_ident("batched") {
             args.batched = Some(meta.value()?.parse::<syn::Path>()?);

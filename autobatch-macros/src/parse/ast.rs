@@ -11,6 +11,12 @@ pub fn path_key(p: &syn::Path) -> String {
     quote!(#p).to_string().replace(' ', "")
 }
 
+/// The variable holding field `field` of the flattened value `base` (`t.depth` is
+/// `t__depth`, `t.inner.q` is `t__inner__q`): struct values live in one variable per field.
+pub fn field_var(base: &str, field: &str) -> String {
+    format!("{base}__{field}")
+}
+
 /// A value type of the language.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Ty {
@@ -20,6 +26,16 @@ pub enum Ty {
     Vector,
     /// A tuple (the unit type is the empty tuple).
     Tuple(Vec<Ty>),
+    /// An `#[autobatch] struct`, by its path as written (`Tree`, `crate::m::Tree`), with its
+    /// fields once its layout is learnt (empty before: a struct has at least one field).
+    /// Only signatures hold it: bodies are flattened to its fields before inference
+    /// (`generate/flatten.rs`).
+    Struct {
+        /// The path as written, without spaces.
+        path: String,
+        /// Field names and types, in declaration order; empty while not learnt.
+        fields: Vec<(String, Ty)>,
+    },
 }
 
 impl Ty {
@@ -49,6 +65,48 @@ impl Ty {
             Ty::Vector => true,
             Ty::Scalar(_) => false,
             Ty::Tuple(items) => items.iter().any(Ty::has_vector),
+            Ty::Struct { fields, .. } => fields.iter().any(|(_, t)| t.has_vector()),
+        }
+    }
+
+    /// True if a struct is this type or part of it.
+    pub fn has_struct(&self) -> bool {
+        match self {
+            Ty::Struct { .. } => true,
+            Ty::Tuple(items) => items.iter().any(Ty::has_struct),
+            Ty::Scalar(_) | Ty::Vector => false,
+        }
+    }
+
+    /// Every struct path in this type whose layout is not learnt yet.
+    pub fn unknown_structs(&self, out: &mut Vec<String>) {
+        match self {
+            Ty::Struct { path, fields } if fields.is_empty() => out.push(path.clone()),
+            Ty::Struct { fields, .. } => fields.iter().for_each(|(_, t)| t.unknown_structs(out)),
+            Ty::Tuple(items) => items.iter().for_each(|t| t.unknown_structs(out)),
+            Ty::Scalar(_) | Ty::Vector => {}
+        }
+    }
+
+    /// This type with every struct's layout filled in from `layouts` (by path), recursively;
+    /// structs not in `layouts` stay as they are.
+    pub fn resolved(&self, layouts: &BTreeMap<String, Vec<(String, Ty)>>) -> Ty {
+        match self {
+            Ty::Struct { path, fields } => {
+                let fields = match (fields.is_empty(), layouts.get(path)) {
+                    (true, Some(l)) => l,
+                    _ => fields,
+                };
+                Ty::Struct {
+                    path: path.clone(),
+                    fields: fields
+                        .iter()
+                        .map(|(n, t)| (n.clone(), t.resolved(layouts)))
+                        .collect(),
+                }
+            }
+            Ty::Tuple(items) => Ty::Tuple(items.iter().map(|t| t.resolved(layouts)).collect()),
+            other => other.clone(),
         }
     }
 }
@@ -87,6 +145,8 @@ pub struct Func {
     /// Callees' signatures learnt from their descriptions (`generate/describe.rs`), by the
     /// callee's path as written here.
     pub learnt: BTreeMap<String, Signature>,
+    /// Struct layouts learnt from their descriptions, by the struct's path as written here.
+    pub structs: BTreeMap<String, Vec<(String, Ty)>>,
 }
 
 impl Func {
@@ -240,6 +300,17 @@ pub struct ForLoop {
     pub source: String,
 }
 
+/// `Path { field: value, .., ..base }`.
+#[derive(Clone)]
+pub struct StructLit {
+    /// The struct's path as written, without spaces.
+    pub path: String,
+    /// The fields given, in source order (shorthand `q` is `q: q`).
+    pub fields: Vec<(Ident, Expr)>,
+    /// `..base`, if given.
+    pub base: Option<Box<Expr>>,
+}
+
 /// Expression kinds.
 #[derive(Clone)]
 pub enum ExprKind {
@@ -272,6 +343,11 @@ pub enum ExprKind {
     Tuple(Vec<Expr>),
     /// `t.0`.
     Field(Box<Expr>, u32),
+    /// `t.depth`: a struct's field (flattened away before inference, `generate/flatten.rs`).
+    NamedField(Box<Expr>, Ident),
+    /// `Tree { depth: e, q, ..base }`: a struct literal, fields in source order (flattened
+    /// away before inference).
+    Struct(StructLit),
     /// `&x`: a shared reference, for calling primitives and methods that borrow.
     Ref(Box<Expr>),
     /// `if c { .. } else ..`.

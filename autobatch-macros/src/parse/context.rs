@@ -30,8 +30,8 @@ thread_local! {
 /// True if `t` is a type of the language (a per-lane value), not a possible context type.
 pub fn is_language_type(t: &syn::Type) -> bool {
     let mut scratch = Errors::default();
-    super::ty(t, &mut scratch);
-    scratch.len() == 0
+    let ty = super::ty(t, &mut scratch);
+    scratch.len() == 0 && !ty.has_struct()
 }
 
 /// If parameter `pt` (at `position`) of an `#[autobatch]` function is a reference, the context

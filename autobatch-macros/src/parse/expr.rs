@@ -92,14 +92,36 @@ pub(super) fn boxed(e: &syn::Expr, errors: &mut Errors) -> Box<Expr> {
     Box::new(expr(e, errors))
 }
 
-/// The variable an assignment writes.
+/// The variable an assignment writes: a plain variable, or a struct's field (`t.depth`,
+/// `t.inner.q`), which is a variable of its own once structs are flattened.
 fn assign_target(e: &syn::Expr, errors: &mut Errors) -> Option<syn::Ident> {
-    match e {
-        syn::Expr::Path(p) if p.path.get_ident().is_some() => p.path.get_ident().cloned(),
-        other => {
+    fn field_path(e: &syn::Expr) -> Option<syn::Ident> {
+        match e {
+            syn::Expr::Path(p) => p.path.get_ident().cloned(),
+            syn::Expr::Field(f) => {
+                let base = field_path(&f.base)?;
+                let member = match &f.member {
+                    syn::Member::Named(n) => n.to_string(),
+                    syn::Member::Unnamed(i) => i.index.to_string(),
+                };
+                Some(syn::Ident::new(
+                    &super::ast::field_var(&base.to_string(), &member),
+                    base.span(),
+                ))
+            }
+            _ => None,
+        }
+    }
+    let named = |e: &syn::Expr| match e {
+        syn::Expr::Field(f) => matches!(f.member, syn::Member::Named(_)),
+        _ => true,
+    };
+    match field_path(e) {
+        Some(id) if named(e) => Some(id),
+        _ => {
             errors.at(
-                other,
-                "only plain variables can be assigned in #[autobatch] code",
+                e,
+                "only variables and struct fields (`t.depth`) can be assigned in #[autobatch] code",
             );
             None
         }
@@ -264,14 +286,9 @@ pub fn expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
         ),
         syn::Expr::Field(f) => match &f.member {
             syn::Member::Unnamed(i) => mk(ExprKind::Field(boxed(&f.base, errors), i.index), e),
-            syn::Member::Named(n) => {
-                errors.at(
-                    n,
-                    "struct fields are not supported in #[autobatch] code; use tuples",
-                );
-                invalid(e)
-            }
+            syn::Member::Named(n) => mk(ExprKind::NamedField(boxed(&f.base, errors), n.clone()), e),
         },
+        syn::Expr::Struct(s) => struct_literal(s, e, errors),
         syn::Expr::Reference(r) => {
             match r.mutability {
                 None => mk(ExprKind::Ref(boxed(&r.expr, errors)), e),
@@ -292,4 +309,37 @@ pub fn expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
         | syn::Expr::Block(_) => control::flow(e, errors),
         _ => rejected::expr(e, errors),
     }
+}
+
+/// `Path { field: value, shorthand, ..base }`.
+fn struct_literal(s: &syn::ExprStruct, e: &syn::Expr, errors: &mut Errors) -> Expr {
+    if s.qself.is_some() || s.path.segments.iter().any(|seg| !seg.arguments.is_empty()) {
+        errors.at(
+            &s.path,
+            "a struct literal names its #[autobatch] struct by a plain path (`Tree { .. }`)",
+        );
+        return invalid(e);
+    }
+    let mut fields = Vec::new();
+    for f in &s.fields {
+        match &f.member {
+            syn::Member::Named(n) => fields.push((n.clone(), expr(&f.expr, errors))),
+            syn::Member::Unnamed(i) => {
+                errors.at(
+                    i,
+                    "#[autobatch] structs have named fields: write `name: value`",
+                );
+                return invalid(e);
+            }
+        }
+    }
+    let base = s.rest.as_ref().map(|b| boxed(b, errors));
+    mk(
+        ExprKind::Struct(super::ast::StructLit {
+            path: super::ast::path_key(&s.path),
+            fields,
+            base,
+        }),
+        e,
+    )
 }

@@ -1,18 +1,43 @@
 //! Items other than functions, and what they tell each other: `#[autobatch] struct`s (named
 //! fields of the language's types, everything else rejected with what to write instead), and
-//! the hidden `__learnt("path" = fn(..) -> ..)` arguments a callee's description adds to a
-//! caller's attribute (`generate/describe.rs` makes them).
+//! the hidden `__learnt("path" = fn(..) -> ..)` / `__learnt("path" = struct { .. })`
+//! arguments a callee's or a struct's description adds to a caller's attribute
+//! (`generate/describe.rs` makes them).
 
 use super::ast::{Signature, StructDef, Ty};
 use super::{ty, Errors};
 use syn::parse::ParseStream;
 
-/// Parses the inside of one `__learnt(..)` argument: `"path" = fn(T, ..) -> R`.
-pub fn learnt(input: ParseStream) -> syn::Result<(String, Signature)> {
+/// What a description taught: a callee's signature or a struct's layout.
+pub enum Learnt {
+    /// `"path" = fn(T, ..) -> R`.
+    Function(String, Signature),
+    /// `"path" = struct { field: T, .. }`.
+    Struct(String, Vec<(String, Ty)>),
+}
+
+/// Parses the inside of one `__learnt(..)` argument: `"path" = fn(T, ..) -> R` or
+/// `"path" = struct { field: T, .. }`.
+pub fn learnt(input: ParseStream) -> syn::Result<Learnt> {
     let content;
     syn::parenthesized!(content in input);
     let key: syn::LitStr = content.parse()?;
     content.parse::<syn::Token![=]>()?;
+    if content.peek(syn::Token![struct]) {
+        content.parse::<syn::Token![struct]>()?;
+        let fields: syn::FieldsNamed = content.parse()?;
+        let mut errors = Errors::default();
+        let fields = fields
+            .named
+            .iter()
+            .map(|f| {
+                let name = f.ident.as_ref().map(|i| i.to_string()).unwrap_or_default();
+                (name, ty(&f.ty, &mut errors))
+            })
+            .collect();
+        errors.finish()?;
+        return Ok(Learnt::Struct(key.value(), fields));
+    }
     let f: syn::TypeBareFn = content.parse()?;
     let mut errors = Errors::default();
     let params = f.inputs.iter().map(|a| ty(&a.ty, &mut errors)).collect();
@@ -21,7 +46,7 @@ pub fn learnt(input: ParseStream) -> syn::Result<(String, Signature)> {
         syn::ReturnType::Type(_, t) => ty(t, &mut errors),
     };
     errors.finish()?;
-    Ok((key.value(), Signature { params, ret }))
+    Ok(Learnt::Function(key.value(), Signature { params, ret }))
 }
 
 /// Parses an `#[autobatch] struct`.

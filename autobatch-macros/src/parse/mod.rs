@@ -134,5 +134,6 @@ pub fn func(item: &syn::ItemFn, errors: &mut Errors) -> Func {
         poisoned,
         context,
         learnt: Default::default(),
+        structs: Default::default(),
     }
 }

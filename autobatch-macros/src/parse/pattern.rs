@@ -20,6 +20,13 @@ pub(super) fn pattern(p: &syn::Pat, errors: &mut Errors) -> (Pat, Option<Ty>) {
         ),
         syn::Pat::Wild(_) => (Pat::Wild, None),
         syn::Pat::Paren(pp) => pattern(&pp.pat, errors),
+        syn::Pat::Struct(s) => {
+            errors.at(
+                s,
+                "struct patterns are not supported in #[autobatch] code; bind the struct to a name and read its fields (`let t = ..; t.depth`)",
+            );
+            (Pat::Wild, None)
+        }
         other => {
             errors.at(
                 other,

@@ -47,13 +47,6 @@ pub(super) fn expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
             );
             invalid(e)
         }
-        syn::Expr::Struct(s) => {
-            errors.at(
-                s,
-                "structs are not supported in #[autobatch] code; use tuples",
-            );
-            invalid(e)
-        }
         syn::Expr::Async(a) => {
             errors.at(
                 a,

@@ -1,5 +1,6 @@
 //! Types of the language: `bool`, every integer type up to 64 bits (`i8`..`i64`, `isize`,
-//! `u8`..`u64`, `usize`), `f32`, `f64`, `Key`, `Vector` and tuples.
+//! `u8`..`u64`, `usize`), `f32`, `f64`, `Key`, `Vector`, tuples and `#[autobatch] struct`s
+//! (any other capitalised path without generic arguments, its layout learnt later).
 
 use super::ast::Ty;
 use super::Errors;
@@ -8,7 +9,25 @@ use quote::ToTokens;
 use syn::spanned::Spanned;
 
 /// The types a message lists as supported.
-const SUPPORTED: &str = "bool, i8, i16, i32, i64, isize, u8, u16, u32, u64, usize, f32, f64, Vector, Key or tuples of them";
+const SUPPORTED: &str = "bool, i8, i16, i32, i64, isize, u8, u16, u32, u64, usize, f32, f64, Vector, Key, #[autobatch] structs or tuples of them";
+
+/// Standard library types a struct path could otherwise be taken for.
+const STD_TYPES: [&str; 12] = [
+    "String", "Vec", "Option", "Result", "Box", "Rc", "Arc", "HashMap", "BTreeMap", "HashSet",
+    "BTreeSet", "Self",
+];
+
+/// True if `p` can name an `#[autobatch] struct`: a capitalised last segment that is no
+/// standard library type, and no generic arguments anywhere.
+fn struct_path(p: &syn::Path) -> bool {
+    let Some(last) = p.segments.last() else {
+        return false;
+    };
+    let name = last.ident.to_string();
+    name.starts_with(|c: char| c.is_ascii_uppercase())
+        && !STD_TYPES.contains(&name.as_str())
+        && p.segments.iter().all(|s| s.arguments.is_empty())
+}
 
 /// Parses a Rust type of the language.
 pub fn ty(t: &syn::Type, errors: &mut Errors) -> Ty {
@@ -25,6 +44,10 @@ pub fn ty(t: &syn::Type, errors: &mut Errors) -> Ty {
                 "Vector" => Ty::Vector,
                 name => match DType::from_name(name) {
                     Some(d) => Ty::Scalar(d),
+                    None if struct_path(&p.path) => Ty::Struct {
+                        path: super::ast::path_key(&p.path),
+                        fields: Vec::new(),
+                    },
                     None => {
                         errors.at(t, unsupported(&t.to_token_stream().to_string()));
                         Ty::unit()

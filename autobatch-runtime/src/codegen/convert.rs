@@ -1,11 +1,37 @@
 //! Conversions between the typed arrays of a generated `batch` entry point and the runtime's
 //! columns, with a typed error when a linked program's output is not what the entry expects;
-//! and between an `#[autobatch] struct`'s `Vector` fields and its struct of arrays.
+//! and between an `#[autobatch] struct`, its struct of arrays and its columns ([`Batched`]).
 
 use crate::column::{Column, Element};
 use crate::error::{Result, RuntimeError};
 use crate::vector::Vector;
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
+
+/// What every `#[autobatch] struct` is in batches (implemented by the attribute): its struct
+/// of arrays and the conversions generated code uses, reached through the struct's own name
+/// (`<Tree as Batched>::Batch`), so a struct nested in another or passed to a `batch` entry
+/// point needs only the struct in scope.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an #[autobatch] struct",
+    label = "used in #[autobatch] code",
+    note = "add `#[autobatch]` to `struct {Self}` to use it in #[autobatch] functions"
+)]
+pub trait Batched: Sized {
+    /// The struct of arrays (`<Name>Batch`).
+    type Batch;
+    /// How many columns (leaves) one value is.
+    const LEAVES: usize;
+    /// The lanes' values as arrays; an error if two lanes' `Vector` fields differ in length.
+    fn from_refs(lanes: &[&Self]) -> Result<Self::Batch>;
+    /// Lane `lane`'s value, `None` past the last row of any field.
+    fn lane(batch: &Self::Batch, lane: usize) -> Option<Self>;
+    /// How many lanes.
+    fn rows(batch: &Self::Batch) -> usize;
+    /// Pushes the leaves' columns in order, as a `batch` entry point passes them.
+    fn push_columns(batch: &Self::Batch, out: &mut Vec<Column>);
+    /// The struct of arrays from the leaves' columns in order (at least [`Self::LEAVES`]).
+    fn from_columns(columns: &[Column]) -> Result<Self::Batch>;
+}
 
 /// A scalar input column from a 1-d view.
 pub fn input<T: Element>(values: ArrayView1<'_, T>) -> Column {

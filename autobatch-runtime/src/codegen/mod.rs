@@ -10,7 +10,7 @@ mod scratch;
 pub use batched::{
     batched_input, batched_input_vectors, batched_output, batched_output_vectors, out_leaf,
 };
-pub use convert::{input, input_vectors, output, output_vectors, vector_row, vector_rows};
+pub use convert::{input, input_vectors, output, output_vectors, vector_row, vector_rows, Batched};
 pub use link::{Callee, Linker};
 pub use scratch::Scratch;
 

@@ -18,48 +18,75 @@
 use super::shared::{logp_grad, record, Shared};
 use autobatch_runtime::{autobatch, Key, Vector};
 
-/// Builds a subtree of `2^depth` leapfrog steps of size `eps` from the end state
-/// `(q, p, g)`, for a trajectory that started at energy `h0`.
-///
-/// Returns the subtree's far end `(q, p, g)`; its proposal `(q, logp, g)` drawn
-/// multinomially with weights `exp(h0 - H)`, and the proposal's energy `H`; the momentum of its first state; the sum of its
-/// momenta; the log of its summed weights; the sum of its acceptance probabilities; its
-/// leapfrog count; whether it is valid (no U-turn or divergence inside); whether it diverged;
-/// and the advanced key. An invalid subtree is returned as soon as it is found.
+/// One end of a trajectory: position, momentum, and the log density's gradient there.
 #[autobatch]
-#[allow(clippy::type_complexity, clippy::too_many_arguments)]
+#[derive(Clone, Debug, PartialEq)]
+pub struct End {
+    /// Position.
+    pub q: Vector,
+    /// Momentum.
+    pub p: Vector,
+    /// Gradient of the log density at `q`.
+    pub g: Vector,
+}
+
+/// A state a trajectory proposes: position, log density, gradient, and its energy (the
+/// Hamiltonian with the momentum it was reached with).
+#[autobatch]
+#[derive(Clone, Debug, PartialEq)]
+pub struct Proposal {
+    /// Position.
+    pub q: Vector,
+    /// Log density at `q`.
+    pub logp: f64,
+    /// Gradient of the log density at `q`.
+    pub g: Vector,
+    /// Energy.
+    pub h: f64,
+}
+
+/// A subtree of leapfrog steps, as [`build_tree()`] returns it.
+#[autobatch]
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tree {
+    /// Its far end.
+    pub end: End,
+    /// Its proposal, drawn multinomially with weights `exp(h0 - H)`.
+    pub proposal: Proposal,
+    /// The momentum of its first state.
+    pub p_begin: Vector,
+    /// The sum of its momenta.
+    pub rho: Vector,
+    /// The log of its summed weights.
+    pub log_sum_weight: f64,
+    /// The sum of its acceptance probabilities.
+    pub accept_sum: f64,
+    /// Its leapfrog count.
+    pub n_leapfrog: i64,
+    /// Whether it is valid (no U-turn or divergence inside).
+    pub valid: bool,
+    /// Whether it diverged.
+    pub divergent: bool,
+}
+
+/// Builds a subtree of `2^depth` leapfrog steps of size `eps` from the end `start`, for a
+/// trajectory that started at energy `h0`; returns it with the advanced key. An invalid
+/// subtree is returned as soon as it is found.
+#[autobatch]
 pub fn build_tree(
     shared: &Shared,
     depth: i64,
-    q: Vector,
-    p: Vector,
-    g: Vector,
+    start: End,
     eps: f64,
     minv: Vector,
     h0: f64,
     key: Key,
-) -> (
-    Vector,
-    Vector,
-    Vector,
-    Vector,
-    f64,
-    Vector,
-    f64,
-    Vector,
-    Vector,
-    f64,
-    f64,
-    i64,
-    bool,
-    bool,
-    Key,
-) {
+) -> (Tree, Key) {
     if depth == 0 {
         // One leapfrog step, written out here rather than as a function: a call would copy
         // every vector in and out.
-        let half = &p + &((0.5 * eps) * &g);
-        let q1 = &q + &(eps * &(&minv * &half));
+        let half = &start.p + &((0.5 * eps) * &start.g);
+        let q1 = &start.q + &(eps * &(&minv * &half));
         let (logp1, g1): (f64, Vector) = logp_grad(shared, &q1);
         let p1 = &half + &((0.5 * eps) * &g1);
         let h = -logp1 + 0.5 * p1.dot(&(&minv * &p1));
@@ -74,102 +101,93 @@ pub fn build_tree(
         } else {
             log_weight.exp()
         };
-        return (
-            q1.clone(),
-            p1.clone(),
-            g1.clone(),
-            q1,
-            logp1,
-            g1,
-            h,
-            p1.clone(),
-            p1,
-            log_weight,
-            accept,
-            1,
-            !divergent,
+        let leaf = Tree {
+            end: End {
+                q: q1.clone(),
+                p: p1.clone(),
+                g: g1.clone(),
+            },
+            proposal: Proposal {
+                q: q1,
+                logp: logp1,
+                g: g1,
+                h,
+            },
+            p_begin: p1.clone(),
+            rho: p1,
+            log_sum_weight: log_weight,
+            accept_sum: accept,
+            n_leapfrog: 1,
+            valid: !divergent,
             divergent,
+        };
+        return (leaf, key);
+    }
+    // The first half, extending from the given end.
+    let (first, key) = build_tree(shared, depth - 1, start, eps, minv.clone(), h0, key);
+    if !first.valid {
+        return (
+            Tree {
+                valid: false,
+                ..first
+            },
             key,
         );
     }
-    // The first half, extending from the given end.
-    let (
-        q,
-        p,
-        g,
-        prop_q,
-        prop_logp,
-        prop_g,
-        prop_h,
-        p_begin,
-        rho_init,
-        lsw_init,
-        acc_init,
-        n_init,
-        valid,
-        divergent,
-        key,
-    ) = build_tree(shared, depth - 1, q, p, g, eps, minv.clone(), h0, key);
-    if !valid {
-        return (
-            q, p, g, prop_q, prop_logp, prop_g, prop_h, p_begin, rho_init, lsw_init, acc_init,
-            n_init, false, divergent, key,
-        );
-    }
-    let p_init_end = p.clone();
+    let p_init_end = first.end.p.clone();
     // The second half, extending from the end of the first.
-    let (
-        q,
-        p,
-        g,
-        final_q,
-        final_logp,
-        final_g,
-        final_h,
-        p_final_begin,
-        rho_final,
-        lsw_final,
-        acc_final,
-        n_final,
-        valid,
-        divergent,
-        key,
-    ) = build_tree(shared, depth - 1, q, p, g, eps, minv.clone(), h0, key);
-    let accept = acc_init + acc_final;
-    let n = n_init + n_final;
-    if !valid {
+    let (second, key) = build_tree(shared, depth - 1, first.end, eps, minv.clone(), h0, key);
+    let accept = first.accept_sum + second.accept_sum;
+    let n = first.n_leapfrog + second.n_leapfrog;
+    if !second.valid {
         return (
-            q, p, g, prop_q, prop_logp, prop_g, prop_h, p_begin, rho_init, lsw_final, accept, n,
-            false, divergent, key,
+            Tree {
+                end: second.end,
+                log_sum_weight: second.log_sum_weight,
+                accept_sum: accept,
+                n_leapfrog: n,
+                valid: false,
+                divergent: second.divergent,
+                ..first
+            },
+            key,
         );
     }
     // Multinomial sample between the halves.
-    let lsw: f64 = log_add_exp(lsw_init, lsw_final);
+    let lsw: f64 = log_add_exp(first.log_sum_weight, second.log_sum_weight);
     let (u, key) = key.uniform();
-    let take_final = u < (lsw_final - lsw).exp();
-    let (prop_q, prop_logp, prop_g, prop_h) = if take_final {
-        (final_q, final_logp, final_g, final_h)
+    let take_final = u < (second.log_sum_weight - lsw).exp();
+    let proposal = if take_final {
+        second.proposal
     } else {
-        (prop_q, prop_logp, prop_g, prop_h)
+        first.proposal
     };
     // The generalised U-turn criterion over the merged subtree and across its seam.
-    let rho = &rho_init + &rho_final;
-    let ps_begin = &minv * &p_begin;
-    let ps_end = &minv * &p;
+    let rho = &first.rho + &second.rho;
+    let ps_begin = &minv * &first.p_begin;
+    let ps_end = &minv * &second.end.p;
     let ps_init_end = &minv * &p_init_end;
-    let ps_final_begin = &minv * &p_final_begin;
-    let rho_left = &rho_init + &p_final_begin;
-    let rho_right = &rho_final + &p_init_end;
+    let ps_final_begin = &minv * &second.p_begin;
+    let rho_left = &first.rho + &second.p_begin;
+    let rho_right = &second.rho + &p_init_end;
     let persist = ps_begin.dot(&rho) > 0.0
         && ps_end.dot(&rho) > 0.0
         && ps_begin.dot(&rho_left) > 0.0
         && ps_final_begin.dot(&rho_left) > 0.0
         && ps_init_end.dot(&rho_right) > 0.0
         && ps_end.dot(&rho_right) > 0.0;
-    (
-        q, p, g, prop_q, prop_logp, prop_g, prop_h, p_begin, rho, lsw, accept, n, persist, false,
-        key,
-    )
+    let merged = Tree {
+        end: second.end,
+        proposal,
+        p_begin: first.p_begin,
+        rho,
+        log_sum_weight: lsw,
+        accept_sum: accept,
+        n_leapfrog: n,
+        valid: persist,
+        divergent: false,
+    };
+    (merged, key)
 }
 
 /// `ln(exp(a) + exp(b))` without overflow.
@@ -183,38 +201,69 @@ pub fn log_add_exp(a: f64, b: f64) -> f64 {
     }
 }
 
-/// One NUTS transition from `(q, logp, g)` with step size `eps`, inverse metric `minv` and
-/// at most `shared.settings.max_depth` doublings: the next state `(q, logp, g)`, its energy (the Hamiltonian
-/// with the momentum it was reached with), the tree depth, the leapfrog count, whether the
-/// trajectory diverged, the mean acceptance probability over the trajectory (what step-size
-/// adaptation targets), and the advanced key.
+/// Where a chain is: position, log density and its gradient.
 #[autobatch]
-#[allow(clippy::type_complexity)]
+#[derive(Clone, Debug, PartialEq)]
+pub struct State {
+    /// Position.
+    pub q: Vector,
+    /// Log density at `q`.
+    pub logp: f64,
+    /// Gradient of the log density at `q`.
+    pub g: Vector,
+}
+
+/// What one transition did: the next state and its statistics.
+#[autobatch]
+#[derive(Clone, Debug, PartialEq)]
+pub struct Transition {
+    /// The next state.
+    pub state: State,
+    /// Its energy (the Hamiltonian with the momentum it was reached with).
+    pub energy: f64,
+    /// The tree depth.
+    pub depth: i64,
+    /// The leapfrog count.
+    pub n_leapfrog: i64,
+    /// Whether the trajectory diverged.
+    pub divergent: bool,
+    /// The mean acceptance probability over the trajectory (what step-size adaptation
+    /// targets).
+    pub accept: f64,
+}
+
+/// One NUTS transition from `from` with step size `eps`, inverse metric `minv` and at most
+/// `shared.settings.max_depth` doublings; returns it with the advanced key.
+#[autobatch]
 pub fn transition(
     shared: &Shared,
-    q: Vector,
-    logp: f64,
-    g: Vector,
+    from: State,
     eps: f64,
     minv: Vector,
     key: Key,
-) -> (Vector, f64, Vector, f64, i64, i64, bool, f64, Key) {
-    let (z, key) = key.normals_like(&q);
+) -> (Transition, Key) {
+    let (z, key) = key.normals_like(&from.q);
     let p = &z / &minv.map(f64::sqrt);
-    let h0 = -logp + 0.5 * p.dot(&(&minv * &p));
+    let h0 = -from.logp + 0.5 * p.dot(&(&minv * &p));
     let mut key = key;
     // The two ends of the trajectory: forward and backward.
-    let mut fwd_q = q.clone();
-    let mut fwd_p = p.clone();
-    let mut fwd_g = g.clone();
-    let mut bck_q = q.clone();
-    let mut bck_p = p.clone();
-    let mut bck_g = g.clone();
+    let mut fwd = End {
+        q: from.q.clone(),
+        p: p.clone(),
+        g: from.g.clone(),
+    };
+    let mut bck = End {
+        q: from.q.clone(),
+        p: p.clone(),
+        g: from.g.clone(),
+    };
     // The sample so far, the summed momenta and the log of the summed weights.
-    let mut sample_q = q;
-    let mut sample_logp = logp;
-    let mut sample_g = g;
-    let mut sample_h = h0;
+    let mut sample = Proposal {
+        q: from.q,
+        logp: from.logp,
+        g: from.g,
+        h: h0,
+    };
     let mut rho = p;
     let mut lsw = 0.0;
     let mut depth: i64 = 0;
@@ -224,72 +273,17 @@ pub fn transition(
     while depth < shared.settings.max_depth {
         let (u, k) = key.uniform();
         let forward = u > 0.5;
-        let (start_q, start_p, start_g, step, near_p, far_p) = if forward {
-            (
-                fwd_q.clone(),
-                fwd_p.clone(),
-                fwd_g.clone(),
-                eps,
-                fwd_p.clone(),
-                bck_p.clone(),
-            )
+        let step = if forward { eps } else { -eps };
+        let (start, near_p, far_p) = if forward {
+            (fwd.clone(), fwd.p.clone(), bck.p.clone())
         } else {
-            (
-                bck_q.clone(),
-                bck_p.clone(),
-                bck_g.clone(),
-                -eps,
-                bck_p.clone(),
-                fwd_p.clone(),
-            )
+            (bck.clone(), bck.p.clone(), fwd.p.clone())
         };
-        let (
-            end_q,
-            end_p,
-            end_g,
-            prop_q,
-            prop_logp,
-            prop_g,
-            prop_h,
-            p_begin,
-            rho_sub,
-            lsw_sub,
-            acc,
-            n,
-            valid,
-            div,
-            k,
-        ): (
-            Vector,
-            Vector,
-            Vector,
-            Vector,
-            f64,
-            Vector,
-            f64,
-            Vector,
-            Vector,
-            f64,
-            f64,
-            i64,
-            bool,
-            bool,
-            Key,
-        ) = build_tree(
-            shared,
-            depth,
-            start_q,
-            start_p,
-            start_g,
-            step,
-            minv.clone(),
-            h0,
-            k,
-        );
-        n_leapfrog += n;
-        accept_sum += acc;
-        divergent = div;
-        if !valid {
+        let (tree, k) = build_tree(shared, depth, start, step, minv.clone(), h0, k);
+        n_leapfrog += tree.n_leapfrog;
+        accept_sum += tree.accept_sum;
+        divergent = tree.divergent;
+        if !tree.valid {
             key = k;
             break;
         }
@@ -297,22 +291,19 @@ pub fn transition(
         // Biased progressive sampling: prefer the new subtree.
         let (u, k) = k.uniform();
         key = k;
-        if lsw_sub > lsw || u < (lsw_sub - lsw).exp() {
-            sample_q = prop_q;
-            sample_logp = prop_logp;
-            sample_g = prop_g;
-            sample_h = prop_h;
+        if tree.log_sum_weight > lsw || u < (tree.log_sum_weight - lsw).exp() {
+            sample = tree.proposal;
         }
-        lsw = log_add_exp(lsw, lsw_sub);
+        lsw = log_add_exp(lsw, tree.log_sum_weight);
         // The U-turn criterion over the whole tree and across the seam with the subtree.
         let rho_old = rho;
-        rho = &rho_old + &rho_sub;
+        rho = &rho_old + &tree.rho;
         let ps_far = &minv * &far_p;
         let ps_near = &minv * &near_p;
-        let ps_begin = &minv * &p_begin;
-        let ps_end = &minv * &end_p;
-        let rho_old_ext = &rho_old + &p_begin;
-        let rho_sub_ext = &rho_sub + &near_p;
+        let ps_begin = &minv * &tree.p_begin;
+        let ps_end = &minv * &tree.end.p;
+        let rho_old_ext = &rho_old + &tree.p_begin;
+        let rho_sub_ext = &tree.rho + &near_p;
         let persist = ps_far.dot(&rho) > 0.0
             && ps_end.dot(&rho) > 0.0
             && ps_far.dot(&rho_old_ext) > 0.0
@@ -320,30 +311,54 @@ pub fn transition(
             && ps_near.dot(&rho_sub_ext) > 0.0
             && ps_end.dot(&rho_sub_ext) > 0.0;
         if forward {
-            fwd_q = end_q;
-            fwd_p = end_p;
-            fwd_g = end_g;
+            fwd = tree.end;
         } else {
-            bck_q = end_q;
-            bck_p = end_p;
-            bck_g = end_g;
+            bck = tree.end;
         }
         if !persist {
             break;
         }
     }
     let accept = accept_sum / (n_leapfrog as f64);
-    (
-        sample_q,
-        sample_logp,
-        sample_g,
-        sample_h,
+    let done = Transition {
+        state: State {
+            q: sample.q,
+            logp: sample.logp,
+            g: sample.g,
+        },
+        energy: sample.h,
         depth,
         n_leapfrog,
         divergent,
         accept,
-        key,
-    )
+    };
+    (done, key)
+}
+
+/// Dual averaging of the step size (Stan's constants: gamma 0.05, t0 10, kappa 0.75).
+#[autobatch]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StepSizeAdaptation {
+    /// Where the log step size is shrunk towards.
+    pub mu: f64,
+    /// Transitions averaged so far.
+    pub count: f64,
+    /// The averaged acceptance error.
+    pub s_bar: f64,
+    /// The averaged log step size.
+    pub x_bar: f64,
+}
+
+/// A metric window's running (Welford) mean and squared deviations of the draws.
+#[autobatch]
+#[derive(Clone, Debug, PartialEq)]
+pub struct MetricWindow {
+    /// Draws in the window so far.
+    pub count: f64,
+    /// Their mean.
+    pub mean: Vector,
+    /// Their summed squared deviations from the mean.
+    pub m2: Vector,
 }
 
 /// Runs one chain for `warmup + draws` transitions (of the context's settings) from `q` and
@@ -358,18 +373,21 @@ pub fn transition(
 #[autobatch]
 pub fn chain(shared: &Shared, q: Vector, chain: i64, key: Key) -> (Vector, f64, Vector) {
     let (logp0, g0): (f64, Vector) = logp_grad(shared, &q);
-    let mut q = q;
-    let mut logp = logp0;
-    let mut g = g0;
+    let mut state = State {
+        q,
+        logp: logp0,
+        g: g0,
+    };
     let mut key = key;
     let mut eps: f64 = shared.settings.step_size;
-    let mut minv = Vector::filled_like(1.0, &q);
-    // Dual averaging state.
-    let mut mu = (10.0 * eps).ln();
-    let mut da_count = 0.0;
-    let mut s_bar = 0.0;
-    let mut x_bar = 0.0;
-    // Metric windows and the running (Welford) mean and squared deviations.
+    let mut minv = Vector::filled_like(1.0, &state.q);
+    let mut da = StepSizeAdaptation {
+        mu: (10.0 * eps).ln(),
+        count: 0.0,
+        s_bar: 0.0,
+        x_bar: 0.0,
+    };
+    // Metric windows.
     let mut init_buffer: i64 = 75;
     let mut term_buffer: i64 = 50;
     let mut window: i64 = 25;
@@ -383,62 +401,57 @@ pub fn chain(shared: &Shared, q: Vector, chain: i64, key: Key) -> (Vector, f64, 
     if window_end + 2 * window > slow_end {
         window_end = slow_end;
     }
-    let mut w_count = 0.0;
-    let mut w_mean = Vector::filled_like(0.0, &q);
-    let mut w_m2 = Vector::filled_like(0.0, &q);
+    let mut w = MetricWindow {
+        count: 0.0,
+        mean: Vector::filled_like(0.0, &state.q),
+        m2: Vector::filled_like(0.0, &state.q),
+    };
     let mut i: i64 = 0;
     while i < shared.settings.warmup + shared.settings.draws {
-        let (q1, logp1, g1, energy, depth, n_leapfrog, divergent, accept, k): (
-            Vector,
-            f64,
-            Vector,
-            f64,
-            i64,
-            i64,
-            bool,
-            f64,
-            Key,
-        ) = transition(shared, q, logp, g, eps, minv.clone(), key);
-        q = q1;
-        logp = logp1;
-        g = g1;
+        let (t, k) = transition(shared, state, eps, minv.clone(), key);
+        state = t.state;
         key = k;
         let step_used = eps;
         if i < shared.settings.warmup {
             if shared.settings.adapt_step_size {
-                da_count += 1.0;
-                let eta = 1.0 / (da_count + 10.0);
-                s_bar = (1.0 - eta) * s_bar + eta * (shared.settings.target_accept - accept);
-                let x = mu - s_bar * da_count.sqrt() / 0.05;
-                let x_eta = da_count.powf(-0.75);
-                x_bar = (1.0 - x_eta) * x_bar + x_eta * x;
+                da.count += 1.0;
+                let eta = 1.0 / (da.count + 10.0);
+                da.s_bar =
+                    (1.0 - eta) * da.s_bar + eta * (shared.settings.target_accept - t.accept);
+                let x = da.mu - da.s_bar * da.count.sqrt() / 0.05;
+                let x_eta = da.count.powf(-0.75);
+                da.x_bar = (1.0 - x_eta) * da.x_bar + x_eta * x;
                 eps = x.exp();
                 if i + 1 == shared.settings.warmup {
-                    eps = x_bar.exp();
+                    eps = da.x_bar.exp();
                 }
             }
             if shared.settings.adapt_metric && i >= init_buffer && i < slow_end {
-                w_count += 1.0;
-                let delta = &q - &w_mean;
-                w_mean = &w_mean + &(&delta / w_count);
-                w_m2 = &w_m2 + &(&delta * &(&q - &w_mean));
+                w.count += 1.0;
+                let delta = &state.q - &w.mean;
+                w.mean = &w.mean + &(&delta / w.count);
+                w.m2 = &w.m2 + &(&delta * &(&state.q - &w.mean));
                 if i + 1 == window_end {
-                    let shrink = w_count / (w_count + 5.0);
-                    let floor = 1e-3 * (5.0 / (w_count + 5.0));
-                    minv = &((shrink / (w_count - 1.0)) * &w_m2) + floor;
-                    w_count = 0.0;
-                    w_mean = Vector::filled_like(0.0, &q);
-                    w_m2 = Vector::filled_like(0.0, &q);
+                    let shrink = w.count / (w.count + 5.0);
+                    let floor = 1e-3 * (5.0 / (w.count + 5.0));
+                    minv = &((shrink / (w.count - 1.0)) * &w.m2) + floor;
+                    w = MetricWindow {
+                        count: 0.0,
+                        mean: Vector::filled_like(0.0, &state.q),
+                        m2: Vector::filled_like(0.0, &state.q),
+                    };
                     window *= 2;
                     window_end = i + 1 + window;
                     if window_end + 2 * window > slow_end {
                         window_end = slow_end;
                     }
                     // Restart step-size adaptation around the current step size.
-                    mu = (10.0 * eps).ln();
-                    da_count = 0.0;
-                    s_bar = 0.0;
-                    x_bar = 0.0;
+                    da = StepSizeAdaptation {
+                        mu: (10.0 * eps).ln(),
+                        count: 0.0,
+                        s_bar: 0.0,
+                        x_bar: 0.0,
+                    };
                 }
             }
         }
@@ -446,16 +459,16 @@ pub fn chain(shared: &Shared, q: Vector, chain: i64, key: Key) -> (Vector, f64, 
             shared,
             chain,
             i - shared.settings.warmup,
-            &q,
-            depth,
-            n_leapfrog,
-            divergent,
-            accept,
+            &state.q,
+            t.depth,
+            t.n_leapfrog,
+            t.divergent,
+            t.accept,
             step_used,
-            logp,
-            energy,
+            state.logp,
+            t.energy,
         );
         i += 1;
     }
-    (q, eps, minv)
+    (state.q, eps, minv)
 }

@@ -815,6 +815,7 @@ pub fn describe(t: &Ty) -> String {
             "({})",
             items.iter().map(describe).collect::<Vec<_>>().join(", ")
         ),
+        Ty::Struct { path, .. } => path.clone(),
     }
 }
 

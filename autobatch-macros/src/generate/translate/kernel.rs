@@ -120,5 +120,5 @@ impl Translator<'_> {
 
 /// The user's source text of an expression, as the printed program shows it.
 pub(super) fn source_text(tokens: &TokenStream) -> String {
-    tokens.to_string()
+    crate::generate::flatten::display_source(&tokens.to_string())
 }

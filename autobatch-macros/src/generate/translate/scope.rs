@@ -72,7 +72,8 @@ impl Translator<'_> {
     }
 
     pub(super) fn new_var(&mut self, base: &str, ty: Ty) -> usize {
-        let name = self.unique(base);
+        // A struct's field variable (`t__depth`) is printed as the field (`t.depth`).
+        let name = self.unique(&crate::generate::flatten::display_name(base));
         self.out.vars.push(LocalVar { name, ty });
         self.out.vars.len() - 1
     }
