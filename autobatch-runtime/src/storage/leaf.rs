@@ -118,11 +118,7 @@ impl Leaf {
     /// The current rows of `lanes`, in order, as a new dense column.
     pub(crate) fn gather(&self, arena: &Arena, lanes: &[usize]) -> Column {
         match self {
-            Leaf::Dense { rows, .. } => {
-                let mut out = Column::zeros(rows.dtype(), lanes.len(), rows.width());
-                rows::copy(&mut out, rows, Rows::Gather(lanes));
-                out
-            }
+            Leaf::Dense { rows, .. } => rows::gathered(rows, lanes),
             Leaf::Shared { rows, .. } => arena.gather(rows, lanes),
         }
     }

@@ -62,6 +62,34 @@ pub(crate) fn copy(dst: &mut Column, src: &Column, rows: Rows<'_>) -> bool {
     }
 }
 
+/// Rows `lanes` of `src`, in order, as a new column: scalar leaves are collected straight
+/// from the lanes' rows (no zero-filled allocation to overwrite, the stackless interpreter's
+/// commonest allocation: a snapshot around every call), others zero-filled then copied.
+pub(crate) fn gathered(src: &Column, lanes: &[usize]) -> Column {
+    if src.width() == 1 {
+        let typed = collected::<i64>(src, lanes)
+            .or_else(|| collected::<f64>(src, lanes))
+            .or_else(|| collected::<bool>(src, lanes))
+            .or_else(|| collected::<i32>(src, lanes))
+            .or_else(|| collected::<f32>(src, lanes))
+            .or_else(|| collected::<Key>(src, lanes));
+        if let Some(column) = typed {
+            return column;
+        }
+    }
+    let mut out = Column::zeros(src.dtype(), lanes.len(), src.width());
+    copy(&mut out, src, Rows::Gather(lanes));
+    out
+}
+
+/// [`gathered`] for a width-1 column of `T`; `None` if it holds another type.
+fn collected<T: Element>(src: &Column, lanes: &[usize]) -> Option<Column> {
+    let s = src.as_slice::<T>()?;
+    let values: Vec<T> = lanes.iter().map(|&l| s[l]).collect();
+    let array = ndarray::Array2::from_shape_vec((lanes.len(), 1), values).ok()?;
+    Some(T::column(array))
+}
+
 /// The typed loop of [`copy`] for width-1 columns of `T`; `false` if they hold another type.
 #[inline]
 fn typed<T: Element>(dst: &mut Column, src: &Column, rows: Rows<'_>) -> bool {
@@ -110,6 +138,9 @@ mod tests {
             let mut g = Column::zeros(DType::F64, 2, width);
             assert!(copy(&mut g, &src, Rows::Gather(&[2, 1])));
             assert_eq!((row(&g, 0), row(&g, 1)), (2.0 * w, w));
+            let collected = gathered(&src, &[2, 1]);
+            assert_eq!(collected.as_slice::<f64>(), g.as_slice::<f64>());
+            assert_eq!((collected.rows(), collected.width()), (2, width));
             let mut s = Column::zeros(DType::F64, 4, width);
             assert!(copy(&mut s, &src, Rows::Same(&[1])));
             assert_eq!((row(&s, 1), row(&s, 2)), (w, 0.0));
