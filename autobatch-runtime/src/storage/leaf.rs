@@ -214,7 +214,8 @@ impl Leaf {
         }
     }
 
-    /// Saves the current rows of `lanes` at their `depth` (a duplicating push).
+    /// Saves the current rows of `lanes` in the frame just below their `depth` (a duplicating
+    /// push; the depth already counts that frame).
     pub(crate) fn push(&mut self, arena: &mut Arena, lanes: &[usize], depth: &[u32], batch: usize) {
         let stacked = Stacked {
             lanes,
@@ -226,10 +227,10 @@ impl Leaf {
                 rows::copy(saved, rows, Rows::Push(stacked));
             }
             Leaf::Shared { rows, saved } => {
-                // The slot above the depth holds nothing: take the handle without a release.
+                // The slot being filled holds nothing: take the handle without a release.
                 for &l in lanes {
                     arena.retain(rows[l]);
-                    saved[stacked.at(l)] = rows[l];
+                    saved[stacked.below(l)] = rows[l];
                 }
             }
         }
@@ -331,8 +332,8 @@ mod tests {
             assert!(leaf.scatter(&mut arena, &[0, 1], &first));
             leaf.grow_saved(2);
             let mut depth = vec![0u32, 0];
-            leaf.push(&mut arena, &[1], &depth, 2);
             depth[1] += 1;
+            leaf.push(&mut arena, &[1], &depth, 2);
             let second = Column::from_view2(ndarray::Array2::from_elem((1, width), 2.0).view());
             assert!(leaf.scatter(&mut arena, &[1], &second));
             assert_eq!(f64_rows(&leaf, &arena, &[1]), vec![2.0; width]);

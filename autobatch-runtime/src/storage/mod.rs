@@ -297,23 +297,33 @@ impl<'p> Storage<'p> {
             return Ok(());
         }
         let (max, batch) = (self.max_depth, self.batch);
-        let store = &self.vars[v.index()];
-        // The deepest lane (the lowest of them) is the one a growth is blamed on.
+        // One pass counts each lane's new frame and finds the deepest lane (the lowest of
+        // them), the one a growth is blamed on. An overflow fails the run: the lanes counted
+        // before it die with it (under lane isolation the batch re-runs from the start).
+        let limit = max.min(u32::MAX as usize);
+        let depth = &mut self.vars[v.index()].depth;
         let (mut need, mut deepest) = (0, 0);
+        let mut overflow = None;
         for &lane in lanes {
-            let d = store.depth[lane] as usize + 1;
-            if d >= max {
-                return Err(RuntimeError::StackOverflow {
-                    var: self.name(v),
-                    lane,
-                    block: self.block_name(block),
-                    max_depth: max,
-                });
+            let d = depth[lane] as usize + 1;
+            if d >= limit {
+                overflow = Some(lane);
+                break;
             }
+            depth[lane] = d as u32;
             if d > need {
                 (need, deepest) = (d, lane);
             }
         }
+        if let Some(lane) = overflow {
+            return Err(RuntimeError::StackOverflow {
+                var: self.name(v),
+                lane,
+                block: self.block_name(block),
+                max_depth: max,
+            });
+        }
+        let store = &self.vars[v.index()];
         if need > store.levels {
             let grown = need.max(2 * store.levels).min(max);
             let row_bytes: usize = store.leaves.iter().map(Leaf::saved_row_bytes).sum();
@@ -334,7 +344,6 @@ impl<'p> Storage<'p> {
         for leaf in leaves.iter_mut() {
             leaf.push(arena, lanes, depth, batch);
         }
-        lanes.iter().for_each(|&l| depth[l] += 1);
         Ok(())
     }
 
@@ -355,14 +364,18 @@ impl<'p> Storage<'p> {
         let batch = self.batch;
         let arena = &mut self.arena;
         let VarStore { leaves, depth, .. } = &mut self.vars[v.index()];
-        if let Some(&lane) = lanes.iter().find(|&&l| depth[l] == 0) {
-            return Err(RuntimeError::PopEmpty {
-                var: self.program.var(v).name.clone(),
-                lane,
-                block: self.program.block(block).name.clone(),
-            });
+        // One pass: an empty stack fails the run (the lanes before it, already popped, die
+        // with it; under lane isolation the batch re-runs from the start).
+        for &lane in lanes {
+            let Some(d) = depth[lane].checked_sub(1) else {
+                return Err(RuntimeError::PopEmpty {
+                    var: self.program.var(v).name.clone(),
+                    lane,
+                    block: self.program.block(block).name.clone(),
+                });
+            };
+            depth[lane] = d;
         }
-        lanes.iter().for_each(|&l| depth[l] -= 1);
         for leaf in leaves.iter_mut() {
             leaf.pop(arena, lanes, depth, batch);
         }
