@@ -535,6 +535,32 @@ impl<'p> Storage<'p> {
         }
     }
 
+    /// Copies the value of `from` into `to` at `lanes` (shared rows are shared, not copied),
+    /// without pushing: what a snapshot of `from` restored into `to` does, without the copy in
+    /// between. Dropped if `to` is NULL; nothing to do if `to` is `from`.
+    pub(crate) fn copy_value(
+        &mut self,
+        to: Var,
+        from: Var,
+        lanes: &[usize],
+        block: Block,
+    ) -> Result<()> {
+        self.read(from, lanes, block)?;
+        if to == from || self.is_null(to) {
+            return Ok(());
+        }
+        let (n, m) = (self.types(from).len(), self.types(to).len());
+        if n != m {
+            let found = "a value of another type".to_string();
+            return Err(self.value_type(to, n.min(m), found, block));
+        }
+        for leaf in 0..n {
+            self.copy_leaf((to, leaf), (from, leaf), lanes, block)?;
+        }
+        self.mark_written(to, lanes);
+        Ok(())
+    }
+
     /// The most vector rows held at once so far.
     pub(crate) fn vector_rows(&self) -> usize {
         self.arena.peak()
