@@ -99,6 +99,14 @@ impl Leaf {
         }
     }
 
+    /// The rows themselves, to write, if they are scalars in place (width 1).
+    pub(crate) fn scalar_rows_mut(&mut self) -> Option<&mut Column> {
+        match self {
+            Leaf::Dense { rows, .. } if rows.width() == 1 => Some(rows),
+            _ => None,
+        }
+    }
+
     /// Bytes one saved row of this leaf takes (a shared leaf saves a 4-byte handle).
     pub(crate) fn saved_row_bytes(&self) -> usize {
         match self {

@@ -16,6 +16,7 @@ use crate::error::{Result, RuntimeError};
 use arena::{Arena, ArenaView};
 use autobatch_ir::{Allocation, Block, Program, TensorType, Var};
 use leaf::{Held, Leaf};
+use std::ptr::NonNull;
 
 /// How storage treats FULL variables' stacks: the one storage choice that differs between the
 /// interpreters (each names its own).
@@ -228,6 +229,14 @@ impl<'p> Storage<'p> {
     /// The leaves of `v` (none if NULL), without checking that they were written.
     pub(crate) fn leaves(&self, v: Var) -> &[Leaf] {
         &self.vars[v.index()].leaves
+    }
+
+    /// The rows of leaf `leaf` of `v` for a kernel to write by lane, if they are scalars in
+    /// place: a pointer, so that other variables can be read from storage while they are
+    /// written (see `LaneRows`); none for NULL variables and other leaves.
+    pub(crate) fn lane_rows(&mut self, v: Var, leaf: usize) -> Option<NonNull<Column>> {
+        let rows = self.vars[v.index()].leaves.get_mut(leaf)?;
+        rows.scalar_rows_mut().map(NonNull::from)
     }
 
     /// The arena holding shared rows.
