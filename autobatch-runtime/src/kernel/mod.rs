@@ -3,6 +3,8 @@
 //! * A **lane-wise** kernel reads its inputs straight from storage at the active lanes and
 //!   writes its outputs through [`LaneOutputs`] (row `k` belongs to `lanes[k]`): dense columns,
 //!   or, for `f64` vector outputs, rows of the interpreter's vector storage written in place.
+//!   Scalar outputs written through [`ScalarsOut`] (position `k` and its lane) go straight into
+//!   the interpreter's storage where it can, with no copy after the kernel.
 //!   The `#[autobatch]` macro generates these from the user's own Rust expressions.
 //! * A **batched** kernel receives its inputs as dense columns (row `k` is active lane `k`;
 //!   gathered, or the storage itself when every lane is active) and writes dense outputs: one
