@@ -6,8 +6,8 @@
 use crate::column::{width_of, Column};
 use crate::error::{Result, RuntimeError};
 use crate::kernel::{
-    BatchedFn, Context, FreshRows, Kernel, KernelError, LaneInputs, LaneOutputs, LaneWiseFn,
-    OutLeaf,
+    BatchedFn, Context, FreshRows, Kernel, KernelError, LaneInputs, LaneOutputs, LaneRows,
+    LaneWiseFn, OutLeaf,
 };
 use crate::panics::catch_quietly;
 use crate::pool::ColumnPool;
@@ -18,6 +18,7 @@ use autobatch_ir::{Block, KernelRef, PrimOp, Program, TensorType, Var};
 use smallvec::SmallVec;
 use std::borrow::Cow;
 use std::cell::Cell;
+use std::ptr::NonNull;
 use std::time::Instant;
 
 /// Runs the ops of one program on one batch's storage.
@@ -194,9 +195,11 @@ impl<'p> Exec<'p> {
         Ok(())
     }
 
-    /// Runs a lane-wise kernel: inputs read in storage, scalar outputs into dense columns,
-    /// `f64` vector outputs written in place into fresh arena rows that the output variables
-    /// then take over (no staging copy).
+    /// Runs a lane-wise kernel: inputs read in storage; scalar outputs of variables it does not
+    /// read written by lane straight into storage if the kernel asks for them so
+    /// ([`OutputLeaf::scalars`](crate::OutputLeaf::scalars)), else into dense columns then
+    /// scattered; `f64` vector outputs written in place into fresh arena rows that the output
+    /// variables then take over (no staging copy).
     fn run_lane_wise(
         &mut self,
         op: &PrimOp,
@@ -207,18 +210,33 @@ impl<'p> Exec<'p> {
         stats: &mut Stats,
     ) -> Result<()> {
         let n = lanes.len();
-        // Which output leaves are written in place: shared leaves of variables that keep them.
+        // Per output leaf: written in place (shared leaves of variables that keep them), or
+        // writable by lane (dense scalar leaves of a variable that is none of the inputs and
+        // appears once among the outputs: no other leaf the kernel sees is those rows).
         let mut in_place: SmallVec<[bool; 16]> = SmallVec::new();
+        let mut by_lane: SmallVec<[bool; 16]> = SmallVec::new();
         let mut dense_types: SmallVec<[TensorType; 16]> = SmallVec::new();
+        // Per output variable: pushed before the kernel (it may write the rows by lane).
+        let mut pushed: SmallVec<[bool; 8]> = SmallVec::new();
         for &v in &op.outs {
+            let alone = !op.ins.contains(&v) && op.outs.iter().filter(|&&o| o == v).count() == 1;
             let leaves = self.storage.leaves(v);
+            let before = by_lane.len();
             for (i, t) in self.storage.types(v).iter().enumerate() {
-                let fresh = leaves.get(i).is_some_and(Leaf::is_shared);
+                let leaf = leaves.get(i);
+                let fresh = leaf.is_some_and(Leaf::is_shared);
                 in_place.push(fresh);
+                let scalar = leaf.and_then(Leaf::dense).is_some_and(|c| c.width() == 1);
+                by_lane.push(alone && scalar);
                 if !fresh {
                     dense_types.push(*t);
                 }
             }
+            let push = by_lane[before..].contains(&true) && !op.is_in_place(v);
+            if push {
+                self.storage.push(v, lanes, block)?;
+            }
+            pushed.push(push);
         }
         let vector_len = self.storage.vector_len();
         let mut columns = self
@@ -236,6 +254,16 @@ impl<'p> Exec<'p> {
                 .alloc_fresh(fresh_leaves * n, &mut fresh, v, block, lanes)?;
         }
         let view = self.storage.arena_view();
+        // The rows of the leaves writable by lane, and whether the kernel wrote them so.
+        let mut targets: SmallVec<[Option<NonNull<Column>>; 16]> = SmallVec::new();
+        for &v in &op.outs {
+            for leaf in 0..self.storage.types(v).len() {
+                let at = targets.len();
+                let rows = by_lane[at].then(|| self.storage.lane_rows(v, leaf));
+                targets.push(rows.flatten());
+            }
+        }
+        let wrote: SmallVec<[Cell<bool>; 16]> = targets.iter().map(|_| Cell::new(false)).collect();
         let progress = Cell::new(0usize);
         let result = {
             let mut inputs: SmallVec<[LeafView<'_>; 16]> = SmallVec::new();
@@ -248,12 +276,18 @@ impl<'p> Exec<'p> {
             let mut rows = fresh.chunks_exact(n.max(1));
             let leaves = in_place
                 .iter()
-                .map(|&fresh| {
+                .zip(targets.iter().zip(&wrote))
+                .map(|(&fresh, (&target, wrote))| {
                     let next = if fresh {
                         rows.next()
                             .map(|handles| OutLeaf::Fresh(FreshRows::new(view, handles)))
                     } else {
-                        dense.next().map(OutLeaf::Dense)
+                        dense.next().map(|c| match target {
+                            // The rows belong to an output that is no input and no other
+                            // output leaf (`by_lane`), and storage is only read meanwhile.
+                            Some(rows) => OutLeaf::Lanes(LaneRows::new(rows, c, wrote)),
+                            None => OutLeaf::Dense(c),
+                        })
                     };
                     // With no lanes there are no fresh rows: an empty leaf stands in.
                     next.unwrap_or(OutLeaf::Fresh(FreshRows::new(view, &[])))
@@ -274,20 +308,24 @@ impl<'p> Exec<'p> {
             self.fresh = fresh;
             return Err(e);
         }
-        // The writes: fresh rows pass to their variables, dense columns are scattered.
+        // The writes: fresh rows pass to their variables, dense columns are scattered (rows
+        // written by lane are in place already).
         let mut dense = columns.iter();
         let mut rows = fresh.chunks_exact(n.max(1));
-        let mut flags = in_place.iter();
-        for &v in &op.outs {
-            if !self.storage.is_null(v) && !op.is_in_place(v) {
+        let mut flags = in_place.iter().zip(&wrote);
+        for (&v, &pushed) in op.outs.iter().zip(&pushed) {
+            if !self.storage.is_null(v) && !op.is_in_place(v) && !pushed {
                 self.storage.push(v, lanes, block)?;
             }
             for leaf in 0..self.storage.types(v).len() {
-                if flags.next() == Some(&true) {
+                let (fresh, wrote) = flags.next().map_or((false, false), |(&f, w)| (f, w.get()));
+                if fresh {
                     let handles = rows.next().unwrap_or(&[]);
                     self.storage.install(v, leaf, lanes, handles);
                 } else if let Some(c) = dense.next() {
-                    self.storage.scatter(v, leaf, lanes, c, block)?;
+                    if !wrote {
+                        self.storage.scatter(v, leaf, lanes, c, block)?;
+                    }
                 }
             }
             self.storage.mark_written(v, lanes);

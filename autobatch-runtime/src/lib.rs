@@ -53,7 +53,7 @@ pub use config::{
 pub use error::{Result, RuntimeError};
 pub use kernel::{
     output_slice, Context, ContextType, InputRows, Kernel, KernelError, LaneInputs, LaneOutputs,
-    OutputLeaf, VectorOut,
+    OutputLeaf, ScalarsOut, VectorOut,
 };
 pub use ndarray;
 pub use random::Key;

@@ -112,6 +112,37 @@ pub(crate) fn run(
     })
 }
 
+/// Writes the values of `from` into `to` (a call's arguments into the callee's formals, or its
+/// results into the call's outputs) at `lanes`. Copied directly when no target is a source
+/// other than its own (writing one cannot change another's source), else through held copies
+/// of every source first (a self-call's formals may be its own arguments, permuted).
+fn pass(
+    exec: &mut Exec<'_>,
+    to: &[Var],
+    from: &[Var],
+    lanes: &[usize],
+    block: Block,
+) -> Result<()> {
+    let direct = to
+        .iter()
+        .enumerate()
+        .all(|(i, t)| from.iter().enumerate().all(|(j, f)| t != f || i == j));
+    if direct {
+        for (&t, &f) in to.iter().zip(from) {
+            exec.storage.copy_value(t, f, lanes, block)?;
+        }
+        return Ok(());
+    }
+    let held = from
+        .iter()
+        .map(|&v| exec.storage.snapshot(v, lanes, block))
+        .collect::<Result<Vec<_>>>()?;
+    for (&t, value) in to.iter().zip(held) {
+        exec.storage.restore(t, lanes, value, block)?;
+    }
+    Ok(())
+}
+
 /// A step-budget error passing out of an activation: its lanes waiting at other blocks are
 /// still running too (sorted and counted once the error leaves the entry function).
 fn with_waiting(e: RuntimeError, waiting: &[Vec<usize>]) -> RuntimeError {
@@ -254,31 +285,17 @@ impl Activation<'_> {
             return Err(limit_error(&function, lane, self.config.max_stack_depth));
         }
         let callee = program.function(call.func);
-        // Arguments and the caller's live values are held before any formal is written (a
-        // self-call's formals are the caller's own variables); vector rows are shared, not copied.
-        let args = call
-            .ins
-            .iter()
-            .map(|&v| exec.storage.snapshot(v, lanes, block))
-            .collect::<Result<Vec<_>>>()?;
+        // The caller's live values are held before any formal is written (a self-call's
+        // formals are the caller's own variables); vector rows are shared, not copied.
         let saves = &self.plan.saves[block.index()][op_index];
         let saved = saves
             .iter()
             .map(|&v| exec.storage.snapshot(v, lanes, block))
             .collect::<Result<Vec<_>>>()?;
-        for (&formal, value) in callee.params.iter().zip(args) {
-            exec.storage.restore(formal, lanes, value, block)?;
-        }
+        pass(exec, &callee.params, &call.ins, lanes, block)?;
         let depth = depth + usize::from(counted);
         on_enough_stack(|| self.run_function(exec, stats, call.func, lanes.to_vec(), depth))?;
-        let results = callee
-            .returns
-            .iter()
-            .map(|&v| exec.storage.snapshot(v, lanes, block))
-            .collect::<Result<Vec<_>>>()?;
-        for (&out, value) in call.outs.iter().zip(results) {
-            exec.storage.restore(out, lanes, value, block)?;
-        }
+        pass(exec, &call.outs, &callee.returns, lanes, block)?;
         for (&v, value) in saves.iter().zip(saved) {
             exec.storage.restore(v, lanes, value, block)?;
         }

@@ -89,6 +89,8 @@ pub(crate) fn run(
     let max_depth = config.max_stack_depth;
     let budget = config.step_budget.unwrap_or(u64::MAX);
     let mut values_lanes = Vec::new();
+    // Each block's waiting count before an indirect jump, kept for its allocation.
+    let mut counts: Vec<usize> = Vec::with_capacity(n_blocks);
     let mut lane_steps = LaneSteps::new(config, batch);
     while let Some(index) = waiting.iter().position(|w| !w.is_empty()) {
         if lane_steps.is_none() && stats.steps >= budget {
@@ -169,11 +171,19 @@ pub(crate) fn run(
                 waiting[target.index()].add(&taken);
             }
             Terminator::IndirectGoto => {
+                counts.clear();
+                counts.extend(waiting.iter().map(|w| w.count));
                 for &lane in &lanes {
                     // An empty return stack is the "halt" address beneath main.
                     if let Some((ret, d)) = returns.pop(lane) {
                         depth[lane] = d;
-                        waiting[ret.index()].insert(lane);
+                        waiting[ret.index()].insert_within(lane);
+                    }
+                }
+                // The sets that gained lanes cover this block's lanes' words.
+                for (set, &before) in waiting.iter_mut().zip(&counts) {
+                    if set.count != before {
+                        set.cover(&taken);
                     }
                 }
                 let bytes = returns.frames * std::mem::size_of::<Return>();
@@ -257,13 +267,18 @@ impl LaneSet {
         self.count == 0
     }
 
-    /// Adds `lane` (not already waiting here: a lane waits at one block at a time).
-    fn insert(&mut self, lane: usize) {
-        let w = lane / 64;
-        self.words[w] |= 1 << (lane % 64);
+    /// Adds `lane` (not already waiting here) without widening the range of words: the
+    /// caller [`cover`](Self::cover)s the lane's word afterwards.
+    #[inline]
+    fn insert_within(&mut self, lane: usize) {
+        self.words[lane / 64] |= 1 << (lane % 64);
         self.count += 1;
-        self.lo = self.lo.min(w);
-        self.hi = self.hi.max(w + 1);
+    }
+
+    /// Widens the range of words to include `other`'s.
+    fn cover(&mut self, other: &LaneSet) {
+        self.lo = self.lo.min(other.lo);
+        self.hi = self.hi.max(other.hi);
     }
 
     /// Adds `lanes` (in lane order, none already waiting here).
@@ -306,7 +321,7 @@ impl LaneSet {
                 continue;
             }
             let start = w * 64;
-            let mask = if lanes.count_ones() > 16 {
+            let mask = if lanes.count_ones() > 6 {
                 pack(&conditions[start..conditions.len().min(start + 64)])
             } else {
                 // Few lanes in this word: their own conditions only.
@@ -352,15 +367,23 @@ impl LaneSet {
 
     /// Lists every lane of the set, in lane order, in `out` (cleared first).
     fn list_into(&self, out: &mut Vec<usize>) {
+        // Written into reserved room by index: no capacity check and no length update per
+        // lane, and no zero-filling first.
         out.clear();
         out.reserve(self.count);
+        let room = out.spare_capacity_mut();
+        let mut k = 0;
         for w in self.lo..self.hi {
             let mut bits = self.words[w];
             while bits != 0 {
-                out.push(w * 64 + bits.trailing_zeros() as usize);
+                room[k].write(w * 64 + bits.trailing_zeros() as usize);
+                k += 1;
                 bits &= bits - 1;
             }
         }
+        // SAFETY: the first `k` slots were each written above (`room[k]` is bounds-checked
+        // against the reserved room, so `k` never passes it).
+        unsafe { out.set_len(k) };
     }
 }
 
@@ -402,7 +425,7 @@ mod tests {
         let mut s = LaneSet::new(200);
         let mut taken = LaneSet::new(200);
         s.extend(&[3, 64, 130, 199]);
-        s.insert(0);
+        s.extend(&[0]);
         assert_eq!(s.count, 5);
         let mut out = vec![42];
         s.take(&mut taken, &mut out);
@@ -410,7 +433,7 @@ mod tests {
         assert!(s.is_empty());
         s.list_into(&mut out);
         assert!(out.is_empty());
-        s.insert(70);
+        s.extend(&[70]);
         s.take(&mut taken, &mut out);
         assert_eq!(out, vec![70]);
         assert_eq!(taken.count, 1);
@@ -419,7 +442,7 @@ mod tests {
         other.extend(&[1, 5, 130, 199]);
         other.take(&mut taken, &mut out);
         let (mut t, mut e) = (LaneSet::new(200), LaneSet::new(200));
-        e.insert(2);
+        e.extend(&[2]);
         let mut conditions = vec![false; 200];
         conditions[130] = true;
         conditions[5] = true;
@@ -439,5 +462,17 @@ mod tests {
         e.add(&t);
         e.list_into(&mut out);
         assert_eq!((out, e.count), (vec![1, 2, 5, 130, 199], 5));
+
+        // Lanes added within a range, then covered by the range they came from.
+        let mut from = LaneSet::new(200);
+        from.extend(&[65, 190]);
+        let mut to = LaneSet::new(200);
+        to.extend(&[3]);
+        to.insert_within(190);
+        to.cover(&from);
+        assert_eq!((to.lo, to.hi, to.count), (0, 3, 2));
+        let mut listed = Vec::new();
+        to.list_into(&mut listed);
+        assert_eq!(listed, vec![3, 190]);
     }
 }

@@ -74,7 +74,8 @@ pub fn lane_kernel(
             Ty::Vector => quote!(let mut #o = #o.vectors()?;),
             _ => {
                 let el = rt.element_type(leaf);
-                quote!(let #o = #o.slice::<#el>()?;)
+                // Written by lane: straight into the interpreter's storage where it can.
+                quote!(let mut #o = #o.scalars::<#el>()?;)
             }
         });
     let stores = outs
@@ -82,7 +83,7 @@ pub fn lane_kernel(
         .zip(&out_names)
         .map(|((leaf, path), o)| match leaf {
             Ty::Vector => quote!(#o.store(__k, &#path)?;),
-            _ => quote!(#o[__k] = #path;),
+            _ => quote!(#o.set(__k, __lane, #path);),
         });
     let out_ty = rt.rust_type(out_ty);
     let r = format_ident!("__r");

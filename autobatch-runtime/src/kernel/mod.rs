@@ -3,6 +3,8 @@
 //! * A **lane-wise** kernel reads its inputs straight from storage at the active lanes and
 //!   writes its outputs through [`LaneOutputs`] (row `k` belongs to `lanes[k]`): dense columns,
 //!   or, for `f64` vector outputs, rows of the interpreter's vector storage written in place.
+//!   Scalar outputs written through [`ScalarsOut`] (position `k` and its lane) go straight into
+//!   the interpreter's storage where it can, with no copy after the kernel.
 //!   The `#[autobatch]` macro generates these from the user's own Rust expressions.
 //! * A **batched** kernel receives its inputs as dense columns (row `k` is active lane `k`;
 //!   gathered, or the storage itself when every lane is active) and writes dense outputs: one
@@ -25,8 +27,8 @@ mod outputs;
 pub use context::{Context, ContextType};
 pub use error::KernelError;
 pub use inputs::{InputRows, LaneInputs};
-pub use outputs::{output_slice, LaneOutputs, OutputLeaf, VectorOut};
-pub(crate) use outputs::{typed_mut, FreshRows, OutLeaf};
+pub use outputs::{output_slice, LaneOutputs, OutputLeaf, ScalarsOut, VectorOut};
+pub(crate) use outputs::{typed_mut, FreshRows, LaneRows, OutLeaf};
 
 use crate::column::{Column, Element};
 use std::fmt;
@@ -90,7 +92,10 @@ impl Kernel {
     /// A lane-wise kernel with no inputs and one scalar output.
     pub fn constant<O: Element>(value: O) -> Kernel {
         Kernel::lane_wise(move |ins, outs| {
-            outs.slice::<O>(0)?[..ins.lanes().len()].fill(value);
+            let mut out = outs.scalars::<O>(0)?;
+            for (k, &lane) in ins.lanes().iter().enumerate() {
+                out.set(k, lane, value);
+            }
             Ok(())
         })
     }
@@ -99,10 +104,10 @@ impl Kernel {
     pub fn map1<A: Element, O: Element>(f: impl Fn(A) -> O + Send + Sync + 'static) -> Kernel {
         Kernel::lane_wise(move |ins, outs| {
             let a = ins.rows::<A>(0)?;
-            let out = outs.slice::<O>(0)?;
+            let mut out = outs.scalars::<O>(0)?;
             for (k, &lane) in ins.lanes().iter().enumerate() {
                 ins.at(k);
-                out[k] = f(a.scalar(lane));
+                out.set(k, lane, f(a.scalar(lane)));
             }
             Ok(())
         })
@@ -114,10 +119,10 @@ impl Kernel {
     ) -> Kernel {
         Kernel::lane_wise(move |ins, outs| {
             let (a, b) = (ins.rows::<A>(0)?, ins.rows::<B>(1)?);
-            let out = outs.slice::<O>(0)?;
+            let mut out = outs.scalars::<O>(0)?;
             for (k, &lane) in ins.lanes().iter().enumerate() {
                 ins.at(k);
-                out[k] = f(a.scalar(lane), b.scalar(lane));
+                out.set(k, lane, f(a.scalar(lane), b.scalar(lane)));
             }
             Ok(())
         })
@@ -129,10 +134,14 @@ impl Kernel {
     ) -> Kernel {
         Kernel::lane_wise(move |ins, outs| {
             let a = ins.rows::<A>(0)?;
-            let out = outs.slice::<O>(0)?;
+            let mut out = outs.scalars::<O>(0)?;
             for (k, &lane) in ins.lanes().iter().enumerate() {
                 ins.at(k);
-                out[k] = f(a.scalar(lane)).map_err(|m| KernelError::at(k, m))?;
+                out.set(
+                    k,
+                    lane,
+                    f(a.scalar(lane)).map_err(|m| KernelError::at(k, m))?,
+                );
             }
             Ok(())
         })

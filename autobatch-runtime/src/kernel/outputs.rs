@@ -1,11 +1,14 @@
-//! What a kernel writes: [`LaneOutputs`] (a lane-wise kernel's output leaves, dense columns or
-//! fresh vector rows written in place), [`VectorOut`], and typed access to dense outputs.
+//! What a kernel writes: [`LaneOutputs`] (a lane-wise kernel's output leaves: dense columns,
+//! fresh vector rows written in place, or storage's own scalar rows written by lane),
+//! [`VectorOut`], [`ScalarsOut`], and typed access to dense outputs.
 
 use super::error::KernelError;
 use crate::column::{Column, Element};
 use crate::storage::arena::ArenaView;
 use crate::vector::Vector;
 use smallvec::SmallVec;
+use std::cell::Cell;
+use std::ptr::NonNull;
 
 /// The elements of a dense output column (output leaf `index`, if known), typed, in row-major
 /// order; an error if it holds another dtype.
@@ -65,12 +68,76 @@ impl<'a> FreshRows<'a> {
     }
 }
 
+/// A dense scalar leaf of storage that a kernel may write by lane through
+/// [`OutputLeaf::scalars`] (no copy afterwards), with the dense column that stands in for it if
+/// the kernel writes rows by position instead; `by_lane` records which the kernel did.
+pub(crate) struct LaneRows<'a> {
+    rows: NonNull<Column>,
+    dense: &'a mut Column,
+    by_lane: &'a Cell<bool>,
+}
+
+impl<'a> LaneRows<'a> {
+    /// `rows`: the leaf's rows in storage. The caller guarantees that nothing else reads or
+    /// writes them while this value (or a [`ScalarsOut`] made from it) lives: they belong to an
+    /// output variable that is none of the kernel's inputs and no other output leaf.
+    pub(crate) fn new(
+        rows: NonNull<Column>,
+        dense: &'a mut Column,
+        by_lane: &'a Cell<bool>,
+    ) -> Self {
+        LaneRows {
+            rows,
+            dense,
+            by_lane,
+        }
+    }
+
+    /// The same rows for a shorter time (this value is unusable meanwhile).
+    fn reborrow(&mut self) -> LaneRows<'_> {
+        LaneRows {
+            rows: self.rows,
+            dense: self.dense,
+            by_lane: self.by_lane,
+        }
+    }
+}
+
 /// One output leaf of a lane-wise kernel.
 pub(crate) enum OutLeaf<'a> {
     /// A dense column, row `k` for the `k`-th active lane.
     Dense(&'a mut Column),
     /// Vector rows written in place.
     Fresh(FreshRows<'a>),
+    /// Storage's scalar rows, row `lane` for each active lane (or the stand-in dense column).
+    Lanes(LaneRows<'a>),
+}
+
+impl<'a> OutLeaf<'a> {
+    /// The dense column a kernel writes by position (a storage leaf's stand-in).
+    fn into_dense(self) -> Result<&'a mut Column, Self> {
+        match self {
+            OutLeaf::Dense(c) => Ok(c),
+            OutLeaf::Lanes(rows) => Ok(rows.dense),
+            other => Err(other),
+        }
+    }
+}
+
+/// A scalar output leaf written by lane ([`OutputLeaf::scalars`]): straight into the
+/// interpreter's storage where it can, else into row `k` of a dense column.
+pub struct ScalarsOut<'a, T> {
+    data: &'a mut [T],
+    by_lane: bool,
+}
+
+impl<T: Copy> ScalarsOut<'_, T> {
+    /// Writes `value` for the `k`-th active lane, `lane`.
+    #[inline(always)]
+    pub fn set(&mut self, k: usize, lane: usize, value: T) {
+        let row = if self.by_lane { lane } else { k };
+        self.data[row] = value;
+    }
 }
 
 /// The outputs of one lane-wise kernel call, one leaf per output leaf; row `k` of each belongs
@@ -129,6 +196,7 @@ impl<'a> LaneOutputs<'a> {
             OutputLeaf(match leaf {
                 OutLeaf::Dense(c) => OutLeaf::Dense(c),
                 OutLeaf::Fresh(f) => OutLeaf::Fresh(f.reborrow()),
+                OutLeaf::Lanes(rows) => OutLeaf::Lanes(rows.reborrow()),
             })
         }))
     }
@@ -138,6 +206,7 @@ impl<'a> LaneOutputs<'a> {
     pub fn column(&mut self, i: usize) -> Result<&mut Column, KernelError> {
         match self.leaves.get_mut(i) {
             Some(OutLeaf::Dense(c)) => Ok(c),
+            Some(OutLeaf::Lanes(rows)) => Ok(rows.dense),
             Some(OutLeaf::Fresh(_)) => Err(KernelError::whole(format!(
                 "kernel output {i} is written in place; write it with `vectors`"
             ))),
@@ -149,6 +218,20 @@ impl<'a> LaneOutputs<'a> {
     pub fn slice<T: Element>(&mut self, i: usize) -> Result<&mut [T], KernelError> {
         typed_mut(self.column(i)?, Some(i))
     }
+
+    /// Scalar output leaf `i`, typed, written by lane (see [`OutputLeaf::scalars`]).
+    pub fn scalars<T: Element>(&mut self, i: usize) -> Result<ScalarsOut<'_, T>, KernelError> {
+        let leaf = self
+            .leaves
+            .get_mut(i)
+            .ok_or_else(|| KernelError::whole(format!("kernel output {i} is missing")))?;
+        let leaf = match leaf {
+            OutLeaf::Dense(c) => OutLeaf::Dense(c),
+            OutLeaf::Fresh(f) => OutLeaf::Fresh(f.reborrow()),
+            OutLeaf::Lanes(rows) => OutLeaf::Lanes(rows.reborrow()),
+        };
+        OutputLeaf(leaf).scalars()
+    }
 }
 
 /// One output leaf of a lane-wise kernel call (from [`LaneOutputs::leaves`]): a dense column
@@ -158,11 +241,35 @@ pub struct OutputLeaf<'a>(OutLeaf<'a>);
 impl<'a> OutputLeaf<'a> {
     /// The leaf's elements, typed, in row-major order (a dense leaf).
     pub fn slice<T: Element>(self) -> Result<&'a mut [T], KernelError> {
-        match self.0 {
-            OutLeaf::Dense(c) => typed_mut(c, None),
-            OutLeaf::Fresh(_) => Err(KernelError::whole(
+        match self.0.into_dense() {
+            Ok(c) => typed_mut(c, None),
+            Err(_) => Err(KernelError::whole(
                 "kernel output is written in place; write it with `vectors`",
             )),
+        }
+    }
+
+    /// The leaf as scalars written by lane: [`ScalarsOut::set`] takes each active position
+    /// `k` and its lane. Where the interpreter can, the values go straight into its storage
+    /// (no copy after the kernel); otherwise into row `k` of a dense column, as
+    /// [`slice`](Self::slice) writes. A leaf is written through one of the two, not both.
+    pub fn scalars<T: Element>(self) -> Result<ScalarsOut<'a, T>, KernelError> {
+        match self.0 {
+            OutLeaf::Lanes(rows) => {
+                // SAFETY: `LaneRows::new`'s caller guarantees the rows are this leaf's alone
+                // while it lives, and `rows` was made from a live `&mut Column`.
+                let column = unsafe { &mut *rows.rows.as_ptr() };
+                let data = typed_mut::<T>(column, None)?;
+                rows.by_lane.set(true);
+                Ok(ScalarsOut {
+                    data,
+                    by_lane: true,
+                })
+            }
+            other => Ok(ScalarsOut {
+                data: OutputLeaf(other).slice::<T>()?,
+                by_lane: false,
+            }),
         }
     }
 
@@ -193,9 +300,10 @@ impl<'a> VectorOut<'a> {
     }
 
     pub(crate) fn from_leaf(leaf: OutLeaf<'a>) -> std::result::Result<Self, KernelError> {
-        match leaf {
-            OutLeaf::Dense(c) => VectorOut::new(c),
-            OutLeaf::Fresh(f) => Ok(VectorOut(VectorTarget::Fresh(f))),
+        match leaf.into_dense() {
+            Ok(c) => VectorOut::new(c),
+            Err(OutLeaf::Fresh(f)) => Ok(VectorOut(VectorTarget::Fresh(f))),
+            Err(_) => Err(KernelError::whole("kernel output is not a vector leaf")),
         }
     }
 
@@ -229,5 +337,43 @@ impl<'a> VectorOut<'a> {
         }
         self.row_mut(k).copy_from_slice(value.as_slice());
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use autobatch_ir::DType;
+
+    /// `scalars` writes row `lane` of storage's rows when the leaf allows it (and says so),
+    /// and row `k` of the dense column otherwise; a wrong type is an error either way.
+    #[test]
+    fn scalars_write_by_lane_into_storage_or_by_position_into_the_column() {
+        let lanes = [1usize, 3];
+        let mut storage = Column::zeros(DType::I64, 4, 1);
+        let mut stand_in = Column::zeros(DType::I64, 2, 1);
+        let wrote = Cell::new(false);
+        let rows = LaneRows::new(NonNull::from(&mut storage), &mut stand_in, &wrote);
+        let mut outs = LaneOutputs::from_leaves([OutLeaf::Lanes(rows)].into_iter().collect());
+        assert!(outs.scalars::<f64>(0).is_err());
+        let mut out = outs.scalars::<i64>(0).unwrap();
+        for (k, &lane) in lanes.iter().enumerate() {
+            out.set(k, lane, 10 + k as i64);
+        }
+        drop(outs);
+        assert!(wrote.get());
+        assert_eq!(storage.as_slice::<i64>(), Some(&[0, 10, 0, 11][..]));
+        assert_eq!(stand_in.as_slice::<i64>(), Some(&[0, 0][..]));
+
+        let mut dense = [Column::zeros(DType::I64, 2, 1)];
+        {
+            let mut outs = LaneOutputs::new(&mut dense);
+            let [leaf] = outs.leaves::<1>().unwrap();
+            let mut out = leaf.scalars::<i64>().unwrap();
+            for (k, &lane) in lanes.iter().enumerate() {
+                out.set(k, lane, 20 + k as i64);
+            }
+        }
+        assert_eq!(dense[0].as_slice::<i64>(), Some(&[20, 21][..]));
     }
 }

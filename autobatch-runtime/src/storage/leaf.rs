@@ -99,6 +99,14 @@ impl Leaf {
         }
     }
 
+    /// The rows themselves, to write, if they are scalars in place (width 1).
+    pub(crate) fn scalar_rows_mut(&mut self) -> Option<&mut Column> {
+        match self {
+            Leaf::Dense { rows, .. } if rows.width() == 1 => Some(rows),
+            _ => None,
+        }
+    }
+
     /// Bytes one saved row of this leaf takes (a shared leaf saves a 4-byte handle).
     pub(crate) fn saved_row_bytes(&self) -> usize {
         match self {
@@ -118,11 +126,7 @@ impl Leaf {
     /// The current rows of `lanes`, in order, as a new dense column.
     pub(crate) fn gather(&self, arena: &Arena, lanes: &[usize]) -> Column {
         match self {
-            Leaf::Dense { rows, .. } => {
-                let mut out = Column::zeros(rows.dtype(), lanes.len(), rows.width());
-                rows::copy(&mut out, rows, Rows::Gather(lanes));
-                out
-            }
+            Leaf::Dense { rows, .. } => rows::gathered(rows, lanes),
             Leaf::Shared { rows, .. } => arena.gather(rows, lanes),
         }
     }
@@ -218,7 +222,8 @@ impl Leaf {
         }
     }
 
-    /// Saves the current rows of `lanes` at their `depth` (a duplicating push).
+    /// Saves the current rows of `lanes` in the frame just below their `depth` (a duplicating
+    /// push; the depth already counts that frame).
     pub(crate) fn push(&mut self, arena: &mut Arena, lanes: &[usize], depth: &[u32], batch: usize) {
         let stacked = Stacked {
             lanes,
@@ -230,10 +235,10 @@ impl Leaf {
                 rows::copy(saved, rows, Rows::Push(stacked));
             }
             Leaf::Shared { rows, saved } => {
-                // The slot above the depth holds nothing: take the handle without a release.
+                // The slot being filled holds nothing: take the handle without a release.
                 for &l in lanes {
                     arena.retain(rows[l]);
-                    saved[stacked.at(l)] = rows[l];
+                    saved[stacked.below(l)] = rows[l];
                 }
             }
         }
@@ -335,8 +340,8 @@ mod tests {
             assert!(leaf.scatter(&mut arena, &[0, 1], &first));
             leaf.grow_saved(2);
             let mut depth = vec![0u32, 0];
-            leaf.push(&mut arena, &[1], &depth, 2);
             depth[1] += 1;
+            leaf.push(&mut arena, &[1], &depth, 2);
             let second = Column::from_view2(ndarray::Array2::from_elem((1, width), 2.0).view());
             assert!(leaf.scatter(&mut arena, &[1], &second));
             assert_eq!(f64_rows(&leaf, &arena, &[1]), vec![2.0; width]);

@@ -16,6 +16,7 @@ use crate::error::{Result, RuntimeError};
 use arena::{Arena, ArenaView};
 use autobatch_ir::{Allocation, Block, Program, TensorType, Var};
 use leaf::{Held, Leaf};
+use std::ptr::NonNull;
 
 /// How storage treats FULL variables' stacks: the one storage choice that differs between the
 /// interpreters (each names its own).
@@ -230,6 +231,14 @@ impl<'p> Storage<'p> {
         &self.vars[v.index()].leaves
     }
 
+    /// The rows of leaf `leaf` of `v` for a kernel to write by lane, if they are scalars in
+    /// place: a pointer, so that other variables can be read from storage while they are
+    /// written (see `LaneRows`); none for NULL variables and other leaves.
+    pub(crate) fn lane_rows(&mut self, v: Var, leaf: usize) -> Option<NonNull<Column>> {
+        let rows = self.vars[v.index()].leaves.get_mut(leaf)?;
+        rows.scalar_rows_mut().map(NonNull::from)
+    }
+
     /// The arena holding shared rows.
     pub(crate) fn arena(&self) -> &Arena {
         &self.arena
@@ -297,23 +306,33 @@ impl<'p> Storage<'p> {
             return Ok(());
         }
         let (max, batch) = (self.max_depth, self.batch);
-        let store = &self.vars[v.index()];
-        // The deepest lane (the lowest of them) is the one a growth is blamed on.
+        // One pass counts each lane's new frame and finds the deepest lane (the lowest of
+        // them), the one a growth is blamed on. An overflow fails the run: the lanes counted
+        // before it die with it (under lane isolation the batch re-runs from the start).
+        let limit = max.min(u32::MAX as usize);
+        let depth = &mut self.vars[v.index()].depth;
         let (mut need, mut deepest) = (0, 0);
+        let mut overflow = None;
         for &lane in lanes {
-            let d = store.depth[lane] as usize + 1;
-            if d >= max {
-                return Err(RuntimeError::StackOverflow {
-                    var: self.name(v),
-                    lane,
-                    block: self.block_name(block),
-                    max_depth: max,
-                });
+            let d = depth[lane] as usize + 1;
+            if d >= limit {
+                overflow = Some(lane);
+                break;
             }
+            depth[lane] = d as u32;
             if d > need {
                 (need, deepest) = (d, lane);
             }
         }
+        if let Some(lane) = overflow {
+            return Err(RuntimeError::StackOverflow {
+                var: self.name(v),
+                lane,
+                block: self.block_name(block),
+                max_depth: max,
+            });
+        }
+        let store = &self.vars[v.index()];
         if need > store.levels {
             let grown = need.max(2 * store.levels).min(max);
             let row_bytes: usize = store.leaves.iter().map(Leaf::saved_row_bytes).sum();
@@ -334,7 +353,6 @@ impl<'p> Storage<'p> {
         for leaf in leaves.iter_mut() {
             leaf.push(arena, lanes, depth, batch);
         }
-        lanes.iter().for_each(|&l| depth[l] += 1);
         Ok(())
     }
 
@@ -355,14 +373,18 @@ impl<'p> Storage<'p> {
         let batch = self.batch;
         let arena = &mut self.arena;
         let VarStore { leaves, depth, .. } = &mut self.vars[v.index()];
-        if let Some(&lane) = lanes.iter().find(|&&l| depth[l] == 0) {
-            return Err(RuntimeError::PopEmpty {
-                var: self.program.var(v).name.clone(),
-                lane,
-                block: self.program.block(block).name.clone(),
-            });
+        // One pass: an empty stack fails the run (the lanes before it, already popped, die
+        // with it; under lane isolation the batch re-runs from the start).
+        for &lane in lanes {
+            let Some(d) = depth[lane].checked_sub(1) else {
+                return Err(RuntimeError::PopEmpty {
+                    var: self.program.var(v).name.clone(),
+                    lane,
+                    block: self.program.block(block).name.clone(),
+                });
+            };
+            depth[lane] = d;
         }
-        lanes.iter().for_each(|&l| depth[l] -= 1);
         for leaf in leaves.iter_mut() {
             leaf.pop(arena, lanes, depth, batch);
         }
@@ -520,6 +542,32 @@ impl<'p> Storage<'p> {
             let found = self.describe(self.vars[s].types[from.1]);
             Err(self.value_type(to.0, to.1, found, block))
         }
+    }
+
+    /// Copies the value of `from` into `to` at `lanes` (shared rows are shared, not copied),
+    /// without pushing: what a snapshot of `from` restored into `to` does, without the copy in
+    /// between. Dropped if `to` is NULL; nothing to do if `to` is `from`.
+    pub(crate) fn copy_value(
+        &mut self,
+        to: Var,
+        from: Var,
+        lanes: &[usize],
+        block: Block,
+    ) -> Result<()> {
+        self.read(from, lanes, block)?;
+        if to == from || self.is_null(to) {
+            return Ok(());
+        }
+        let (n, m) = (self.types(from).len(), self.types(to).len());
+        if n != m {
+            let found = "a value of another type".to_string();
+            return Err(self.value_type(to, n.min(m), found, block));
+        }
+        for leaf in 0..n {
+            self.copy_leaf((to, leaf), (from, leaf), lanes, block)?;
+        }
+        self.mark_written(to, lanes);
+        Ok(())
     }
 
     /// The most vector rows held at once so far.

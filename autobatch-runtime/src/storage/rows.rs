@@ -14,9 +14,11 @@ pub(crate) enum Rows<'a> {
     Gather(&'a [usize]),
     /// Row `l` takes source row `l`, for each `l` in the list.
     Same(&'a [usize]),
-    /// Saved row `depth[l] * batch + l` takes current row `l` (a push).
+    /// Saved row `(depth[l] - 1) * batch + l` takes current row `l` (a push: the depth
+    /// already counts the frame it fills).
     Push(Stacked<'a>),
-    /// Current row `l` takes saved row `depth[l] * batch + l` (a pop).
+    /// Current row `l` takes saved row `depth[l] * batch + l` (a pop: the depth no longer
+    /// counts the frame it empties).
     Pop(Stacked<'a>),
 }
 
@@ -34,6 +36,12 @@ impl Stacked<'_> {
     #[inline]
     pub(crate) fn at(&self, lane: usize) -> usize {
         self.depth[lane] as usize * self.batch + lane
+    }
+
+    /// The saved row of `lane` just below its depth (the frame a push has counted).
+    #[inline]
+    pub(crate) fn below(&self, lane: usize) -> usize {
+        (self.depth[lane] as usize - 1) * self.batch + lane
     }
 }
 
@@ -57,9 +65,37 @@ pub(crate) fn copy(dst: &mut Column, src: &Column, rows: Rows<'_>) -> bool {
         Rows::Scatter(lanes) => dst.copy_rows(src, lanes.iter().copied().zip(0..)),
         Rows::Gather(lanes) => dst.copy_rows(src, lanes.iter().copied().enumerate()),
         Rows::Same(lanes) => dst.copy_rows(src, lanes.iter().map(|&l| (l, l))),
-        Rows::Push(s) => dst.copy_rows(src, s.lanes.iter().map(|&l| (s.at(l), l))),
+        Rows::Push(s) => dst.copy_rows(src, s.lanes.iter().map(|&l| (s.below(l), l))),
         Rows::Pop(s) => dst.copy_rows(src, s.lanes.iter().map(|&l| (l, s.at(l)))),
     }
+}
+
+/// Rows `lanes` of `src`, in order, as a new column: scalar leaves are collected straight
+/// from the lanes' rows (no zero-filled allocation to overwrite, the stackless interpreter's
+/// commonest allocation: a snapshot around every call), others zero-filled then copied.
+pub(crate) fn gathered(src: &Column, lanes: &[usize]) -> Column {
+    if src.width() == 1 {
+        let typed = collected::<i64>(src, lanes)
+            .or_else(|| collected::<f64>(src, lanes))
+            .or_else(|| collected::<bool>(src, lanes))
+            .or_else(|| collected::<i32>(src, lanes))
+            .or_else(|| collected::<f32>(src, lanes))
+            .or_else(|| collected::<Key>(src, lanes));
+        if let Some(column) = typed {
+            return column;
+        }
+    }
+    let mut out = Column::zeros(src.dtype(), lanes.len(), src.width());
+    copy(&mut out, src, Rows::Gather(lanes));
+    out
+}
+
+/// [`gathered`] for a width-1 column of `T`; `None` if it holds another type.
+fn collected<T: Element>(src: &Column, lanes: &[usize]) -> Option<Column> {
+    let s = src.as_slice::<T>()?;
+    let values: Vec<T> = lanes.iter().map(|&l| s[l]).collect();
+    let array = ndarray::Array2::from_shape_vec((lanes.len(), 1), values).ok()?;
+    Some(T::column(array))
 }
 
 /// The typed loop of [`copy`] for width-1 columns of `T`; `false` if they hold another type.
@@ -80,7 +116,7 @@ fn typed<T: Element>(dst: &mut Column, src: &Column, rows: Rows<'_>) -> bool {
             }
         }
         Rows::Same(lanes) => lanes.iter().for_each(|&l| d[l] = s[l]),
-        Rows::Push(st) => st.lanes.iter().for_each(|&l| d[st.at(l)] = s[l]),
+        Rows::Push(st) => st.lanes.iter().for_each(|&l| d[st.below(l)] = s[l]),
         Rows::Pop(st) => st.lanes.iter().for_each(|&l| d[l] = s[st.at(l)]),
     }
     true
@@ -110,20 +146,25 @@ mod tests {
             let mut g = Column::zeros(DType::F64, 2, width);
             assert!(copy(&mut g, &src, Rows::Gather(&[2, 1])));
             assert_eq!((row(&g, 0), row(&g, 1)), (2.0 * w, w));
+            let collected = gathered(&src, &[2, 1]);
+            assert_eq!(collected.as_slice::<f64>(), g.as_slice::<f64>());
+            assert_eq!((collected.rows(), collected.width()), (2, width));
             let mut s = Column::zeros(DType::F64, 4, width);
             assert!(copy(&mut s, &src, Rows::Same(&[1])));
             assert_eq!((row(&s, 1), row(&s, 2)), (w, 0.0));
-            let depth = [0u32, 1, 0, 0];
-            let stacked = Stacked {
+            // Lanes 1 and 2 at depths 1 and 0: a push fills (and already counts) the frame
+            // a pop then empties (and no longer counts).
+            let (pushed, popped) = ([0u32, 2, 1, 0], [0u32, 1, 0, 0]);
+            let stacked = |depth| Stacked {
                 lanes: &[1, 2],
-                depth: &depth,
+                depth,
                 batch: 4,
             };
             let mut saved = Column::zeros(DType::F64, 8, width);
-            assert!(copy(&mut saved, &src, Rows::Push(stacked)));
+            assert!(copy(&mut saved, &src, Rows::Push(stacked(&pushed))));
             assert_eq!((row(&saved, 5), row(&saved, 2)), (w, 2.0 * w));
             let mut back = Column::zeros(DType::F64, 4, width);
-            assert!(copy(&mut back, &saved, Rows::Pop(stacked)));
+            assert!(copy(&mut back, &saved, Rows::Pop(stacked(&popped))));
             assert_eq!((row(&back, 1), row(&back, 2)), (w, 2.0 * w));
             let mut other = Column::zeros(DType::I64, 4, width);
             assert!(!copy(&mut other, &src, Rows::Same(&[0])));
