@@ -173,22 +173,25 @@ pub const SHARD_BYTES: usize = 1 << 20;
 
 /// The lanes a default shard holds at least, when the batch has enough lanes for every
 /// thread to get that many (else see [`MIN_SHARD_BYTES`]). Programs with a large state per
-/// lane (NUTS in 100 dimensions: about 28 KB per chain, so 1 MiB is 37 chains) gain from
-/// shards smaller than the batch but lose below this: the full VM on the 100-d Gaussian,
-/// 1,000 chains, one thread, ran at 0.478, 0.518, 0.495 and 0.462 M gradients/s in shards
-/// of 64, 128, 256 and 1,000 chains (`cargo bench -p autobatch-examples --bench nuts`, quiet
-/// machine, one run each).
+/// lane (NUTS in 100 dimensions: over 64 KiB of variables per chain, so 1 MiB holds a dozen
+/// chains) gain from shards smaller than the batch but lose below this: the full VM on the
+/// 100-d Gaussian, 1,000 chains, one thread, ran at 0.478, 0.518, 0.495 and 0.462 M
+/// gradients/s in shards of 64, 128, 256 and 1,000 chains (`cargo bench -p
+/// autobatch-examples --bench nuts`, quiet machine, one run each).
 pub const MIN_SHARD_LANES: usize = 256;
 
 /// The lane state (bytes of variables, summed over a shard's lanes) that makes a shard worth
 /// a thread of its own: a batch too small to give every thread [`MIN_SHARD_LANES`] lanes is
 /// still cut into one shard per thread if each shard's lanes hold at least this much. A step
 /// of such lanes is dominated by their own work (vector arithmetic over every lane), not by
-/// the step's fixed cost, which every shard pays again: 100 NUTS chains in 100 dimensions
-/// (2.8 MB) run about 1.7 times as fast in two shards on two cores as in one. Lanes of a few
-/// scalars (tens of bytes) need thousands of lanes to reach it, so a small batch of cheap
-/// lanes stays one shard: splitting it would only repeat the steps' fixed cost on each
-/// thread. 64 KiB: the state of [`MIN_SHARD_LANES`] lanes of 256 bytes.
+/// the step's fixed cost, which every shard pays again: NUTS chains in 100 dimensions (over
+/// 64 KiB each) took 18% more CPU time in two shards than in one at 100 chains, 25% more at
+/// 10 and 45% more at 2, so two shards on two idle cores finish 1.7, 1.6 and 1.4 times as
+/// fast (`nuts --chains N` against `--shard-size N`, 200 warmup + 200 draws, CPU times on a
+/// loaded machine). Lanes of a few scalars (tens of bytes) are never cut into shards of
+/// fewer than [`MIN_SHARD_LANES`] lanes, so a small batch of cheap lanes stays one shard:
+/// splitting it would mostly repeat the steps' fixed cost on each thread. 64 KiB: the state
+/// of [`MIN_SHARD_LANES`] lanes of 256 bytes.
 pub const MIN_SHARD_BYTES: usize = 64 << 10;
 
 /// The default shard size ([`Config::shard_size`] `None`) for a run of `batch` lanes whose
@@ -213,7 +216,7 @@ pub const MIN_SHARD_BYTES: usize = 64 << 10;
 /// assert_eq!(shard_lanes(10_000, 80, 1), 10_000);
 /// // On two threads: one shard each.
 /// assert_eq!(shard_lanes(10_000, 80, 2), 5_000);
-/// // 28 KB per lane (a 100-d NUTS state): a few dozen lanes would fit in cache, but a
+/// // 28 KB per lane: a few dozen lanes would fit in cache, but a
 /// // shard keeps about 256 lanes: four shards of 250 on two threads.
 /// assert_eq!(shard_lanes(1_000, 28_000, 2), 250);
 /// // 100 such lanes on two threads: heavy enough for a shard per thread.
@@ -271,7 +274,7 @@ mod tests {
 
     #[test]
     fn heavy_lanes_get_a_shard_per_thread_in_a_small_batch() {
-        // 100-d NUTS chains: about 28 KB each.
+        // Lanes of 28 KB.
         assert_eq!(cut(100, shard_lanes(100, 28_000, 2)), [50, 50]);
         assert_eq!(cut(10, shard_lanes(10, 28_000, 2)), [5, 5]);
         // Not below what makes a shard worth a thread: 3 such lanes are 84 KB, 2 are 56 KB.

@@ -5,11 +5,40 @@
 //! warmup, 200 draws, at 10, 100 and 1,000 chains. Gradient evaluations per second and
 //! min-ESS (bulk, over coordinates) per second for the autobatched sampler (full VM and
 //! stackless) and for nuts-rs, on one thread and on every core (the full VM on all threads,
-//! nuts-rs's multi-chain sampler); the GEMM lower bound for the Gaussian; where the
-//! autobatched run's time went; and how the full VM's speed depends on the shard size.
+//! nuts-rs's multi-chain sampler); both samplers' trees; the GEMM lower bound for the
+//! Gaussian; where the autobatched run's time went; and how the full VM's speed depends on
+//! the shard size.
 //!
 //! Run: `cargo bench -p autobatch-examples --bench nuts` (`NUTS_BENCH_CHAINS=10,100` chooses
-//! the chain counts, `NUTS_BENCH_TARGETS=gaussian` or `logistic` one target).
+//! the chain counts, `NUTS_BENCH_TARGETS=gaussian` or `logistic` one target,
+//! `NUTS_BENCH_SWEEP=0` skips the shard-size sweep). Each row also gives the process's CPU
+//! seconds: on a machine shared with other work, a one-thread run's CPU time is the steadier
+//! figure.
+//!
+//! # What makes the comparison fair
+//!
+//! - **The same sampler settings.** nuts-rs runs `FlowNutsSettings` with the identity
+//!   transformation and Euclidean kinetic energy (the identity metric), no tuning, and
+//!   `StepSizeAdaptMethod::Fixed` (no initial step-size search, no dual averaging): every
+//!   nuts-rs draw is checked to report no tuning and the step size given. The identity hooks
+//!   are not a slow path: they copy two 100-value slices per gradient.
+//! - **The best one-point gradient for nuts-rs.** A one-chain sampler evaluates one point at
+//!   a time; it gets the same density computed with matrix-vector products on the point
+//!   ([`PointDensity`]). An earlier version called the batched `Target::logp_grad` on a
+//!   one-row matrix: a general matrix product that packs the whole matrix operand on every
+//!   call and allocates its results, which cut nuts-rs's rate from 0.518 to 0.199 M
+//!   gradients/s.
+//! - **nuts-rs's threads.** Its multi-chain sampler runs chains on worker threads only with
+//!   its `parallel` feature (a default feature, which this crate's `default-features = false`
+//!   had turned off): without it, every chain ran on one thread whatever the thread count.
+//! - **What cannot be the same: tree sizes.** nuts-rs 0.19 stops a trajectory when the
+//!   *position* difference between its ends turns against the velocity at either end
+//!   (`is_turning` in its `dynamics/transformed_hamiltonian.rs`); the autobatched sampler, as
+//!   Stan does, checks the *sum of momenta* over the trajectory (the generalised criterion,
+//!   `sampler.rs`). Both are valid NUTS; with the same step size, depth limit and starting
+//!   points the position criterion builds longer trees on these targets (the `trees` line
+//!   prints both). So gradients per second compare the cost of a gradient with each
+//!   sampler's work around it, and ESS per second what a user gets for the time.
 
 use autobatch_examples::diagnostics::bulk_ess;
 use autobatch_examples::nuts::sampler::chain;
@@ -44,9 +73,52 @@ const MAX_ENERGY_ERROR: f64 = 1000.0;
 struct Measured {
     grads: u64,
     secs: f64,
+    /// CPU seconds of the whole process over the run (all its threads).
+    cpu: f64,
     draws: Array3<f64>,
     depth: Option<f64>,
     steps: Option<f64>,
+}
+
+/// Wall and process CPU time since a start: on a machine shared with other work, CPU time is
+/// the steadier measure of a one-thread run's cost.
+struct Clock {
+    wall: Instant,
+    cpu: f64,
+}
+
+impl Clock {
+    fn start() -> Self {
+        Clock {
+            cpu: process_cpu_seconds(),
+            wall: Instant::now(),
+        }
+    }
+
+    /// Wall seconds and CPU seconds since the start.
+    fn stop(&self) -> (f64, f64) {
+        let wall = self.wall.elapsed().as_secs_f64();
+        (wall, process_cpu_seconds() - self.cpu)
+    }
+}
+
+/// User and system CPU time of this process, from `/proc/self/stat` (Linux, in clock ticks of
+/// 1/100 s); NaN elsewhere.
+fn process_cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return f64::NAN;
+    };
+    // Fields after the command name (which may hold spaces): state is the first, utime and
+    // stime the 12th and 13th.
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return f64::NAN;
+    };
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok());
+    match (ticks(11), ticks(12)) {
+        (Some(user), Some(system)) => (user + system) / 100.0,
+        _ => f64::NAN,
+    }
 }
 
 impl Measured {
@@ -100,16 +172,17 @@ fn autobatched<T: Target + Clone + Send + Sync + 'static>(
         },
     )
     .recording(Sink::new((chains, DRAWS, dim), 0));
-    let start = Instant::now();
+    let clock = Clock::start();
     let result = chain::batch_with_stats(&shared, init.view(), rows.view(), keys.view(), &config);
     let counts = shared.gradients();
-    let secs = start.elapsed().as_secs_f64();
+    let (secs, cpu) = clock.stop();
     let recorded = shared.into_recorded().expect("the sink given above");
     let (_, stats) = result.expect("the sampler runs");
     let mean = |a: &Array2<i64>| a.mapv(|x| x as f64).mean();
     let measured = Measured {
         grads: counts.rows,
         secs,
+        cpu,
         depth: mean(&recorded.draws.depth),
         steps: mean(&recorded.draws.n_leapfrog),
         draws: recorded.draws.q,
@@ -387,7 +460,7 @@ fn nuts_rs_one_thread(density: &Arc<dyn PointDensity>, step: f64, chains: usize)
     let mut draws = Array3::zeros((chains, DRAWS, dim));
     let mut steps = 0;
     let mut rng = nuts_rs::rand::rngs::ChaCha8Rng::seed_from_u64(SEED);
-    let start = Instant::now();
+    let clock = Clock::start();
     for c in 0..chains {
         let math = CpuMath::new(logp.clone());
         let mut sampler = settings
@@ -410,9 +483,11 @@ fn nuts_rs_one_thread(density: &Arc<dyn PointDensity>, step: f64, chains: usize)
                 .assign(&Array1::from(black_box(q).to_vec()));
         }
     }
+    let (secs, cpu) = clock.stop();
     Measured {
         grads: logp.count.load(Ordering::Relaxed),
-        secs: start.elapsed().as_secs_f64(),
+        secs,
+        cpu,
         draws,
         depth: None,
         steps: Some(steps as f64 / (chains * DRAWS) as f64),
@@ -473,7 +548,7 @@ fn nuts_rs_threads(
     let logp = NutsRsTarget::new(density.clone());
     let count = logp.count.clone();
     let dim = density.dim();
-    let start = Instant::now();
+    let clock = Clock::start();
     let sampler = Sampler::new(
         Arc::new(NutsRsModel { logp }),
         nuts_rs_settings(chains, step),
@@ -486,7 +561,7 @@ fn nuts_rs_threads(
         SamplerWaitResult::Trace(traces) => traces,
         _ => panic!("nuts-rs did not finish"),
     };
-    let secs = start.elapsed().as_secs_f64();
+    let (secs, cpu) = clock.stop();
     let mut draws = Array3::zeros((chains, DRAWS, dim));
     for (c, trace) in traces.iter().enumerate() {
         let Some(HashMapValue::F64(q)) = trace.stats.get("unconstrained_draw") else {
@@ -498,6 +573,7 @@ fn nuts_rs_threads(
     Measured {
         grads: count.load(Ordering::Relaxed),
         secs,
+        cpu,
         draws,
         depth: trace_mean(&traces, "depth"),
         steps: trace_mean(&traces, "n_steps"),
@@ -512,14 +588,16 @@ fn gemm_bound(target: &CorrelatedGaussian, chains: usize, grads: u64) -> Measure
     let q = Array2::from_shape_fn((chains, dim), |(i, j)| ((i * dim + j) % 7) as f64 * 0.1);
     let mut g = Array2::zeros((chains, dim));
     let calls = grads.div_ceil(chains as u64);
-    let start = Instant::now();
+    let clock = Clock::start();
     for _ in 0..calls {
         general_mat_mul(-1.0, &q, &precision, 0.0, &mut g);
         black_box(&g);
     }
+    let (secs, cpu) = clock.stop();
     Measured {
         grads: calls * chains as u64,
-        secs: start.elapsed().as_secs_f64(),
+        secs,
+        cpu,
         draws: Array3::zeros((0, 0, 0)),
         depth: None,
         steps: None,
@@ -536,9 +614,10 @@ fn row(name: &str, threads: &str, m: &Measured, ess: f64, nuts_rs: Option<&Measu
         })
     });
     println!(
-        "  {name:<26} {threads:>7} {:>10} {:>8.2} {:>8.3} {:>8.0} {:>9.1} {ratio}",
+        "  {name:<26} {threads:>7} {:>10} {:>8.2} {:>8.2} {:>8.3} {:>8.0} {:>9.1} {ratio}",
         m.grads,
         m.secs,
+        m.cpu,
         m.rate() / 1e6,
         ess,
         ess / m.secs,
@@ -603,10 +682,19 @@ fn compare<T: Target + Clone + Send + Sync + 'static>(
     let many = nuts_rs_threads(density, step, chains, all);
     println!("{chains} chains, step {step}:");
     println!(
-        "  {:<26} {:>7} {:>10} {:>8} {:>8} {:>8} {:>9} {:>7} {:>7}",
-        "sampler", "threads", "grads", "s", "M grad/s", "min ESS", "ESS/s", "grad/s", "ESS/s"
+        "  {:<26} {:>7} {:>10} {:>8} {:>8} {:>8} {:>8} {:>9} {:>7} {:>7}",
+        "sampler",
+        "threads",
+        "grads",
+        "s",
+        "cpu s",
+        "M grad/s",
+        "min ESS",
+        "ESS/s",
+        "grad/s",
+        "ESS/s"
     );
-    println!("  {:>91}", "(vs nuts-rs, same threads)");
+    println!("  {:>100}", "(vs nuts-rs, same threads)");
     row("autobatched, full VM", "1", &vm, vm.min_ess(), Some(&one));
     row("autobatched, stackless", "1", &sl, sl.min_ess(), Some(&one));
     row("nuts-rs", "1", &one, one.min_ess(), None);
@@ -627,11 +715,12 @@ fn compare<T: Target + Clone + Send + Sync + 'static>(
     if let Some(gaussian) = gaussian {
         let bound = gemm_bound(gaussian, chains, vm.grads);
         println!(
-            "  {:<26} {:>7} {:>10} {:>8.2} {:>8.3}   full VM at {:.1}% of it",
+            "  {:<26} {:>7} {:>10} {:>8.2} {:>8.2} {:>8.3}   full VM at {:.1}% of it",
             "GEMM bound",
             "1",
             bound.grads,
             bound.secs,
+            bound.cpu,
             bound.rate() / 1e6,
             100.0 * vm.rate() / bound.rate()
         );
@@ -665,9 +754,10 @@ fn shard_sweep<T: Target + Clone + Send + Sync + 'static>(target: &T, step: f64,
         );
         let label = size.map_or("auto".to_string(), |s| s.to_string());
         println!(
-            "  {label:>6}: {:>7.3} M grad/s, {:.2} s, {:.0}% in the batched gradient, {} steps",
+            "  {label:>6}: {:>7.3} M grad/s, {:.2} s ({:.2} s CPU), {:.0}% in the batched gradient, {} steps",
             m.rate() / 1e6,
             m.secs,
+            m.cpu,
             100.0 * stats.batched_kernel_time.as_secs_f64() / m.secs,
             stats.steps
         );
@@ -682,6 +772,7 @@ fn main() {
         .unwrap_or_else(|| vec![10, 100, 1000]);
     let targets = std::env::var("NUTS_BENCH_TARGETS").unwrap_or_default();
     let wants = |name: &str| targets.is_empty() || targets.contains(name);
+    let sweep = std::env::var("NUTS_BENCH_SWEEP").map_or(true, |v| v != "0");
     println!(
         "NUTS, identity metric on both sides, no warmup, {DRAWS} draws, max depth {MAX_DEPTH}, \
          the same initial points; one run per configuration; min ESS is the smallest bulk ESS \
@@ -697,7 +788,7 @@ fn main() {
         for &chains in &counts {
             compare(&gaussian, &density, 0.1, chains, Some(&gaussian));
         }
-        if let Some(&largest) = counts.iter().max() {
+        if let Some(&largest) = counts.iter().max().filter(|_| sweep) {
             shard_sweep(&gaussian, 0.1, largest);
         }
     }
