@@ -26,8 +26,9 @@
 //!   a time; it gets the same density computed with matrix-vector products on the point
 //!   ([`PointDensity`]). An earlier version called the batched `Target::logp_grad` on a
 //!   one-row matrix: a general matrix product that packs the whole matrix operand on every
-//!   call and allocates its results, which cut nuts-rs's rate from 0.518 to 0.199 M
-//!   gradients/s.
+//!   call and allocates its results. nuts-rs then ran at 0.199 M gradients/s on the Gaussian
+//!   (one thread, quiet machine), against 0.518 in an earlier run with a matrix-vector
+//!   gradient; with this one it does about 0.53 M gradients per CPU second.
 //! - **nuts-rs's threads.** Its multi-chain sampler runs chains on worker threads only with
 //!   its `parallel` feature (a default feature, which this crate's `default-features = false`
 //!   had turned off): without it, every chain ran on one thread whatever the thread count.
@@ -199,8 +200,8 @@ fn autobatched<T: Target + Clone + Send + Sync + 'static>(
 /// same log density and gradient as the target's `logp_grad`, computed with
 /// matrix-vector products on the point's own slice (no allocation). Calling `logp_grad` on a
 /// one-row matrix instead runs a general matrix product that packs the whole `[dim, dim]`
-/// (or `[rows, dim]`) operand on every call and allocates its results: that made nuts-rs
-/// about 2.6 times slower per gradient than its own sampler work warrants.
+/// (or `[rows, dim]`) operand on every call and allocates its results, a cost no one-chain
+/// sampler would pay.
 trait PointDensity: Send + Sync {
     /// The number of coordinates.
     fn dim(&self) -> usize;
