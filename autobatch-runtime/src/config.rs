@@ -128,11 +128,14 @@ pub struct Config {
     /// shard is its own run: [`step_budget`](Self::step_budget) and
     /// [`memory_budget`](Self::memory_budget) apply to each shard on its own (so a run with
     /// `threads` workers may hold up to `threads` times the memory budget at once), and
-    /// [`Stats`](crate::Stats) add up over shards. `Some(0)` counts as 1. Default: `None`,
-    /// chosen per run by [`shard_lanes`]: as many lanes as keep a shard's variables within
+    /// [`Stats`](crate::Stats) add up over shards (they count the work of every shard, so
+    /// counts such as kernel runs depend on the shard size). `Some(0)` counts as 1. Default:
+    /// `None`, chosen per run by [`shard_lanes`]: shards whose variables fit
     /// [`SHARD_BYTES`] (half the per-core L2 cache, so a block's working set stays in
-    /// cache), at least [`MIN_SHARD_LANES`] (so each block execution still serves enough
-    /// lanes to pay for its dispatch), and no more than one shard per thread needs.
+    /// cache) with at least [`MIN_SHARD_LANES`] lanes each (so each block execution still
+    /// serves enough lanes to pay for its dispatch), one per thread when the batch is large
+    /// or its lanes heavy ([`MIN_SHARD_BYTES`]), and one shard for a small batch of cheap
+    /// lanes.
     pub shard_size: Option<usize>,
 }
 
@@ -168,34 +171,70 @@ pub fn available_threads() -> usize {
 /// 10,000 lanes 644 ms in one shard, 1,242 ms in shards of 1,024, 3,987 ms in shards of 256).
 pub const SHARD_BYTES: usize = 1 << 20;
 
-/// The fewest lanes a default shard holds (unless the batch is smaller). Programs with a large
-/// state per lane (NUTS in 100 dimensions: about 28 KB per chain, so 1 MiB is 37 chains)
-/// gain from shards smaller than the batch but lose below this: the full VM on the
-/// 100-d Gaussian, 1,000 chains, one thread, ran at 0.134, 0.137, 0.160 and 0.133 M
+/// The lanes a default shard holds at least, when the batch has enough lanes for every
+/// thread to get that many (else see [`MIN_SHARD_BYTES`]). Programs with a large state per
+/// lane (NUTS in 100 dimensions: over 64 KiB of variables per chain, so 1 MiB holds a dozen
+/// chains) gain from shards smaller than the batch but lose below this: the full VM on the
+/// 100-d Gaussian, 1,000 chains, one thread, ran at 0.478, 0.518, 0.495 and 0.462 M
 /// gradients/s in shards of 64, 128, 256 and 1,000 chains (`cargo bench -p
-/// autobatch-examples --bench nuts`, one run each on a loaded 2-core machine).
+/// autobatch-examples --bench nuts`, quiet machine, one run each).
 pub const MIN_SHARD_LANES: usize = 256;
 
+/// The lane state (bytes of variables, summed over a shard's lanes) that makes a shard worth
+/// a thread of its own: a batch too small to give every thread [`MIN_SHARD_LANES`] lanes is
+/// still cut into one shard per thread if each shard's lanes hold at least this much. A step
+/// of such lanes is dominated by their own work (vector arithmetic over every lane), not by
+/// the step's fixed cost, which every shard pays again: NUTS chains in 100 dimensions (over
+/// 64 KiB each) took 18% more CPU time in two shards than in one at 100 chains, 25% more at
+/// 10 and 45% more at 2, so two shards on two idle cores finish 1.7, 1.6 and 1.4 times as
+/// fast (`nuts --chains N` against `--shard-size N`, 200 warmup + 200 draws, CPU times on a
+/// loaded machine). Lanes of a few scalars (tens of bytes) are never cut into shards of
+/// fewer than [`MIN_SHARD_LANES`] lanes, so a small batch of cheap lanes stays one shard:
+/// splitting it would mostly repeat the steps' fixed cost on each thread. 64 KiB: the state
+/// of [`MIN_SHARD_LANES`] lanes of 256 bytes.
+pub const MIN_SHARD_BYTES: usize = 64 << 10;
+
 /// The default shard size ([`Config::shard_size`] `None`) for a run of `batch` lanes whose
-/// variables take `lane_bytes` bytes per lane on `threads` threads: the most lanes within
-/// [`SHARD_BYTES`], with several threads no more than one shard per thread (each shard
-/// repeats the block executions of its slowest lane, so more shards cost more), and at
-/// least [`MIN_SHARD_LANES`].
+/// variables take `lane_bytes` bytes per lane on `threads` threads. The batch is cut into
+/// shards of equal size (but the last), as many as:
+///
+/// 1. keep each shard's variables within [`SHARD_BYTES`] (cache-sized work), but not so
+///    many that a shard has fewer than [`MIN_SHARD_LANES`] lanes (so a step still serves
+///    enough lanes to pay for its fixed cost); with more shards than threads, rounded up to
+///    a multiple of the threads so that every thread gets the same work;
+/// 2. and at least one per thread, if each still has [`MIN_SHARD_LANES`] lanes or its lanes
+///    hold [`MIN_SHARD_BYTES`]: heavy lanes use every core even in a small batch, while a
+///    small batch of cheap lanes stays one shard on the calling thread.
+///
+/// More shards than that cost more: each shard repeats the block executions of its slowest
+/// lane.
 ///
 /// ```
-/// use autobatch_runtime::{shard_lanes, MIN_SHARD_LANES};
+/// use autobatch_runtime::shard_lanes;
 ///
 /// // Small per-lane state on one thread: one shard for a batch of 10,000.
 /// assert_eq!(shard_lanes(10_000, 80, 1), 10_000);
 /// // On two threads: one shard each.
 /// assert_eq!(shard_lanes(10_000, 80, 2), 5_000);
-/// // 28 KB per lane (a 100-d NUTS state): a few dozen lanes would fit, the floor wins.
-/// assert_eq!(shard_lanes(1_000, 28_000, 1), MIN_SHARD_LANES);
+/// // 28 KB per lane: a few dozen lanes would fit in cache, but a
+/// // shard keeps about 256 lanes: four shards of 250 on two threads.
+/// assert_eq!(shard_lanes(1_000, 28_000, 2), 250);
+/// // 100 such lanes on two threads: heavy enough for a shard per thread.
+/// assert_eq!(shard_lanes(100, 28_000, 2), 50);
+/// // 100 cheap lanes on two threads: one shard.
+/// assert_eq!(shard_lanes(100, 80, 2), 100);
 /// ```
 pub fn shard_lanes(batch: usize, lane_bytes: usize, threads: usize) -> usize {
-    let fits = SHARD_BYTES / lane_bytes.max(1);
-    let per_thread = batch.div_ceil(threads.max(1));
-    fits.min(per_thread).max(MIN_SHARD_LANES)
+    let (batch, lane_bytes, threads) = (batch.max(1), lane_bytes.max(1), threads.max(1));
+    let fits = (SHARD_BYTES / lane_bytes).max(1);
+    let mut shards = batch.div_ceil(fits).min(batch / MIN_SHARD_LANES).max(1);
+    if shards > threads {
+        shards = shards.div_ceil(threads) * threads;
+    }
+    // The fewest lanes that make a shard worth a thread of its own.
+    let worth_a_thread = MIN_SHARD_BYTES.div_ceil(lane_bytes).min(MIN_SHARD_LANES);
+    let shards = shards.max(threads.min(batch / worth_a_thread)).min(batch);
+    batch.div_ceil(shards)
 }
 
 impl Config {
@@ -205,5 +244,62 @@ impl Config {
             mode,
             ..Config::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shard sizes a batch is cut into with shards of `size` lanes.
+    fn cut(batch: usize, size: usize) -> Vec<usize> {
+        (0..batch)
+            .step_by(size)
+            .map(|start| size.min(batch - start))
+            .collect()
+    }
+
+    #[test]
+    fn small_batches_of_cheap_lanes_stay_one_shard_on_any_thread_count() {
+        for threads in 1..=64 {
+            for batch in [1, 2, 4, 100, 300, MIN_SHARD_LANES] {
+                assert_eq!(
+                    shard_lanes(batch, 80, threads),
+                    batch,
+                    "{batch} x {threads}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn heavy_lanes_get_a_shard_per_thread_in_a_small_batch() {
+        // Lanes of 28 KB.
+        assert_eq!(cut(100, shard_lanes(100, 28_000, 2)), [50, 50]);
+        assert_eq!(cut(10, shard_lanes(10, 28_000, 2)), [5, 5]);
+        // Not below what makes a shard worth a thread: 3 such lanes are 84 KB, 2 are 56 KB.
+        assert_eq!(cut(10, shard_lanes(10, 28_000, 4)), [4, 4, 2]);
+        assert_eq!(cut(4, shard_lanes(4, 28_000, 2)), [4]);
+        assert_eq!(cut(6, shard_lanes(6, 28_000, 2)), [3, 3]);
+        assert_eq!(cut(6, shard_lanes(6, 28_000, 4)), [3, 3]);
+    }
+
+    #[test]
+    fn large_batches_get_cache_sized_shards_evenly_over_the_threads() {
+        // Cheap lanes: one shard per thread (the whole batch fits in cache).
+        assert_eq!(cut(10_000, shard_lanes(10_000, 80, 2)), [5_000; 2]);
+        assert_eq!(cut(100_000, shard_lanes(100_000, 8, 8)), [12_500; 8]);
+        // Heavy lanes: shards of about 256 lanes, as many on each thread.
+        assert_eq!(cut(1_000, shard_lanes(1_000, 28_000, 1)), [334, 334, 332]);
+        assert_eq!(cut(1_000, shard_lanes(1_000, 28_000, 2)), [250; 4]);
+        assert_eq!(
+            cut(1_001, shard_lanes(1_001, 4_096, 2)),
+            [251, 251, 251, 248]
+        );
+        // Lanes of 512 bytes: 2,048 fit in cache, so 10,000 of them take 5 shards, 6 on 2
+        // or 3 threads.
+        assert_eq!(cut(10_000, shard_lanes(10_000, 512, 1)), [2_000; 5]);
+        assert_eq!(cut(10_000, shard_lanes(10_000, 512, 2)).len(), 6);
+        assert_eq!(cut(10_000, shard_lanes(10_000, 512, 3)).len(), 6);
     }
 }

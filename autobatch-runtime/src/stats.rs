@@ -4,11 +4,26 @@ use std::time::Duration;
 
 /// What a run did: steps, per-block runs and lanes, time in kernels.
 ///
-/// A run cut into shards ([`Config::shard_size`](crate::Config::shard_size)) reports the sum
-/// of its shards' statistics: steps, runs, lanes and kernel times add up (kernel times are
-/// then thread time, which exceeds wall time when shards run at once), utilisation is over
-/// the lanes each step could have served in its own shard, and
-/// [`vector_rows`](Self::vector_rows) is the sum of the shards' peaks.
+/// # Across shards
+///
+/// A run cut into shards ([`Config::shard_size`](crate::Config::shard_size)) is one
+/// independent interpreter run per shard, and its statistics are the sum of theirs: they
+/// count the work the machine did, which is what costs time. So:
+///
+/// - [`steps`](Self::steps), block runs and lanes, kernel runs and lanes add up: a block (or a
+///   batched kernel) that both shards execute in the same step counts twice, and the counts
+///   depend on how the batch was cut (never the results: those are the same bits whatever
+///   the shard size). The counts of the batch run as one shard, which are what a
+///   comparison with the reference interpreter or a single-batch analysis wants, are those
+///   of a run with `shard_size` at least the batch (or `threads: 1` with that shard size);
+///   a small batch of cheap lanes runs as one shard by default.
+/// - Utilisation ([`utilisation`](Self::utilisation),
+///   [`kernel_utilisation`](Self::kernel_utilisation)) is over the lanes each step could
+///   have served in its own shard, so a shard of 50 lanes with 25 active is half used.
+/// - Kernel times add up thread time, which exceeds wall time when shards run at once.
+/// - [`vector_rows`](Self::vector_rows) is the sum of the shards' peaks: a bound on the rows
+///   held at once.
+/// - [`shards`](Self::shards) says how many runs were merged.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Stats {
     /// Lanes in the batch.
@@ -27,6 +42,9 @@ pub struct Stats {
     pub batched_kernel_time: Duration,
     /// Wall time spent inside lane-wise kernels.
     pub lane_kernel_time: Duration,
+    /// The independent runs (shards) these statistics add up: 1 for a run of one shard (0
+    /// in statistics that count nothing, such as the reference interpreter's).
+    pub shards: usize,
     /// The most `f64` vector rows held at once (variables, saved frames and the zero row):
     /// the memory of vector state is this times the vector length times 8 bytes. Over shards,
     /// the sum of each shard's most: a bound on the rows held at once.
@@ -76,6 +94,7 @@ impl Stats {
                 })
                 .collect(),
             kernels: vec![KernelStats::default(); kernels],
+            shards: 1,
             ..Stats::default()
         }
     }
@@ -98,9 +117,11 @@ impl Stats {
     }
 
     /// Adds `other`, the statistics of another shard of the same program, to these: the
-    /// batch sizes, counts, times and vector rows add up.
+    /// batch sizes, shards, counts, times and vector rows add up (see "Across shards" on
+    /// [`Stats`]).
     pub(crate) fn merge(&mut self, other: &Stats) {
         self.batch_size += other.batch_size;
+        self.shards += other.shards;
         self.steps += other.steps;
         self.lane_slots += other.lane_slots;
         for (b, o) in self.blocks.iter_mut().zip(&other.blocks) {
@@ -183,6 +204,7 @@ mod tests {
         t.vector_rows = 3;
         s.merge(&t);
         assert_eq!((s.batch_size, s.steps, s.blocks[0].runs), (6, 3, 3));
+        assert_eq!(s.shards, 2);
         assert_eq!(s.blocks[0].lanes, 4);
         assert_eq!(s.utilisation(), 0.5);
         assert_eq!(s.kernel_utilisation(0), Some(0.5));

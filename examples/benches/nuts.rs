@@ -5,11 +5,46 @@
 //! warmup, 200 draws, at 10, 100 and 1,000 chains. Gradient evaluations per second and
 //! min-ESS (bulk, over coordinates) per second for the autobatched sampler (full VM and
 //! stackless) and for nuts-rs, on one thread and on every core (the full VM on all threads,
-//! nuts-rs's multi-chain sampler); the GEMM lower bound for the Gaussian; where the
-//! autobatched run's time went; and how the full VM's speed depends on the shard size.
+//! nuts-rs's multi-chain sampler); both samplers' trees; the GEMM lower bound for the
+//! Gaussian; where the autobatched run's time went; and how the full VM's speed depends on
+//! the shard size.
 //!
 //! Run: `cargo bench -p autobatch-examples --bench nuts` (`NUTS_BENCH_CHAINS=10,100` chooses
-//! the chain counts, `NUTS_BENCH_TARGETS=gaussian` or `logistic` one target).
+//! the chain counts, `NUTS_BENCH_TARGETS=gaussian` or `logistic` one target,
+//! `NUTS_BENCH_SWEEP=0` skips the shard-size sweep). Each row also gives the process's CPU
+//! seconds: on a machine shared with other work, a one-thread run's CPU time is the steadier
+//! figure.
+//!
+//! # What makes the comparison fair
+//!
+//! - **The same sampler settings.** nuts-rs runs `FlowNutsSettings` with the identity
+//!   transformation and Euclidean kinetic energy (the identity metric), no tuning, and
+//!   `StepSizeAdaptMethod::Fixed` (no initial step-size search, no dual averaging): every
+//!   nuts-rs draw is checked to report no tuning and the step size given. The identity hooks
+//!   are not a slow path: they copy two 100-value slices per gradient.
+//! - **The best one-point gradient for nuts-rs.** A one-chain sampler evaluates one point at
+//!   a time; it gets the same density computed with matrix-vector products on the point
+//!   ([`PointDensity`]). An earlier version called the batched `Target::logp_grad` on a
+//!   one-row matrix: a general matrix product that packs the whole matrix operand on every
+//!   call and allocates its results. nuts-rs then ran at 0.199 M gradients/s on the Gaussian
+//!   (one thread, quiet machine), against 0.518 in an earlier run with a matrix-vector
+//!   gradient; with this one it does about 0.53 M gradients per CPU second.
+//! - **nuts-rs's threads.** Its multi-chain sampler runs chains on worker threads only with
+//!   its `parallel` feature (a default feature, which this crate's `default-features = false`
+//!   had turned off): without it, every chain ran on one thread whatever the thread count.
+//! - **What cannot be the same: tree sizes.** nuts-rs 0.19 stops a trajectory when the
+//!   *position* difference between its ends turns against the velocity at either end
+//!   (`is_turning` in its `dynamics/transformed_hamiltonian.rs`); the autobatched sampler, as
+//!   Stan does, checks the *sum of momenta* over the trajectory (the generalised criterion,
+//!   `sampler.rs`), which counts the momenta at both ends in full where the position
+//!   difference counts half of each, and so turns back a little later. Both are valid NUTS.
+//!   With the same step size, depth limit and starting points the trees are the same on the
+//!   logistic regression (14.9 leapfrog steps per draw on both sides, mean depth 3.97) but
+//!   longer for the autobatched sampler on the Gaussian (114 against 90 steps per draw, mean
+//!   depth 6.5 against 6.0; the `trees` line prints both), where its draws are also less
+//!   correlated (bulk ESS per draw about 1.4 times nuts-rs's). So gradients per second compare
+//!   the cost of a gradient with each sampler's work around it, and ESS per second what a
+//!   user gets for the time.
 
 use autobatch_examples::diagnostics::bulk_ess;
 use autobatch_examples::nuts::sampler::chain;
@@ -17,7 +52,8 @@ use autobatch_examples::nuts::{
     chain_key, initial_point, ChainSettings, CorrelatedGaussian, LogisticRegression, Shared, Sink,
     Target,
 };
-use autobatch_runtime::ndarray::{linalg::general_mat_mul, s, Array1, Array2, Array3};
+use autobatch_runtime::ndarray::linalg::{general_mat_mul, general_mat_vec_mul};
+use autobatch_runtime::ndarray::{s, Array1, Array2, Array3, ArrayView1, ArrayViewMut1};
 use autobatch_runtime::{available_threads, Config, Mode, Stats};
 use nuts_rs::{
     Chain, CpuLogpFunc, CpuMath, CpuMathError, FlowNutsSettings, HasDims, HashMapConfig,
@@ -37,11 +73,58 @@ const RADIUS: f64 = 2.0;
 /// Both samplers call a transition divergent past this energy error.
 const MAX_ENERGY_ERROR: f64 = 1000.0;
 
-/// One sampler run: gradient evaluations, seconds, and the draws `[chains, draws, dim]`.
+/// One sampler run: gradient evaluations, seconds, the draws `[chains, draws, dim]`, and its
+/// trees: mean depth (doublings) and mean leapfrog steps per draw, where the sampler reports
+/// them.
 struct Measured {
     grads: u64,
     secs: f64,
+    /// CPU seconds of the whole process over the run (all its threads).
+    cpu: f64,
     draws: Array3<f64>,
+    depth: Option<f64>,
+    steps: Option<f64>,
+}
+
+/// Wall and process CPU time since a start: on a machine shared with other work, CPU time is
+/// the steadier measure of a one-thread run's cost.
+struct Clock {
+    wall: Instant,
+    cpu: f64,
+}
+
+impl Clock {
+    fn start() -> Self {
+        Clock {
+            cpu: process_cpu_seconds(),
+            wall: Instant::now(),
+        }
+    }
+
+    /// Wall seconds and CPU seconds since the start.
+    fn stop(&self) -> (f64, f64) {
+        let wall = self.wall.elapsed().as_secs_f64();
+        (wall, process_cpu_seconds() - self.cpu)
+    }
+}
+
+/// User and system CPU time of this process, from `/proc/self/stat` (Linux, in clock ticks of
+/// 1/100 s); NaN elsewhere.
+fn process_cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return f64::NAN;
+    };
+    // Fields after the command name (which may hold spaces): state is the first, utime and
+    // stime the 12th and 13th.
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return f64::NAN;
+    };
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok());
+    match (ticks(11), ticks(12)) {
+        (Some(user), Some(system)) => (user + system) / 100.0,
+        _ => f64::NAN,
+    }
 }
 
 impl Measured {
@@ -95,33 +178,124 @@ fn autobatched<T: Target + Clone + Send + Sync + 'static>(
         },
     )
     .recording(Sink::new((chains, DRAWS, dim), 0));
-    let start = Instant::now();
+    let clock = Clock::start();
     let result = chain::batch_with_stats(&shared, init.view(), rows.view(), keys.view(), &config);
     let counts = shared.gradients();
-    let secs = start.elapsed().as_secs_f64();
+    let (secs, cpu) = clock.stop();
     let recorded = shared.into_recorded().expect("the sink given above");
     let (_, stats) = result.expect("the sampler runs");
+    let mean = |a: &Array2<i64>| a.mapv(|x| x as f64).mean();
     let measured = Measured {
         grads: counts.rows,
         secs,
+        cpu,
+        depth: mean(&recorded.draws.depth),
+        steps: mean(&recorded.draws.n_leapfrog),
         draws: recorded.draws.q,
     };
     (measured, stats)
 }
 
-/// A target as nuts-rs sees it: the same `Target::logp_grad` on a one-row matrix, counting
-/// evaluations, with the identity as its transformation (so its metric is the identity, as
-/// the autobatched sampler's is without metric adaptation).
-struct NutsRsTarget<T> {
-    target: Arc<T>,
-    count: Arc<AtomicU64>,
+/// A density evaluated at one point at a time, as a one-chain sampler evaluates it: the
+/// same log density and gradient as the target's `logp_grad`, computed with
+/// matrix-vector products on the point's own slice (no allocation). Calling `logp_grad` on a
+/// one-row matrix instead runs a general matrix product that packs the whole `[dim, dim]`
+/// (or `[rows, dim]`) operand on every call and allocates its results, a cost no one-chain
+/// sampler would pay.
+trait PointDensity: Send + Sync {
+    /// The number of coordinates.
+    fn dim(&self) -> usize;
+    /// Scratch values one evaluation needs.
+    fn scratch_len(&self) -> usize;
+    /// The log density at `q`, its gradient written to `grad`.
+    fn eval(&self, q: &[f64], grad: &mut [f64], scratch: &mut [f64]) -> f64;
 }
 
-impl<T> Clone for NutsRsTarget<T> {
-    fn clone(&self) -> Self {
+/// The Gaussian at one point: `grad = -P q` (a dense matrix-vector product with the same
+/// precision matrix the batched gradient multiplies by), `logp = q . grad / 2`.
+struct GaussianPoint {
+    precision: Array2<f64>,
+}
+
+impl PointDensity for GaussianPoint {
+    fn dim(&self) -> usize {
+        self.precision.nrows()
+    }
+
+    fn scratch_len(&self) -> usize {
+        0
+    }
+
+    fn eval(&self, q: &[f64], grad: &mut [f64], _scratch: &mut [f64]) -> f64 {
+        let q = ArrayView1::from(q);
+        let mut g = ArrayViewMut1::from(grad);
+        general_mat_vec_mul(-1.0, &self.precision, &q, 0.0, &mut g);
+        0.5 * q.dot(&g)
+    }
+}
+
+/// The logistic regression at one point: `eta = X q`, the log-likelihood and residuals
+/// `y - sigmoid(eta)` as the batched target computes them, then `grad = -q + X' r` with `X'`
+/// stored row-major so both products read contiguous rows.
+struct LogisticPoint {
+    x: Array2<f64>,
+    xt: Array2<f64>,
+    y: Array1<f64>,
+}
+
+impl LogisticPoint {
+    fn new(target: &LogisticRegression) -> Self {
+        let x = target.features().clone();
+        LogisticPoint {
+            xt: x.t().as_standard_layout().into_owned(),
+            x,
+            y: target.outcomes().clone(),
+        }
+    }
+}
+
+impl PointDensity for LogisticPoint {
+    fn dim(&self) -> usize {
+        self.x.ncols()
+    }
+
+    fn scratch_len(&self) -> usize {
+        self.x.nrows()
+    }
+
+    fn eval(&self, q: &[f64], grad: &mut [f64], scratch: &mut [f64]) -> f64 {
+        let q = ArrayView1::from(q);
+        let mut eta = ArrayViewMut1::from(scratch);
+        general_mat_vec_mul(1.0, &self.x, &q, 0.0, &mut eta);
+        let mut logp = -0.5 * q.dot(&q);
+        for (e, &y) in eta.iter_mut().zip(&self.y) {
+            let softplus = e.max(0.0) + (-e.abs()).exp().ln_1p();
+            logp += y * *e - softplus;
+            *e = y - 1.0 / (1.0 + (-*e).exp());
+        }
+        let mut g = ArrayViewMut1::from(grad);
+        g.assign(&q.mapv(|b| -b));
+        general_mat_vec_mul(1.0, &self.xt, &eta, 1.0, &mut g);
+        logp
+    }
+}
+
+/// A target as nuts-rs sees it: a [`PointDensity`] counting evaluations, with the identity
+/// as its transformation (so its metric is the identity, as the autobatched sampler's is
+/// without metric adaptation). Each clone (one per chain) has its own scratch space.
+#[derive(Clone)]
+struct NutsRsTarget {
+    density: Arc<dyn PointDensity>,
+    count: Arc<AtomicU64>,
+    scratch: Vec<f64>,
+}
+
+impl NutsRsTarget {
+    fn new(density: Arc<dyn PointDensity>) -> Self {
         NutsRsTarget {
-            target: self.target.clone(),
-            count: self.count.clone(),
+            scratch: vec![0.0; density.scratch_len()],
+            density,
+            count: Arc::new(AtomicU64::new(0)),
         }
     }
 }
@@ -135,9 +309,9 @@ impl LogpError for NoError {
     }
 }
 
-impl<T: Target> HasDims for NutsRsTarget<T> {
+impl HasDims for NutsRsTarget {
     fn dim_sizes(&self) -> HashMap<String, u64> {
-        let dim = self.target.dim() as u64;
+        let dim = self.density.dim() as u64;
         HashMap::from([
             ("unconstrained_parameter".to_string(), dim),
             ("dim".to_string(), dim),
@@ -145,25 +319,21 @@ impl<T: Target> HasDims for NutsRsTarget<T> {
     }
 }
 
-impl<T: Target + Send + Sync + 'static> NutsRsTarget<T> {
+impl NutsRsTarget {
     /// The log density at `position`, its gradient written to `grad`.
-    fn eval(&self, position: &[f64], grad: &mut [f64]) -> f64 {
+    fn eval(&mut self, position: &[f64], grad: &mut [f64]) -> f64 {
         self.count.fetch_add(1, Ordering::Relaxed);
-        let q = autobatch_runtime::ndarray::ArrayView2::from_shape((1, position.len()), position)
-            .expect("one row");
-        let (logp, g) = self.target.logp_grad(q);
-        grad.copy_from_slice(g.row(0).as_slice().expect("contiguous"));
-        logp[0]
+        self.density.eval(position, grad, &mut self.scratch)
     }
 }
 
-impl<T: Target + Send + Sync + 'static> CpuLogpFunc for NutsRsTarget<T> {
+impl CpuLogpFunc for NutsRsTarget {
     type LogpError = NoError;
     type FlowParameters = ();
     type ExpandedVector = Vec<f64>;
 
     fn dim(&self) -> usize {
-        self.target.dim()
+        self.density.dim()
     }
 
     fn logp(&mut self, position: &[f64], grad: &mut [f64]) -> Result<f64, NoError> {
@@ -286,22 +456,17 @@ fn nuts_rs_settings(chains: usize, step: f64) -> FlowNutsSettings {
 }
 
 /// nuts-rs on one thread, one chain after another from the autobatched run's initial points.
-fn nuts_rs_one_thread<T: Target + Send + Sync + 'static>(
-    target: &Arc<T>,
-    step: f64,
-    chains: usize,
-) -> Measured {
+/// Checks on every draw that nothing adapts: no tuning, the step size stays `step`.
+fn nuts_rs_one_thread(density: &Arc<dyn PointDensity>, step: f64, chains: usize) -> Measured {
     use nuts_rs::rand::SeedableRng;
     use nuts_rs::Settings as _;
     let settings = nuts_rs_settings(chains, step);
-    let logp = NutsRsTarget {
-        target: target.clone(),
-        count: Arc::new(AtomicU64::new(0)),
-    };
-    let dim = target.dim();
+    let logp = NutsRsTarget::new(density.clone());
+    let dim = density.dim();
     let mut draws = Array3::zeros((chains, DRAWS, dim));
+    let mut steps = 0;
     let mut rng = nuts_rs::rand::rngs::ChaCha8Rng::seed_from_u64(SEED);
-    let start = Instant::now();
+    let clock = Clock::start();
     for c in 0..chains {
         let math = CpuMath::new(logp.clone());
         let mut sampler = settings
@@ -311,26 +476,37 @@ fn nuts_rs_one_thread<T: Target + Send + Sync + 'static>(
             .set_position(&initial_point(SEED, c as u64, dim, RADIUS))
             .expect("a finite start");
         for d in 0..DRAWS {
-            let (q, _) = sampler.draw().expect("nuts-rs draws");
+            let (q, progress) = sampler.draw().expect("nuts-rs draws");
+            assert!(
+                !progress.tuning && progress.step_size == step,
+                "nuts-rs adapts: tuning {}, step size {}",
+                progress.tuning,
+                progress.step_size
+            );
+            steps += progress.num_steps;
             draws
                 .slice_mut(s![c, d, ..])
                 .assign(&Array1::from(black_box(q).to_vec()));
         }
     }
+    let (secs, cpu) = clock.stop();
     Measured {
         grads: logp.count.load(Ordering::Relaxed),
-        secs: start.elapsed().as_secs_f64(),
+        secs,
+        cpu,
         draws,
+        depth: None,
+        steps: Some(steps as f64 / (chains * DRAWS) as f64),
     }
 }
 
 /// nuts-rs's model for its multi-chain sampler: the target and the initial points.
-struct NutsRsModel<T> {
-    logp: NutsRsTarget<T>,
+struct NutsRsModel {
+    logp: NutsRsTarget,
 }
 
-impl<T: Target + Send + Sync + 'static> Model for NutsRsModel<T> {
-    type Math = CpuMath<NutsRsTarget<T>>;
+impl Model for NutsRsModel {
+    type Math = CpuMath<NutsRsTarget>;
 
     fn math<R: nuts_rs::rand::Rng + ?Sized>(
         self: Arc<Self>,
@@ -350,20 +526,35 @@ impl<T: Target + Send + Sync + 'static> Model for NutsRsModel<T> {
     }
 }
 
-/// nuts-rs's multi-chain sampler on `threads` threads.
-fn nuts_rs_threads<T: Target + Send + Sync + 'static>(
-    target: &Arc<T>,
+/// The mean over every chain's trace of the statistic `name` (`None` if nuts-rs did not
+/// store it as integers).
+fn trace_mean(traces: &[nuts_rs::HashMapResult], name: &str) -> Option<f64> {
+    let (mut sum, mut n) = (0.0, 0usize);
+    for trace in traces {
+        let values: Vec<f64> = match trace.stats.get(name)? {
+            HashMapValue::U64(v) => v.iter().map(|&x| x as f64).collect(),
+            HashMapValue::I64(v) => v.iter().map(|&x| x as f64).collect(),
+            _ => return None,
+        };
+        sum += values.iter().sum::<f64>();
+        n += values.len();
+    }
+    (n > 0).then(|| sum / n as f64)
+}
+
+/// nuts-rs's multi-chain sampler on `threads` threads (its worker threads take the chains in
+/// turn; this needs nuts-rs's `parallel` feature, without which it runs every chain on one
+/// thread whatever `threads` says).
+fn nuts_rs_threads(
+    density: &Arc<dyn PointDensity>,
     step: f64,
     chains: usize,
     threads: usize,
 ) -> Measured {
-    let logp = NutsRsTarget {
-        target: target.clone(),
-        count: Arc::new(AtomicU64::new(0)),
-    };
+    let logp = NutsRsTarget::new(density.clone());
     let count = logp.count.clone();
-    let dim = target.dim();
-    let start = Instant::now();
+    let dim = density.dim();
+    let clock = Clock::start();
     let sampler = Sampler::new(
         Arc::new(NutsRsModel { logp }),
         nuts_rs_settings(chains, step),
@@ -376,7 +567,7 @@ fn nuts_rs_threads<T: Target + Send + Sync + 'static>(
         SamplerWaitResult::Trace(traces) => traces,
         _ => panic!("nuts-rs did not finish"),
     };
-    let secs = start.elapsed().as_secs_f64();
+    let (secs, cpu) = clock.stop();
     let mut draws = Array3::zeros((chains, DRAWS, dim));
     for (c, trace) in traces.iter().enumerate() {
         let Some(HashMapValue::F64(q)) = trace.stats.get("unconstrained_draw") else {
@@ -388,7 +579,10 @@ fn nuts_rs_threads<T: Target + Send + Sync + 'static>(
     Measured {
         grads: count.load(Ordering::Relaxed),
         secs,
+        cpu,
         draws,
+        depth: trace_mean(&traces, "depth"),
+        steps: trace_mean(&traces, "n_steps"),
     }
 }
 
@@ -400,15 +594,19 @@ fn gemm_bound(target: &CorrelatedGaussian, chains: usize, grads: u64) -> Measure
     let q = Array2::from_shape_fn((chains, dim), |(i, j)| ((i * dim + j) % 7) as f64 * 0.1);
     let mut g = Array2::zeros((chains, dim));
     let calls = grads.div_ceil(chains as u64);
-    let start = Instant::now();
+    let clock = Clock::start();
     for _ in 0..calls {
         general_mat_mul(-1.0, &q, &precision, 0.0, &mut g);
         black_box(&g);
     }
+    let (secs, cpu) = clock.stop();
     Measured {
         grads: calls * chains as u64,
-        secs: start.elapsed().as_secs_f64(),
+        secs,
+        cpu,
         draws: Array3::zeros((0, 0, 0)),
+        depth: None,
+        steps: None,
     }
 }
 
@@ -422,9 +620,10 @@ fn row(name: &str, threads: &str, m: &Measured, ess: f64, nuts_rs: Option<&Measu
         })
     });
     println!(
-        "  {name:<26} {threads:>7} {:>10} {:>8.2} {:>8.3} {:>8.0} {:>9.1} {ratio}",
+        "  {name:<26} {threads:>7} {:>10} {:>8.2} {:>8.2} {:>8.3} {:>8.0} {:>9.1} {ratio}",
         m.grads,
         m.secs,
+        m.cpu,
         m.rate() / 1e6,
         ess,
         ess / m.secs,
@@ -436,14 +635,25 @@ fn split(name: &str, m: &Measured, stats: &Stats) {
     let batched = stats.batched_kernel_time.as_secs_f64() / m.secs;
     let lane_wise = stats.lane_kernel_time.as_secs_f64() / m.secs;
     println!(
-        "  {name}: {:.0}% batched gradient kernel, {:.0}% lane-wise kernels, {:.0}% interpreter; \
-         {} steps, {:.1} vector rows per chain at most",
+        "  {name}: {:.0}% batched gradient kernel, {:.0}% lane-wise kernels, {:.0}% interpreter \
+         (thread time over wall time); {} shards, {} steps, {:.1} vector rows per chain at most",
         100.0 * batched,
         100.0 * lane_wise,
         100.0 * (1.0 - batched - lane_wise),
+        stats.shards,
         stats.steps,
         stats.vector_rows as f64 / m.draws.dim().0 as f64
     );
+}
+
+/// One sampler's trees: mean depth and mean leapfrog steps per draw, where it reports them.
+fn trees(name: &str, m: &Measured) -> String {
+    let show = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.2}"));
+    format!(
+        "{name}: depth {}, {} steps per draw",
+        show(m.depth),
+        show(m.steps)
+    )
 }
 
 /// Bits of chain 0's draws.
@@ -458,15 +668,15 @@ fn chain0(m: &Measured) -> Vec<u64> {
 /// Every measurement of one target at one chain count.
 fn compare<T: Target + Clone + Send + Sync + 'static>(
     target: &T,
+    density: &Arc<dyn PointDensity>,
     step: f64,
     chains: usize,
     gaussian: Option<&CorrelatedGaussian>,
 ) {
     let all = available_threads();
-    let shared = Arc::new(target.clone());
     let (vm, vm_stats) = autobatched(target, step, chains, (Mode::FullVm, 1), None);
     let (sl, sl_stats) = autobatched(target, step, chains, (Mode::Stackless, 1), None);
-    let (vm_all, _) = autobatched(target, step, chains, (Mode::FullVm, all), None);
+    let (vm_all, vm_all_stats) = autobatched(target, step, chains, (Mode::FullVm, all), None);
     assert_eq!(
         chain0(&vm),
         chain0(&vm_all),
@@ -474,14 +684,23 @@ fn compare<T: Target + Clone + Send + Sync + 'static>(
     );
     assert_eq!(chain0(&vm), chain0(&sl), "chain 0: full VM == stackless");
     assert_eq!(vm.grads, sl.grads, "the same gradient evaluations");
-    let one = nuts_rs_one_thread(&shared, step, chains);
-    let many = nuts_rs_threads(&shared, step, chains, all);
+    let one = nuts_rs_one_thread(density, step, chains);
+    let many = nuts_rs_threads(density, step, chains, all);
     println!("{chains} chains, step {step}:");
     println!(
-        "  {:<26} {:>7} {:>10} {:>8} {:>8} {:>8} {:>9} {:>7} {:>7}",
-        "sampler", "threads", "grads", "s", "M grad/s", "min ESS", "ESS/s", "grad/s", "ESS/s"
+        "  {:<26} {:>7} {:>10} {:>8} {:>8} {:>8} {:>8} {:>9} {:>7} {:>7}",
+        "sampler",
+        "threads",
+        "grads",
+        "s",
+        "cpu s",
+        "M grad/s",
+        "min ESS",
+        "ESS/s",
+        "grad/s",
+        "ESS/s"
     );
-    println!("  {:>91}", "(vs nuts-rs, same threads)");
+    println!("  {:>100}", "(vs nuts-rs, same threads)");
     row("autobatched, full VM", "1", &vm, vm.min_ess(), Some(&one));
     row("autobatched, stackless", "1", &sl, sl.min_ess(), Some(&one));
     row("nuts-rs", "1", &one, one.min_ess(), None);
@@ -502,17 +721,25 @@ fn compare<T: Target + Clone + Send + Sync + 'static>(
     if let Some(gaussian) = gaussian {
         let bound = gemm_bound(gaussian, chains, vm.grads);
         println!(
-            "  {:<26} {:>7} {:>10} {:>8.2} {:>8.3}   full VM at {:.1}% of it",
+            "  {:<26} {:>7} {:>10} {:>8.2} {:>8.2} {:>8.3}   full VM at {:.1}% of it",
             "GEMM bound",
             "1",
             bound.grads,
             bound.secs,
+            bound.cpu,
             bound.rate() / 1e6,
             100.0 * vm.rate() / bound.rate()
         );
     }
-    split("full VM", &vm, &vm_stats);
-    split("stackless", &sl, &sl_stats);
+    println!(
+        "  trees: {}; {}; {}",
+        trees("autobatched", &vm),
+        trees("nuts-rs one thread", &one),
+        trees("nuts-rs multi-chain", &many)
+    );
+    split("full VM, 1 thread", &vm, &vm_stats);
+    split("stackless, 1 thread", &sl, &sl_stats);
+    split(&format!("full VM, {all} threads"), &vm_all, &vm_all_stats);
     println!();
 }
 
@@ -533,9 +760,10 @@ fn shard_sweep<T: Target + Clone + Send + Sync + 'static>(target: &T, step: f64,
         );
         let label = size.map_or("auto".to_string(), |s| s.to_string());
         println!(
-            "  {label:>6}: {:>7.3} M grad/s, {:.2} s, {:.0}% in the batched gradient, {} steps",
+            "  {label:>6}: {:>7.3} M grad/s, {:.2} s ({:.2} s CPU), {:.0}% in the batched gradient, {} steps",
             m.rate() / 1e6,
             m.secs,
+            m.cpu,
             100.0 * stats.batched_kernel_time.as_secs_f64() / m.secs,
             stats.steps
         );
@@ -550,6 +778,7 @@ fn main() {
         .unwrap_or_else(|| vec![10, 100, 1000]);
     let targets = std::env::var("NUTS_BENCH_TARGETS").unwrap_or_default();
     let wants = |name: &str| targets.is_empty() || targets.contains(name);
+    let sweep = std::env::var("NUTS_BENCH_SWEEP").map_or(true, |v| v != "0");
     println!(
         "NUTS, identity metric on both sides, no warmup, {DRAWS} draws, max depth {MAX_DEPTH}, \
          the same initial points; one run per configuration; min ESS is the smallest bulk ESS \
@@ -559,17 +788,21 @@ fn main() {
     let logistic = LogisticRegression::synthetic(1000, 25, 1);
     if wants("gaussian") {
         println!("== {} ==", gaussian.name());
+        let density: Arc<dyn PointDensity> = Arc::new(GaussianPoint {
+            precision: gaussian.precision().clone(),
+        });
         for &chains in &counts {
-            compare(&gaussian, 0.1, chains, Some(&gaussian));
+            compare(&gaussian, &density, 0.1, chains, Some(&gaussian));
         }
-        if let Some(&largest) = counts.iter().max() {
+        if let Some(&largest) = counts.iter().max().filter(|_| sweep) {
             shard_sweep(&gaussian, 0.1, largest);
         }
     }
     if wants("logistic") {
         println!("== {} ==", logistic.name());
+        let density: Arc<dyn PointDensity> = Arc::new(LogisticPoint::new(&logistic));
         for &chains in &counts {
-            compare(&logistic, 0.1, chains, None);
+            compare(&logistic, &density, 0.1, chains, None);
         }
     }
 }

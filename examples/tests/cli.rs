@@ -228,3 +228,58 @@ fn a_short_run_writes_its_outputs_and_warns_about_no_warmup() {
     assert!(store.join("warmup_sample_stats/lp/.zarray").is_file());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The main job's default warmup and draws give a sound answer, checked on 16 chains instead
+/// of 1,000 (the same schedule, 3,200 draws): no divergence, the step size adapted, every
+/// split R-hat below 1.01, bulk and tail ESS above 1,000, and every coordinate's mean (0)
+/// and sd (1) within its Monte Carlo standard error (|z| < 3.89: two-sided, Bonferroni over
+/// 200 tests at family level 1%).
+#[test]
+fn the_default_warmup_and_draws_are_sound_on_16_chains() {
+    let dir = scratch("defaults");
+    let csv = dir.join("summary.csv");
+    let out = nuts(&[
+        "--chains",
+        "16",
+        "--quiet",
+        "--summary-csv",
+        csv.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        report.contains("16 chains x 200 draws after 200 warmup"),
+        "{report}"
+    );
+    assert!(report.contains("divergences    0 of 3200"), "{report}");
+    let step = report
+        .lines()
+        .find_map(|l| l.strip_prefix("step size"))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|x| x.parse::<f64>().ok())
+        .expect("a step size line");
+    assert!((0.11..0.16).contains(&step), "adapted step size {step}");
+    let table = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = table.lines();
+    assert_eq!(
+        lines.next(),
+        Some("coord,mean,sd,mcse_mean,mcse_sd,q5,q50,q95,ess_bulk,ess_tail,r_hat")
+    );
+    let mut coords = 0;
+    for line in lines {
+        let v: Vec<f64> = line
+            .split(',')
+            .skip(1)
+            .map(|x| x.parse().unwrap())
+            .collect();
+        let (mean, sd, mcse_mean, mcse_sd) = (v[0], v[1], v[2], v[3]);
+        let (ess_bulk, ess_tail, r_hat) = (v[7], v[8], v[9]);
+        assert!(r_hat < 1.01, "{line}");
+        assert!(ess_bulk > 1000.0 && ess_tail > 1000.0, "{line}");
+        assert!((mean / mcse_mean).abs() < 3.89, "{line}");
+        assert!(((sd - 1.0) / mcse_sd).abs() < 3.89, "{line}");
+        coords += 1;
+    }
+    assert_eq!(coords, 100);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -37,7 +37,19 @@ use std::time::{Duration, Instant};
 use thiserror::Error;
 
 /// How to run the sampler. `Settings::default()` is the main job's configuration: 1,000
-/// chains, 1,000 warmup and 1,000 draws, full adaptation, maximum tree depth 10.
+/// chains, 200 warmup and 200 draws each, full adaptation, maximum tree depth 10.
+///
+/// Why 200 and 200 are enough with 1,000 chains (measured on the 100-d Gaussian of the
+/// `nuts` binary, README "Commands"): the 200,000 draws give every coordinate a bulk ESS
+/// above 150,000 and a tail ESS above 160,000, a split R-hat of at most 1.002, and recover
+/// every mean and sd within a few Monte Carlo standard errors. The warmup is the shortest
+/// whose schedule still adapts in full (see [`sampler::chain()`]): 75 transitions of
+/// step-size adaptation alone, the metric estimated from two windows (25, then 50
+/// transitions), then 50 transitions of step-size adaptation with the final metric; the
+/// adapted step size (0.137) and trees (mean depth 6.1) are those of a 300-transition warmup
+/// (0.134, 6.06). A longer warmup would not pay: a warmup transition costs about as many
+/// gradients as a draw (about 95), and the initial step size hardly matters (from 0.1 to
+/// 1.0, the same adapted step size and gradient count within 1%).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Settings {
     /// Chains, run as one batch.
@@ -76,8 +88,8 @@ impl Default for Settings {
     fn default() -> Self {
         Settings {
             chains: 1000,
-            draws: 1000,
-            warmup: 1000,
+            draws: 200,
+            warmup: 200,
             seed: 42,
             max_depth: 10,
             step_size: 0.1,

@@ -44,9 +44,11 @@ const ABOUT: &str = "Batched NUTS: runs every chain's warmup and draws in one au
 
 const EXAMPLES: &str = "\
 Examples:
+  nuts
+      the main job: 1,000 chains on the 100-d Gaussian, under a minute on two cores
   nuts --chains 100
-      a 40-second look at the default 100-d Gaussian
-  nuts --chains 20 --draws 200 --warmup 200 --output run.zarr --summary-csv summary.csv --plot run.svg
+      a look in a few seconds
+  nuts --chains 20 --output run.zarr --summary-csv summary.csv --plot run.svg
       a short run written for ArviZ (az.from_zarr(\"run.zarr\")), every coordinate's
       diagnostics as CSV, and a picture of the worst coordinates and of batching at work";
 
@@ -58,31 +60,31 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = TargetChoice::Gaussian)]
     pub target: TargetChoice,
     /// Number of chains (run as one batch).
-    #[arg(long, default_value_t = 1000, value_parser = at_least_one)]
+    #[arg(long, default_value_t = Settings::default().chains, value_parser = at_least_one)]
     pub chains: usize,
     /// Draws kept per chain.
-    #[arg(long, default_value_t = 1000, value_parser = at_least_one)]
+    #[arg(long, default_value_t = Settings::default().draws, value_parser = at_least_one)]
     pub draws: usize,
     /// Warmup transitions per chain (step size and metric adaptation happen here).
-    #[arg(long, default_value_t = 1000, value_parser = at_least_zero)]
+    #[arg(long, default_value_t = Settings::default().warmup, value_parser = at_least_zero)]
     pub warmup: usize,
     /// Seed; chain k's stream is a function of (seed, k) only.
-    #[arg(long, default_value_t = 42, value_parser = seed)]
+    #[arg(long, default_value_t = Settings::default().seed, value_parser = seed)]
     pub seed: u64,
     /// Interpreter.
     #[arg(long, value_enum, default_value_t = ModeChoice::Vm)]
     pub mode: ModeChoice,
     /// Maximum tree depth (at most 2^depth - 1 leapfrog steps per transition), 1 to 30.
-    #[arg(long, default_value_t = 10, value_parser = tree_depth)]
+    #[arg(long, default_value_t = Settings::default().max_depth, value_parser = tree_depth)]
     pub max_depth: u32,
     /// Initial step size (the fixed one with --no-adapt), above 0.
-    #[arg(long, default_value_t = 0.1, value_parser = positive)]
+    #[arg(long, default_value_t = Settings::default().step_size, value_parser = positive)]
     pub step_size: f64,
     /// Fixed step size and unit metric: no adaptation during warmup.
     #[arg(long)]
     pub no_adapt: bool,
     /// Mean acceptance probability the step-size adaptation aims for, between 0 and 1.
-    #[arg(long, default_value_t = 0.8, value_parser = probability)]
+    #[arg(long, default_value_t = Settings::default().target_accept, value_parser = probability)]
     pub target_accept: f64,
     /// Write the run for ArviZ: a Zarr store (a directory, e.g. run.zarr) that
     /// az.from_zarr opens as InferenceData with posterior and sample_stats groups; a path
@@ -109,7 +111,8 @@ pub struct Args {
     #[arg(long, value_parser = at_least_one)]
     pub threads: Option<usize>,
     /// Chains per shard, each shard an independent batch run by one thread (default: the
-    /// runtime chooses, at least 256); the draws do not depend on it.
+    /// runtime chooses: about 256, or fewer so that every thread gets a shard); the draws
+    /// do not depend on it.
     #[arg(long, value_parser = at_least_one)]
     pub shard_size: Option<usize>,
 }
@@ -491,6 +494,12 @@ mod tests {
         assert_eq!(default.shard_size, None);
         assert!(parse(&["--threads", "0"]).is_err());
         assert!(parse(&["--shard-size", "0"]).is_err());
+    }
+
+    #[test]
+    fn the_flags_default_to_the_sampler_defaults() {
+        let parsed = Args::try_parse_from(["nuts"]).unwrap();
+        assert_eq!(parsed.settings(), Settings::default());
     }
 
     #[test]

@@ -165,8 +165,9 @@ pub fn print(
     )?;
     writeln!(
         out,
-        "               this fraction of its shard's {:.0} chains ({} calls, {:.0} rows per call)",
+        "               this fraction of its shard's {:.0} chains ({} shards; {} calls, {:.0} rows per call)",
         run.mean_shard_chains(),
+        run.stats.shards,
         run.gradients.calls,
         run.gradients.rows as f64 / run.gradients.calls.max(1) as f64
     )?;
