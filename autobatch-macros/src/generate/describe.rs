@@ -172,7 +172,8 @@ pub fn learn(
 
 /// [`learn`] for the struct `path`, with a check that it is an `#[autobatch] struct` at the
 /// first place `item` names it: when it is not, its description is missing, and the check
-/// says what to add (`add #[autobatch] to struct ..`).
+/// says what to add (`add #[autobatch] to struct ..`); when the struct is provably such a one
+/// of the caller's file (`plain_callee.rs`), the check is all there is.
 pub fn learn_struct(
     rt: &Runtime,
     attr: &TokenStream,
@@ -188,7 +189,11 @@ pub fn learn_struct(
     if let Some(last) = spanned.segments.last_mut() {
         last.ident.set_span(span);
     }
-    let learn = learn(rt, attr, &spanned, item);
+    // A struct of the caller's file without the attribute has no description: the check alone
+    // says what to add, without rustc's failed lookup beside it.
+    let plain = syn::parse2::<syn::ItemFn>(item.clone())
+        .is_ok_and(|f| super::plain_callee::plain_struct(&f, path));
+    let learn = (!plain).then(|| learn(rt, attr, &spanned, item));
     quote_spanned! {span=>
         const _: fn() = {
             fn __autobatch_struct<T: #rtp::Batched>() {}

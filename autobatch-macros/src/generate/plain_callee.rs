@@ -1,11 +1,12 @@
 //! A callee the macro can prove is a plain Rust function (neither `#[autobatch]` nor
-//! `#[primitive]`), found by reading the caller's own source file, so the call gets a message
-//! saying which attribute to add instead of rustc's failed lookup of the callee's description.
+//! `#[primitive]`), or a struct it can prove has no `#[autobatch]`, found by reading the
+//! caller's own source file, so the code gets one message saying which attribute to add
+//! instead of rustc's failed lookup of the item's description.
 //!
 //! Only what is certain is reported: the caller's module is found in its file (every inline
 //! module holding an `#[autobatch]` function of the caller's name), the callee's path is
-//! followed through inline modules of that file, and it must end at a function carrying no
-//! attribute that could be a macro. Anything else (a callee in another file, behind a `use`, a
+//! followed through inline modules of that file, and it must end at a function (or struct)
+//! carrying no attribute that could be a macro. Anything else (a callee in another file, behind a `use`, a
 //! file that cannot be read) leaves the lookup to `describe.rs` as before.
 
 use proc_macro2::Span;
@@ -13,16 +14,8 @@ use proc_macro2::Span;
 /// The error for a call of `callee` from the function `caller` (its item), if `callee` is
 /// provably a plain function of the caller's file; `None` when that cannot be shown.
 pub fn error(caller: &syn::ItemFn, callee: &syn::Path) -> Option<syn::Error> {
-    let file = source_file(caller.sig.ident.span())?;
-    let modules = caller_modules(&file.items, &caller.sig.ident, &mut Vec::new());
-    if modules.is_empty() {
-        return None;
-    }
     let name = &callee.segments.last()?.ident;
-    let all_plain = modules
-        .iter()
-        .all(|path| plain_function(&file.items, path, callee));
-    all_plain.then(|| {
+    plain(caller, callee, Kind::Function).then(|| {
         syn::Error::new(
             name.span(),
             format!(
@@ -32,6 +25,32 @@ pub fn error(caller: &syn::ItemFn, callee: &syn::Path) -> Option<syn::Error> {
             ),
         )
     })
+}
+
+/// Whether the struct `path`, named in the function `caller`, is provably a struct of the
+/// caller's file without `#[autobatch]` (so it has no layout description to look up).
+pub fn plain_struct(caller: &syn::ItemFn, path: &syn::Path) -> bool {
+    plain(caller, path, Kind::Struct)
+}
+
+/// The kind of item a path is looked up as.
+#[derive(Clone, Copy)]
+enum Kind {
+    Function,
+    Struct,
+}
+
+/// Whether `path`, named in `caller`, is an item of `kind` in the caller's file with no
+/// attribute that could be a macro, from every module the caller may be in.
+fn plain(caller: &syn::ItemFn, path: &syn::Path, kind: Kind) -> bool {
+    let Some(file) = source_file(caller.sig.ident.span()) else {
+        return false;
+    };
+    let modules = caller_modules(&file.items, &caller.sig.ident, &mut Vec::new());
+    !modules.is_empty()
+        && modules
+            .iter()
+            .all(|module| plain_item(&file.items, module, path, kind))
 }
 
 /// The file `span` is in, parsed; `None` outside a real file (or if it does not parse).
@@ -66,9 +85,9 @@ fn caller_modules(
     found
 }
 
-/// Whether `callee`, named from the module at `module` (a path from the file's root), is a
-/// function of this file with no attribute that could be a macro.
-fn plain_function(root: &[syn::Item], module: &[syn::Ident], callee: &syn::Path) -> bool {
+/// Whether `callee`, named from the module at `module` (a path from the file's root), is an
+/// item of `kind` in this file with no attribute that could be a macro.
+fn plain_item(root: &[syn::Item], module: &[syn::Ident], callee: &syn::Path, kind: Kind) -> bool {
     if callee.leading_colon.is_some() {
         return false;
     }
@@ -98,16 +117,22 @@ fn plain_function(root: &[syn::Item], module: &[syn::Ident], callee: &syn::Path)
     let Some(items) = module_items(root, &at) else {
         return false;
     };
-    // Every function of that name (there may be several under `cfg`s) must be plain.
+    // Every item of that name (there may be several under `cfg`s) must be plain.
     let mut plain = false;
     for item in items {
-        match item {
-            syn::Item::Fn(f) if f.sig.ident == last => {
-                if macro_attributes(&f.attrs) {
-                    return false;
-                }
-                plain = true;
+        let attrs = match (kind, item) {
+            (Kind::Function, syn::Item::Fn(f)) if f.sig.ident == last => Some(&f.attrs),
+            (Kind::Struct, syn::Item::Struct(s)) if s.ident == last => Some(&s.attrs),
+            _ => None,
+        };
+        if let Some(attrs) = attrs {
+            if macro_attributes(attrs) {
+                return false;
             }
+            plain = true;
+            continue;
+        }
+        match item {
             // Anything else that may bring a description of that name: a `use` of it or a glob,
             // an item macro, a module of that name.
             syn::Item::Use(u) if imports(&u.tree, &last) => return false,
@@ -167,9 +192,13 @@ fn macro_attributes(attrs: &[syn::Attribute]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{caller_modules, plain_function};
+    use super::{caller_modules, plain_item, Kind};
 
     fn plain(file: &str, caller: &str, callee: &str) -> bool {
+        plain_as(file, caller, callee, Kind::Function)
+    }
+
+    fn plain_as(file: &str, caller: &str, callee: &str, kind: Kind) -> bool {
         let file = syn::parse_file(file).unwrap();
         let caller = syn::Ident::new(caller, proc_macro2::Span::call_site());
         let callee: syn::Path = syn::parse_str(callee).unwrap();
@@ -177,7 +206,7 @@ mod tests {
         !modules.is_empty()
             && modules
                 .iter()
-                .all(|m| plain_function(&file.items, m, &callee))
+                .all(|m| plain_item(&file.items, m, &callee, kind))
     }
 
     const FILE: &str = r#"
@@ -185,6 +214,8 @@ mod tests {
         #[autobatch] fn caller(n: i64) -> i64 { helper(n) }
         fn helper(n: i64) -> i64 { n }
         #[autobatch] fn described(n: i64) -> i64 { n }
+        struct Bare { n: i64 }
+        #[autobatch] struct Described { n: i64 }
         #[cfg(test)] fn twin(n: i64) -> i64 { n }
         #[cfg(not(test))] #[autobatch] fn twin(n: i64) -> i64 { n }
         mod inner {
@@ -216,5 +247,14 @@ mod tests {
         assert!(!plain(FILE, "caller", "crate::helper"));
         assert!(!plain(FILE, "caller", "super::helper"));
         assert!(!plain(FILE, "not_here", "helper"));
+    }
+
+    #[test]
+    fn a_struct_without_the_attribute_is_found_and_one_with_it_is_not() {
+        assert!(plain_as(FILE, "caller", "Bare", Kind::Struct));
+        assert!(!plain_as(FILE, "caller", "Described", Kind::Struct));
+        // A function is not a struct, nor the other way round.
+        assert!(!plain_as(FILE, "caller", "helper", Kind::Struct));
+        assert!(!plain_as(FILE, "caller", "Bare", Kind::Function));
     }
 }
