@@ -134,13 +134,15 @@ pub fn vector_kernel(
             let __rest: &mut [f64] = &mut __scratch;
             #(#scratch)*
             let __lanes = __ins.lanes();
-            for (__k, &__lane) in __lanes.iter().enumerate() {
-                __ins.at(__k);
-                if let ::std::option::Option::Some(&__ahead) = __lanes.get(__k + #rtp::PREFETCH_AHEAD) {
-                    #(#prefetches)*
+            #rtp::simd(#[inline(always)] || {
+                for (__k, &__lane) in __lanes.iter().enumerate() {
+                    __ins.at(__k);
+                    if let ::std::option::Option::Some(&__ahead) = __lanes.get(__k + #rtp::PREFETCH_AHEAD) {
+                        #(#prefetches)*
+                    }
+                    #(#body)*
                 }
-                #(#body)*
-            }
+            });
             ::std::result::Result::Ok(())
         })
     })
@@ -811,6 +813,10 @@ fn fill_loop(fills: &[(TokenStream, Elems)]) -> TokenStream {
 /// One loop computing every reduction of `pending`, binding each result to its name. A dot
 /// sums element `i` into partial sum `i % 4` and combines them as `(s0 + s1) + (s2 + s3)`; a
 /// sum adds elements left to right from `0.0`: the orders `Vector::dot` and `Vector::sum` use.
+///
+/// The loop walks the sources four elements at a time (each source re-bound to its chunk, a
+/// `[f64; 4]`, inside the loop, then to its remainder), so the element indices are constants
+/// and the four partial sums of a dot are one vector register.
 fn reduction_loop(pending: &[Reduction]) -> TokenStream {
     let mut inits = Vec::new();
     let mut steps = Vec::new();
@@ -823,7 +829,7 @@ fn reduction_loop(pending: &[Reduction]) -> TokenStream {
             ReductionKind::Dot(a, b) => {
                 let (ae, be) = (&a.elem, &b.elem);
                 inits.push(quote!(let mut #acc = [0.0f64; 4];));
-                steps.push(quote!(#acc[__q] += #ae * #be;));
+                steps.push(quote!(#acc[__j] += #ae * #be;));
                 results.push(quote!(let #result: f64 = (#acc[0] + #acc[1]) + (#acc[2] + #acc[3]);));
                 templates.extend([a, b]);
             }
@@ -836,22 +842,33 @@ fn reduction_loop(pending: &[Reduction]) -> TokenStream {
             }
         }
     }
+    let mut sources = Vec::new();
+    for t in &templates {
+        merge_sources(&mut sources, t.sources.iter().cloned());
+    }
     let exact = exact(templates);
+    let chunks: Vec<Ident> = sources.iter().map(|s| format_ident!("__ck{s}")).collect();
+    let tails: Vec<Ident> = sources.iter().map(|s| format_ident!("__tl{s}")).collect();
+    let mut pattern = quote!(_);
+    let mut walk = quote!(0..__n / 4);
+    for (s, c) in sources.iter().zip(&chunks) {
+        pattern = quote!((#pattern, #s));
+        walk = quote!((#walk).zip(#c));
+    }
     let names = pending.iter().map(|r| &r.result);
     let values = pending.iter().map(|r| &r.result);
     quote!(
         let (#(#names,)*) = {
             #exact
+            #(let (#chunks, #tails) = #sources.as_chunks::<4>();)*
             #(#inits)*
-            let __m = __n / 4;
-            for __b in 0..__m {
-                for __q in 0..4 {
-                    let __j = 4 * __b + __q;
+            for #pattern in #walk {
+                for __j in 0..4 {
                     #(#steps)*
                 }
             }
-            for __q in 0..__n % 4 {
-                let __j = 4 * __m + __q;
+            #(let #sources: &[f64] = #tails;)*
+            for __j in 0..__n % 4 {
                 #(#steps)*
             }
             #(#results)*

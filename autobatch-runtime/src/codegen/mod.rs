@@ -6,6 +6,7 @@ mod batched;
 mod convert;
 mod link;
 mod scratch;
+mod simd;
 
 pub use batched::{
     batched_input, batched_input_vectors, batched_output, batched_output_vectors, out_leaf,
@@ -13,6 +14,7 @@ pub use batched::{
 pub use convert::{input, input_vectors, output, output_vectors, vector_row, vector_rows};
 pub use link::{Callee, Linker};
 pub use scratch::Scratch;
+pub use simd::simd;
 
 #[cfg(test)]
 mod tests {
@@ -55,6 +57,7 @@ mod tests {
             rt::batched_output::<f64, ndarray::OwnedRepr<f64>>,
             rt::batched_output_vectors::<f64, ndarray::OwnedRepr<f64>>,
             rt::check_agreement,
+            rt::simd(|| ()),
         );
         assert_eq!(rt::PREFETCH_AHEAD, crate::prefetch::PREFETCH_AHEAD);
     }
