@@ -16,7 +16,10 @@
 //!   each summing in exactly the order [`Vector`] documents; a pure element-wise reduction is
 //!   hoisted out of `&&`, `||` and `if` to where its operands exist (it cannot fail or have an
 //!   effect, so computing it where the scalar function might skip it changes nothing);
-//! * all vector outputs are written by one loop at the end.
+//! * all vector outputs are written by one loop at the end;
+//! * the lane loop runs through the runtime's `simd`, compiled a second time for AVX2, which
+//!   it calls where the CPU has it (reductions walk four elements at a time, so a dot's four
+//!   partial sums are one vector register).
 //!
 //! Each element goes through the same IEEE operations, in the same order, as in the `Vector`
 //! methods, so results are equal bit for bit. Scalar code is emitted as written, with every
