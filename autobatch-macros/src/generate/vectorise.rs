@@ -307,7 +307,7 @@ impl Compiler {
     fn flush(&mut self, depth: usize) {
         let pending = std::mem::take(&mut self.lists[depth].pending);
         if !pending.is_empty() {
-            let code = reduction_loop(&pending);
+            let code = reduction_loop(self.rt.path(), &pending);
             self.lists[depth].stmts.push(code);
         }
     }
@@ -817,12 +817,21 @@ fn fill_loop(fills: &[(TokenStream, Elems)]) -> TokenStream {
 /// sums element `i` into partial sum `i % 4` and combines them as `(s0 + s1) + (s2 + s3)`; a
 /// sum adds elements left to right from `0.0`: the orders `Vector::dot` and `Vector::sum` use.
 ///
-/// The loop walks the sources four elements at a time (each source re-bound to its chunk, a
-/// `[f64; 4]`, inside the loop, then to its remainder), so the element indices are constants
-/// and the four partial sums of a dot are one vector register.
-fn reduction_loop(pending: &[Reduction]) -> TokenStream {
+/// The loop walks the sources four elements at a time, then over the remaining elements. In
+/// the first part each source is its chunk of four: as an [`F64x4`] indexed by `Quad` (the
+/// element templates then compute four elements per operation in vector registers, and a
+/// dot's four partial sums are one `F64x4`), or, when a template calls a function (`map`,
+/// `zip_map`), as a `[f64; 4]` indexed element by element.
+///
+/// [`F64x4`]: ../../../autobatch_runtime/__private/struct.F64x4.html
+fn reduction_loop(rtp: &TokenStream, pending: &[Reduction]) -> TokenStream {
+    let quad = !pending.iter().any(|r| match &r.kind {
+        ReductionKind::Dot(a, b) => a.calls || b.calls,
+        ReductionKind::Sum(a) => a.calls,
+    });
     let mut inits = Vec::new();
-    let mut steps = Vec::new();
+    let mut chunk_steps = Vec::new();
+    let mut tail_steps = Vec::new();
     let mut results = Vec::new();
     let mut templates = Vec::new();
     for (i, r) in pending.iter().enumerate() {
@@ -831,15 +840,29 @@ fn reduction_loop(pending: &[Reduction]) -> TokenStream {
         match &r.kind {
             ReductionKind::Dot(a, b) => {
                 let (ae, be) = (&a.elem, &b.elem);
-                inits.push(quote!(let mut #acc = [0.0f64; 4];));
-                steps.push(quote!(#acc[__j] += #ae * #be;));
-                results.push(quote!(let #result: f64 = (#acc[0] + #acc[1]) + (#acc[2] + #acc[3]);));
+                chunk_steps.push(quote!(#acc[__j] += #ae * #be;));
+                if quad {
+                    inits.push(quote!(let mut #acc = #rtp::F64x4::zero();));
+                    tail_steps.push(quote!(#acc.add_at(__j, #ae * #be);));
+                    results.push(quote!(let #result: f64 = #acc.combine();));
+                } else {
+                    inits.push(quote!(let mut #acc = [0.0f64; 4];));
+                    tail_steps.push(quote!(#acc[__j] += #ae * #be;));
+                    results.push(
+                        quote!(let #result: f64 = (#acc[0] + #acc[1]) + (#acc[2] + #acc[3]);),
+                    );
+                }
                 templates.extend([a, b]);
             }
             ReductionKind::Sum(a) => {
                 let ae = &a.elem;
                 inits.push(quote!(let mut #acc: f64 = 0.0;));
-                steps.push(quote!(#acc = #acc + #ae;));
+                chunk_steps.push(if quad {
+                    quote!(#acc = #rtp::F64x4::sum_onto(#acc, #ae);)
+                } else {
+                    quote!(#acc = #acc + #ae;)
+                });
+                tail_steps.push(quote!(#acc = #acc + #ae;));
                 results.push(quote!(let #result: f64 = #acc;));
                 templates.push(a);
             }
@@ -858,6 +881,17 @@ fn reduction_loop(pending: &[Reduction]) -> TokenStream {
         pattern = quote!((#pattern, #s));
         walk = quote!((#walk).zip(#c));
     }
+    let chunk_body = if quad {
+        quote!(
+            #(let #sources = #rtp::F64x4::load(#sources);)*
+            let __j = #rtp::Quad;
+            #(#chunk_steps)*
+        )
+    } else {
+        quote!(for __j in 0..4 {
+            #(#chunk_steps)*
+        })
+    };
     let names = pending.iter().map(|r| &r.result);
     let values = pending.iter().map(|r| &r.result);
     quote!(
@@ -866,13 +900,11 @@ fn reduction_loop(pending: &[Reduction]) -> TokenStream {
             #(let (#chunks, #tails) = #sources.as_chunks::<4>();)*
             #(#inits)*
             for #pattern in #walk {
-                for __j in 0..4 {
-                    #(#steps)*
-                }
+                #chunk_body
             }
             #(let #sources: &[f64] = #tails;)*
             for __j in 0..__n % 4 {
-                #(#steps)*
+                #(#tail_steps)*
             }
             #(#results)*
             (#(#values,)*)

@@ -5,6 +5,7 @@
 mod batched;
 mod convert;
 mod link;
+mod quad;
 mod scratch;
 mod simd;
 
@@ -13,6 +14,7 @@ pub use batched::{
 };
 pub use convert::{input, input_vectors, output, output_vectors, vector_row, vector_rows};
 pub use link::{Callee, Linker};
+pub use quad::{F64x4, Quad};
 pub use scratch::Scratch;
 pub use simd::simd;
 
@@ -28,6 +30,8 @@ mod tests {
             type_name::<rt::Callee>(),
             type_name::<rt::Linker>(),
             type_name::<rt::Scratch>(),
+            type_name::<rt::F64x4>(),
+            type_name::<rt::Quad>(),
             type_name::<rt::VectorOut<'_>>(),
             type_name::<rt::Column>(),
             type_name::<rt::Config>(),
