@@ -11,19 +11,26 @@ pub const PREFETCH_AHEAD: usize = 2;
 
 /// Asks the memory system to bring every cache line of `data` into the cache; a hint that
 /// never faults and changes no value.
+///
+/// The walk starts at the line holding `data`'s first byte, so a slice that does not start on
+/// a line boundary (an 800-byte row starts anywhere in its first line) has its last line
+/// fetched too.
 #[inline(always)]
 pub fn prefetch<T>(data: &[T]) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        const LINE: usize = 64;
         let start = data.as_ptr().cast::<i8>();
-        let bytes = std::mem::size_of_val(data);
+        let skew = start as usize % LINE;
+        let first = start.wrapping_sub(skew);
+        let end = skew + std::mem::size_of_val(data);
         let mut offset = 0;
-        while offset < bytes {
+        while offset < end {
             // SAFETY: a prefetch is only a hint: it does not read memory architecturally and
-            // cannot fault, and the address lies inside `data` anyway.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(offset)) };
-            offset += 64;
+            // cannot fault, and the address lies in a cache line `data` occupies anyway.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(first.wrapping_add(offset)) };
+            offset += LINE;
         }
     }
     #[cfg(not(target_arch = "x86_64"))]

@@ -25,15 +25,15 @@ fn elementwise(a: Vector, b: Vector, s: f64) -> (Vector, Vector, Vector, Vector)
     (mixed, neg.clone(), roots, &ones - &a)
 }
 
-/// Reductions: `dot`, `sum`, `norm_squared` and `get`, reductions of expressions, a reduction
-/// whose operand needs another reduction's result, and reductions behind `&&`, `||` and `if`
-/// (vectors of at least four elements, for `get`).
+/// Reductions: `dot`, `sum`, `norm_squared` and `get`, reductions of expressions (of a
+/// constant, of a `map`), a reduction whose operand needs another reduction's result, and
+/// reductions behind `&&`, `||` and `if` (vectors of at least four elements, for `get`).
 #[autobatch]
 fn reductions(a: Vector, b: Vector, i: i64) -> (f64, f64, f64, f64, bool, f64) {
     let d = a.dot(&b);
-    let s = (&a - &b).sum();
+    let s = (&a - &b).sum() - Vector::filled_like(0.5, &a).sum();
     let n = (&a * 3.0).norm_squared();
-    let scaled = (&b * a.dot(&a)).sum();
+    let scaled = (&b * a.dot(&a)).sum() + a.map(f64::abs).dot(&b);
     let pick = if i > 0 { a.get(2) + b.get(3) } else { b.get(0) };
     let ok = a.dot(&b) > 0.0 && (&a + &b).dot(&a) > 0.0 || b.sum() < -1.0 && n.is_finite();
     let branchy = if d > 0.0 {

@@ -16,7 +16,10 @@
 //!   each summing in exactly the order [`Vector`] documents; a pure element-wise reduction is
 //!   hoisted out of `&&`, `||` and `if` to where its operands exist (it cannot fail or have an
 //!   effect, so computing it where the scalar function might skip it changes nothing);
-//! * all vector outputs are written by one loop at the end.
+//! * all vector outputs are written by one loop at the end;
+//! * the lane loop runs through the runtime's `simd`, compiled a second time for AVX2, which
+//!   it calls where the CPU has it (reductions walk four elements at a time, so a dot's four
+//!   partial sums are one vector register).
 //!
 //! Each element goes through the same IEEE operations, in the same order, as in the `Vector`
 //! methods, so results are equal bit for bit. Scalar code is emitted as written, with every
@@ -134,13 +137,15 @@ pub fn vector_kernel(
             let __rest: &mut [f64] = &mut __scratch;
             #(#scratch)*
             let __lanes = __ins.lanes();
-            for (__k, &__lane) in __lanes.iter().enumerate() {
-                __ins.at(__k);
-                if let ::std::option::Option::Some(&__ahead) = __lanes.get(__k + #rtp::PREFETCH_AHEAD) {
-                    #(#prefetches)*
+            #rtp::simd(#[inline(always)] || {
+                for (__k, &__lane) in __lanes.iter().enumerate() {
+                    __ins.at(__k);
+                    if let ::std::option::Option::Some(&__ahead) = __lanes.get(__k + #rtp::PREFETCH_AHEAD) {
+                        #(#prefetches)*
+                    }
+                    #(#body)*
                 }
-                #(#body)*
-            }
+            });
             ::std::result::Result::Ok(())
         })
     })
@@ -303,7 +308,7 @@ impl Compiler {
     fn flush(&mut self, depth: usize) {
         let pending = std::mem::take(&mut self.lists[depth].pending);
         if !pending.is_empty() {
-            let code = reduction_loop(&pending);
+            let code = reduction_loop(self.rt.path(), &pending);
             self.lists[depth].stmts.push(code);
         }
     }
@@ -812,9 +817,22 @@ fn fill_loop(fills: &[(TokenStream, Elems)]) -> TokenStream {
 /// One loop computing every reduction of `pending`, binding each result to its name. A dot
 /// sums element `i` into partial sum `i % 4` and combines them as `(s0 + s1) + (s2 + s3)`; a
 /// sum adds elements left to right from `0.0`: the orders `Vector::dot` and `Vector::sum` use.
-fn reduction_loop(pending: &[Reduction]) -> TokenStream {
+///
+/// The loop walks the sources four elements at a time, then over the remaining elements. In
+/// the first part each source is its chunk of four: as an [`F64x4`] indexed by `Quad` (the
+/// element templates then compute four elements per operation in vector registers, and a
+/// dot's four partial sums are one `F64x4`), or, when a template calls a function (`map`,
+/// `zip_map`), as a `[f64; 4]` indexed element by element.
+///
+/// [`F64x4`]: ../../../autobatch_runtime/__private/struct.F64x4.html
+fn reduction_loop(rtp: &TokenStream, pending: &[Reduction]) -> TokenStream {
+    let quad = !pending.iter().any(|r| match &r.kind {
+        ReductionKind::Dot(a, b) => a.calls || b.calls,
+        ReductionKind::Sum(a) => a.calls,
+    });
     let mut inits = Vec::new();
-    let mut steps = Vec::new();
+    let mut chunk_steps = Vec::new();
+    let mut tail_steps = Vec::new();
     let mut results = Vec::new();
     let mut templates = Vec::new();
     for (i, r) in pending.iter().enumerate() {
@@ -823,37 +841,71 @@ fn reduction_loop(pending: &[Reduction]) -> TokenStream {
         match &r.kind {
             ReductionKind::Dot(a, b) => {
                 let (ae, be) = (&a.elem, &b.elem);
-                inits.push(quote!(let mut #acc = [0.0f64; 4];));
-                steps.push(quote!(#acc[__q] += #ae * #be;));
-                results.push(quote!(let #result: f64 = (#acc[0] + #acc[1]) + (#acc[2] + #acc[3]);));
+                chunk_steps.push(quote!(#acc[__j] += #ae * #be;));
+                if quad {
+                    inits.push(quote!(let mut #acc = #rtp::F64x4::zero();));
+                    tail_steps.push(quote!(#acc.add_at(__j, #ae * #be);));
+                    results.push(quote!(let #result: f64 = #acc.combine();));
+                } else {
+                    inits.push(quote!(let mut #acc = [0.0f64; 4];));
+                    tail_steps.push(quote!(#acc[__j] += #ae * #be;));
+                    results.push(
+                        quote!(let #result: f64 = (#acc[0] + #acc[1]) + (#acc[2] + #acc[3]);),
+                    );
+                }
                 templates.extend([a, b]);
             }
             ReductionKind::Sum(a) => {
                 let ae = &a.elem;
                 inits.push(quote!(let mut #acc: f64 = 0.0;));
-                steps.push(quote!(#acc = #acc + #ae;));
+                chunk_steps.push(if quad {
+                    quote!(#acc = #rtp::F64x4::sum_onto(#acc, #ae);)
+                } else {
+                    quote!(#acc = #acc + #ae;)
+                });
+                tail_steps.push(quote!(#acc = #acc + #ae;));
                 results.push(quote!(let #result: f64 = #acc;));
                 templates.push(a);
             }
         }
     }
+    let mut sources = Vec::new();
+    for t in &templates {
+        merge_sources(&mut sources, t.sources.iter().cloned());
+    }
     let exact = exact(templates);
+    let chunks: Vec<Ident> = sources.iter().map(|s| format_ident!("__ck{s}")).collect();
+    let tails: Vec<Ident> = sources.iter().map(|s| format_ident!("__tl{s}")).collect();
+    let mut pattern = quote!(_);
+    let mut walk = quote!(0..__n / 4);
+    for (s, c) in sources.iter().zip(&chunks) {
+        pattern = quote!((#pattern, #s));
+        walk = quote!((#walk).zip(#c));
+    }
+    let chunk_body = if quad {
+        quote!(
+            #(let #sources = #rtp::F64x4::load(#sources);)*
+            let __j = #rtp::Quad;
+            #(#chunk_steps)*
+        )
+    } else {
+        quote!(for __j in 0..4 {
+            #(#chunk_steps)*
+        })
+    };
     let names = pending.iter().map(|r| &r.result);
     let values = pending.iter().map(|r| &r.result);
     quote!(
         let (#(#names,)*) = {
             #exact
+            #(let (#chunks, #tails) = #sources.as_chunks::<4>();)*
             #(#inits)*
-            let __m = __n / 4;
-            for __b in 0..__m {
-                for __q in 0..4 {
-                    let __j = 4 * __b + __q;
-                    #(#steps)*
-                }
+            for #pattern in #walk {
+                #chunk_body
             }
-            for __q in 0..__n % 4 {
-                let __j = 4 * __m + __q;
-                #(#steps)*
+            #(let #sources: &[f64] = #tails;)*
+            for __j in 0..__n % 4 {
+                #(#tail_steps)*
             }
             #(#results)*
             (#(#values,)*)

@@ -5,14 +5,18 @@
 mod batched;
 mod convert;
 mod link;
+mod quad;
 mod scratch;
+mod simd;
 
 pub use batched::{
     batched_input, batched_input_vectors, batched_output, batched_output_vectors, out_leaf,
 };
 pub use convert::{input, input_vectors, output, output_vectors, vector_row, vector_rows, Batched};
 pub use link::{Callee, Linker};
+pub use quad::{F64x4, Quad};
 pub use scratch::Scratch;
+pub use simd::simd;
 
 #[cfg(test)]
 mod tests {
@@ -26,6 +30,8 @@ mod tests {
             type_name::<rt::Callee>(),
             type_name::<rt::Linker>(),
             type_name::<rt::Scratch>(),
+            type_name::<rt::F64x4>(),
+            type_name::<rt::Quad>(),
             type_name::<rt::VectorOut<'_>>(),
             type_name::<rt::Column>(),
             type_name::<rt::Config>(),
@@ -55,6 +61,7 @@ mod tests {
             rt::batched_output::<f64, ndarray::OwnedRepr<f64>>,
             rt::batched_output_vectors::<f64, ndarray::OwnedRepr<f64>>,
             rt::check_agreement,
+            rt::simd(|| ()),
         );
         assert_eq!(rt::PREFETCH_AHEAD, crate::prefetch::PREFETCH_AHEAD);
     }
