@@ -295,8 +295,6 @@ use quote::quote;
 ///
 /// ## Structs
 ///
-/// Struct values inside `#[autobatch]` functions: to be written (issue 13, `structs`).
-///
 /// On a struct with named fields of the language's types, `#[autobatch]` checks the fields
 /// and generates its struct of arrays, `<Name>Batch`: one public array per leaf field, one
 /// row per lane (`Array1` per scalar, `Array2` `[lanes, len]` per `Vector`, a tuple of arrays
