@@ -630,13 +630,14 @@ fn row(name: &str, threads: &str, m: &Measured, ess: f64, nuts_rs: Option<&Measu
     );
 }
 
-/// Where an autobatched run's time went, as fractions of its wall time.
+/// Where an autobatched run's time went, as fractions of the process's CPU time (the kernel
+/// times are summed over the worker threads, so wall time would overcount with several).
 fn split(name: &str, m: &Measured, stats: &Stats) {
-    let batched = stats.batched_kernel_time.as_secs_f64() / m.secs;
-    let lane_wise = stats.lane_kernel_time.as_secs_f64() / m.secs;
+    let batched = stats.batched_kernel_time.as_secs_f64() / m.cpu;
+    let lane_wise = stats.lane_kernel_time.as_secs_f64() / m.cpu;
     println!(
         "  {name}: {:.0}% batched gradient kernel, {:.0}% lane-wise kernels, {:.0}% interpreter \
-         (thread time over wall time); {} shards, {} steps, {:.1} vector rows per chain at most",
+         (thread time over CPU time); {} shards, {} steps, {:.1} vector rows per chain at most",
         100.0 * batched,
         100.0 * lane_wise,
         100.0 * (1.0 - batched - lane_wise),
