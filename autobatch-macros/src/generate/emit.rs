@@ -196,26 +196,6 @@ fn view_type(rt: &Runtime, t: &Ty) -> TokenStream {
     }
 }
 
-/// A batched owned array type for an output of type `t`.
-fn array_type(rt: &Runtime, t: &Ty) -> TokenStream {
-    let rtp = rt.path();
-    match t {
-        Ty::Tuple(items) => {
-            let items = items.iter().map(|i| array_type(rt, i));
-            quote!((#(#items,)*))
-        }
-        Ty::Struct { path, .. } => {
-            let p = struct_path(path);
-            quote!(<#p as #rtp::Batched>::Batch)
-        }
-        Ty::Vector => quote!(#rtp::ndarray::Array2<f64>),
-        leaf => {
-            let el = rt.rust_type(leaf);
-            quote!(#rtp::ndarray::Array1<#el>)
-        }
-    }
-}
-
 /// Statements pushing the input columns of `value` (of type `t`) onto `__inputs`: a struct
 /// of arrays pushes its own leaves.
 fn push_inputs(rt: &Runtime, t: &Ty, value: TokenStream, out: &mut Vec<TokenStream>) {
@@ -457,7 +437,7 @@ pub fn function(
     for (n, t) in &func.params {
         push_inputs(rt, t, quote!(#n), &mut inputs);
     }
-    let ret_array = array_type(rt, &func.ret);
+    let ret_array = rt.array_type(&func.ret);
     let outputs = read_outputs(rt, &func.ret, &mut 0);
     let printed = &ct.printed;
     let doc_batch = format!(

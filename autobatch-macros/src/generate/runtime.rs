@@ -31,6 +31,27 @@ impl Runtime {
         &self.private
     }
 
+    /// The owned batched array type of a value of type `t`: `Array1` per scalar, `Array2`
+    /// `[lanes, len]` per `Vector`, a tuple of arrays per tuple, a struct's struct of arrays.
+    pub fn array_type(&self, t: &Ty) -> TokenStream {
+        let rtp = self.path();
+        match t {
+            Ty::Tuple(items) => {
+                let items = items.iter().map(|i| self.array_type(i));
+                quote!((#(#items,)*))
+            }
+            Ty::Struct { path, .. } => {
+                let p = struct_path(path);
+                quote!(<#p as #rtp::Batched>::Batch)
+            }
+            Ty::Vector => quote!(#rtp::ndarray::Array2<f64>),
+            leaf => {
+                let el = self.rust_type(leaf);
+                quote!(#rtp::ndarray::Array1<#el>)
+            }
+        }
+    }
+
     /// The Rust type of a language type.
     pub fn rust_type(&self, t: &Ty) -> TokenStream {
         let rt = &self.private;
