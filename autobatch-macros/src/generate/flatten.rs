@@ -1389,6 +1389,23 @@ mod tests {
         }
     }
 
+    /// A function `f` of these parameters, returning `()`, with an empty body.
+    fn function(params: Vec<(Ident, Ty)>) -> Func {
+        Func {
+            name: Ident::new("f", Span::call_site()),
+            params,
+            ret: Ty::unit(),
+            body: Block {
+                stmts: Vec::new(),
+                tail: None,
+            },
+            poisoned: Vec::new(),
+            context: None,
+            learnt: BTreeMap::new(),
+            structs: BTreeMap::new(),
+        }
+    }
+
     #[test]
     fn a_struct_is_one_part_per_field_and_tuples_inside_stay_whole() {
         let parts: Vec<String> = Shape::of(&segment())
@@ -1429,19 +1446,7 @@ mod tests {
 
     #[test]
     fn field_chains_rooted_at_struct_variables_become_their_variables() {
-        let func = Func {
-            name: Ident::new("f", Span::call_site()),
-            params: Vec::new(),
-            ret: Ty::unit(),
-            body: Block {
-                stmts: Vec::new(),
-                tail: None,
-            },
-            poisoned: Vec::new(),
-            context: None,
-            learnt: BTreeMap::new(),
-            structs: BTreeMap::new(),
-        };
+        let func = function(Vec::new());
         let mut errors = Errors::default();
         let mut f = Flattener {
             func: &func,
@@ -1463,25 +1468,13 @@ mod tests {
 
     #[test]
     fn nested_struct_layouts_still_to_learn_are_found() {
-        let mut func = Func {
-            name: Ident::new("f", Span::call_site()),
-            params: vec![(
-                Ident::new("s", Span::call_site()),
-                Ty::Struct {
-                    path: "Segment".into(),
-                    fields: Vec::new(),
-                },
-            )],
-            ret: Ty::unit(),
-            body: Block {
-                stmts: Vec::new(),
-                tail: None,
+        let mut func = function(vec![(
+            Ident::new("s", Span::call_site()),
+            Ty::Struct {
+                path: "Segment".into(),
+                fields: Vec::new(),
             },
-            poisoned: Vec::new(),
-            context: None,
-            learnt: BTreeMap::new(),
-            structs: BTreeMap::new(),
-        };
+        )]);
         assert_eq!(unknown_struct(&func).as_deref(), Some("Segment"));
         let Ty::Struct { fields, .. } = segment() else {
             unreachable!()
