@@ -4,13 +4,13 @@
 use crate::generate::context;
 use crate::generate::describe;
 use crate::generate::emit::lane_kernel;
+use crate::generate::names::{format_ident, quote};
 use crate::generate::runtime::{leaf_paths, Runtime};
 use crate::parse::args::{args, Macro};
 use crate::parse::ast::{Signature, Ty};
 use crate::parse::context::{self as parse_context, ContextParam};
 use crate::parse::{self, Errors};
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote};
 
 /// Expands `#[primitive]` on `item`.
 pub fn expand(attr: TokenStream, item: syn::ItemFn) -> Result<TokenStream, syn::Error> {

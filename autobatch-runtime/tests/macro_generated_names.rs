@@ -1,9 +1,11 @@
 //! Generated names are hygienic: parameters and locals named exactly as the generated code's
 //! own locals (kernel inputs and outputs, lane loops, linker, entry points, vector element
-//! loops) compute what the scalar function computes, in both modes.
+//! loops, a primitive's batched kernel and agreement check, a struct's companion) compute what
+//! the scalar function computes, in both modes.
 
-use autobatch_runtime::ndarray::{Array1, Array2};
-use autobatch_runtime::{autobatch, Config, Mode, Vector};
+use autobatch_runtime::ndarray::{Array1, Array2, ArrayView1};
+use autobatch_runtime::primitive::Tolerance;
+use autobatch_runtime::{autobatch, primitive, Column, Config, Mode, Vector};
 
 /// Scalar kernels: every local of a lane-wise kernel, the linker's and the entry points'.
 #[autobatch]
@@ -49,6 +51,81 @@ fn context_named(__ins: &Settings, __lane: i64) -> i64 {
 fn twice(__define: i64) -> i64 {
     let config = __define;
     config * 2
+}
+
+/// A primitive whose context and parameters are named as the locals and parameters of its
+/// generated kernels and of `check_agreement` (`inputs`, `vector_len`, `tolerance`).
+#[primitive(batched = mixed_all)]
+#[allow(clippy::too_many_arguments)]
+fn mixed(
+    inputs: &Settings,
+    __ins: i64,
+    __outs: i64,
+    __cx: i64,
+    __r: i64,
+    __o0: i64,
+    vector_len: i64,
+    tolerance: i64,
+) -> (i64, i64) {
+    let __l = __ins * inputs.scale + __outs - __cx;
+    (__l * __r, __o0 + vector_len - tolerance)
+}
+
+/// `mixed` for every active lane at once.
+#[allow(clippy::too_many_arguments)]
+fn mixed_all(
+    inputs: &Settings,
+    __ins: ArrayView1<i64>,
+    __outs: ArrayView1<i64>,
+    __cx: ArrayView1<i64>,
+    __r: ArrayView1<i64>,
+    __o0: ArrayView1<i64>,
+    vector_len: ArrayView1<i64>,
+    tolerance: ArrayView1<i64>,
+) -> (Array1<i64>, Array1<i64>) {
+    let __l = &(&__ins * inputs.scale) + &(&__outs - &__cx);
+    (&__l * &__r, &(&__o0 + &vector_len) - &tolerance)
+}
+
+/// Calls `mixed` with arguments named as its kernels' locals.
+#[autobatch]
+fn calls_mixed(__define: &Settings, __lane: i64) -> i64 {
+    let (a, b) = mixed(__define, __lane, 2, 3, __lane % 5, 7, 11, 13);
+    a + b
+}
+
+/// A struct whose fields are named as every local and parameter of its companion's code.
+#[autobatch]
+#[derive(Clone, Debug, PartialEq)]
+pub struct Named {
+    __s: i64,
+    __lane: i64,
+    lane: i64,
+    lanes: i64,
+    __x: Vector,
+    __at: (i64, f64),
+    __cols: Inner,
+    __out: i64,
+    __v: bool,
+}
+
+/// A nested struct, read and written through the companion's column code.
+#[autobatch]
+#[derive(Clone, Debug, PartialEq)]
+pub struct Inner {
+    __cols: i64,
+    __at: f64,
+}
+
+/// Takes and returns the struct, so its columns go both ways through a batch.
+#[autobatch]
+fn shift(__ins: Named, __lane: i64) -> Named {
+    let mut n = __ins;
+    n.__s += __lane;
+    n.lanes = n.lane * n.__lane + n.__cols.__cols;
+    n.__v = n.__out > __lane;
+    n.__at = (n.__at.0 + 1, n.__at.1 + n.__cols.__at);
+    n
 }
 
 /// Compiled vector kernels: the element loop's, the scratch rows' and the prefetcher's names.
@@ -132,5 +209,51 @@ fn vector_kernel_names_never_meet_the_users() {
             assert_eq!(vs.row(lane).to_vec(), v.as_slice().to_vec());
             assert_eq!(qs[lane].to_bits(), q.to_bits());
         }
+    }
+}
+
+#[test]
+fn primitive_names_never_meet_the_users() {
+    let settings = Settings { scale: 3 };
+    let x = Array1::from_iter(-6..30i64);
+    for config in modes() {
+        let got = calls_mixed::batch(&settings, x.view(), &config).unwrap();
+        assert_eq!(got, x.mapv(|x| calls_mixed(&settings, x)));
+    }
+    let columns: Vec<Column> = (0..7)
+        .map(|c| Column::from_view1(Array1::from_iter((0..12i64).map(|i| i * c - 4)).view()))
+        .collect();
+    mixed::check_agreement(&settings, &columns, 0, Tolerance::Exact).unwrap();
+}
+
+#[test]
+fn struct_companion_names_never_meet_the_users() {
+    let lanes: Vec<Named> = (0..9i64)
+        .map(|i| Named {
+            __s: i,
+            __lane: i - 3,
+            lane: 2 * i,
+            lanes: -i,
+            __x: Vector::from_slice(&[i as f64, 0.5]),
+            __at: (i % 4, i as f64 * 0.25),
+            __cols: Inner {
+                __cols: 7 - i,
+                __at: 1.5,
+            },
+            __out: i % 3,
+            __v: i % 2 == 0,
+        })
+        .collect();
+    let batch = NamedBatch::from_lanes(&lanes).unwrap();
+    assert_eq!(batch.to_lanes(), lanes);
+    let by = Array1::from_iter(0..9i64);
+    for config in modes() {
+        let got = shift::batch(&batch, by.view(), &config).unwrap();
+        let expected: Vec<Named> = lanes
+            .iter()
+            .zip(by.iter())
+            .map(|(n, &b)| shift(n.clone(), b))
+            .collect();
+        assert_eq!(got.to_lanes(), expected);
     }
 }

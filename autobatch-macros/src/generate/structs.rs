@@ -2,10 +2,11 @@
 //! companion `<Name>Batch`, one array per leaf field, one row per lane; a nested struct's
 //! field is its own companion), with the hidden column conversions `batch` entry points use.
 
+use super::names::quote;
 use super::runtime::{struct_path, Runtime};
 use crate::parse::ast::{StructDef, Ty};
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote};
+use quote::format_ident;
 
 /// An expression for one lane's value of a field of type `t` at `path` of the companion, or
 /// `None` (through `?`) past its rows.
