@@ -167,7 +167,10 @@ use quote::quote;
 /// method's arguments are literals or other reads), with the type its place needs (annotate one
 /// nothing fixes: `let r: f64 = ctx.rate;`), and passes it on to calls (`g(ctx, x)`; callees
 /// take the same `&T`). It cannot be taken `&mut`, stored in a variable, returned, or be a
-/// second context parameter; a per-lane type by reference (`&i64`) is passed by value instead.
+/// second context parameter. Its type is one without `#[autobatch]`: a per-lane type by
+/// reference is a compile error saying to take it by value, `&i64` as well as `&Tree` for an
+/// `#[autobatch] struct Tree` (write `t: Tree`; one value for every lane is a struct of its own
+/// without the attribute, so which parameters are per lane is always visible in the signature).
 ///
 /// ```
 /// use autobatch_runtime::ndarray::array;
@@ -457,7 +460,11 @@ pub fn autobatch(attr: TokenStream, item: TokenStream) -> TokenStream {
     match generate::ir::compile_time(&record, &func.name.to_string()) {
         Ok(ct) => {
             let generated = generate::emit::function(&runtime, &item_fn, &func, &record, &ct);
-            quote!(#scalar #described #generated).into()
+            let context = func
+                .context
+                .as_ref()
+                .map(|c| generate::context::not_a_struct(&runtime, c));
+            quote!(#scalar #described #generated #context).into()
         }
         Err(message) => {
             let e = syn::Error::new(
@@ -509,7 +516,8 @@ pub fn resume(input: TokenStream) -> TokenStream {
 /// lane) and returns the outputs as arrays of the same shapes (a tuple for a tuple result): a
 /// log-density gradient for all chains as one matrix-matrix product, say. Parameters may be
 /// taken by shared reference (`q: &Vector`). A reference to a type outside the language
-/// (`model: &Model`) is the run's shared context, as in `#[autobatch]`: both forms receive it
+/// (`model: &Model`; not an `#[autobatch] struct`, refused as in `#[autobatch]`) is the run's
+/// shared context, as in `#[autobatch]`: both forms receive it
 /// in its place (`f_batched(model: &Model, q: ArrayView2<f64>)`), and `check_agreement` takes it
 /// first.
 ///

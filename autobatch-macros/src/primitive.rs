@@ -104,6 +104,7 @@ pub fn expand(attr: TokenStream, item: syn::ItemFn) -> Result<TokenStream, syn::
         }
         None => quote!(#rt::Context::none()),
     };
+    let context_check = ctx.as_ref().map(|c| context::not_a_struct(&runtime, c));
     let register = ctx
         .as_ref()
         .map(|c| context::register(&runtime, c, &name_str, &format_ident!("__l")));
@@ -174,6 +175,7 @@ pub fn expand(attr: TokenStream, item: syn::ItemFn) -> Result<TokenStream, syn::
     Ok(quote! {
         #item
         #described
+        #context_check
 
         #[doc = #doc]
         #[allow(unused_imports, non_snake_case, clippy::all)]

@@ -8,6 +8,7 @@ use super::runtime::Runtime;
 use crate::parse::ast::{Expr, ExprKind};
 use crate::parse::context::ContextParam;
 use proc_macro2::{Ident, TokenStream, TokenTree};
+use quote::{quote_spanned, ToTokens};
 
 /// The message for the context itself used as a value.
 pub fn whole_message(e: &Expr) -> String {
@@ -132,5 +133,54 @@ pub fn run_call(
             quote!(#exe.run_with_context(#rtp::Context::new(#name), #inputs, #config))
         }
         None => quote!(#exe.run(#inputs, #config)),
+    }
+}
+
+/// A compile-time check that the context's type `T` is not an `#[autobatch] struct`: such a
+/// struct is a per-lane value, taken by value (`t: Tree`), and `&Tree` taken as the one value
+/// every lane shares would be a silent change of meaning (a `&i64` is refused the same way).
+/// The macro cannot see whether `T` has the attribute, so the type system says it: a method
+/// call on `&Probe<T>` picks the impl for `T: Batched` when there is one (found without
+/// auto-referencing) and the fallback otherwise; only the first one's result lacks the trait
+/// the check requires, whose message says what to write. The error points at `T`.
+pub fn not_a_struct(rt: &Runtime, c: &ContextParam) -> TokenStream {
+    let rtp = rt.path();
+    let (name, ty) = (&c.name, &c.ty);
+    let t = ty.to_token_stream().to_string().replace(" :: ", "::");
+    let message = format!(
+        "`{t}` is an #[autobatch] struct, a per-lane value: take it by value (`{name}: {t}`); a `&T` parameter is the context every lane shares, of a type without #[autobatch]"
+    );
+    // Spanned at `T` throughout: a trait's methods are found only by code of the same
+    // hygiene, and the error then points at the parameter's type.
+    quote_spanned! {c.span=>
+        #[allow(dead_code)]
+        const _: () = {
+            struct __AutobatchProbe<T: ?::core::marker::Sized>(::core::marker::PhantomData<T>);
+            struct __Struct;
+            struct __Other;
+            #[diagnostic::on_unimplemented(message = #message, label = "an #[autobatch] struct")]
+            trait __ContextType {}
+            impl __ContextType for __Other {}
+            trait __ByStruct {
+                fn __autobatch_kind(&self) -> __Struct;
+            }
+            impl<T: #rtp::Batched> __ByStruct for __AutobatchProbe<T> {
+                fn __autobatch_kind(&self) -> __Struct {
+                    __Struct
+                }
+            }
+            trait __ByOther {
+                fn __autobatch_kind(&self) -> __Other;
+            }
+            impl<T: ?::core::marker::Sized> __ByOther for &__AutobatchProbe<T> {
+                fn __autobatch_kind(&self) -> __Other {
+                    __Other
+                }
+            }
+            fn __autobatch_context_type<K: __ContextType>(_: K) {}
+            fn __check() {
+                __autobatch_context_type((&__AutobatchProbe::<#ty>(::core::marker::PhantomData)).__autobatch_kind());
+            }
+        };
     }
 }
