@@ -9,6 +9,7 @@ pub mod flatten;
 pub mod infer;
 pub mod ir;
 pub mod merge;
+pub mod modules;
 pub mod names;
 pub mod plain_callee;
 pub mod pure;
