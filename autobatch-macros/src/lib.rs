@@ -275,10 +275,14 @@ use quote::quote;
 /// (`pub(crate)`); the attribute on a caller that meets a callee it does not know yet expands
 /// to that description, which applies the attribute again with the signature learnt, once per
 /// callee. So callees must be in the same crate, and a function must not share its name with a
-/// macro used in the same module (`vec`, `format`, ..). A call to a plain function of the same
-/// file, neither `#[autobatch]` nor `#[primitive]`, is an error at the call saying to add one of
-/// the two attributes to it; for a callee in another file, rustc's `cannot find macro `f``
-/// at the call says the same (add one of the attributes to `f`).
+/// macro used in the same module (`vec`, `format`, ..). A call to a plain function of the
+/// crate, neither `#[autobatch]` nor `#[primitive]`, is an error at the call saying to add one
+/// of the two attributes to it, in the same file or another, by path or behind a `use`: the
+/// macro reads the crate's files as rustc finds them (`mod x;` files, `#[path]`, `use` items,
+/// globs) and reports only what it is sure of. Anything else (a function of another crate, a
+/// name an item macro may define) gets rustc's `cannot find macro `f`` at the call, which
+/// means the same: add one of the attributes to `f`. A struct without `#[autobatch]` gets one
+/// error saying to add it, wherever it is.
 ///
 /// ```compile_fail
 /// use autobatch_runtime::autobatch;
