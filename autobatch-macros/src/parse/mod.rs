@@ -25,22 +25,33 @@ use syn::spanned::Spanned;
 
 /// Collects errors instead of stopping at the first.
 #[derive(Default)]
-pub struct Errors(Vec<syn::Error>);
+pub struct Errors {
+    errors: Vec<syn::Error>,
+    /// Causes that are invalid Rust too, reported by rustc alone.
+    left_to_rustc: usize,
+}
 
 impl Errors {
     /// Records an error at `span`.
     pub fn at(&mut self, span: impl Spanned, message: impl std::fmt::Display) {
-        self.0.push(syn::Error::new(span.span(), message));
+        self.errors.push(syn::Error::new(span.span(), message));
     }
 
-    /// How many errors so far.
+    /// Records a cause that is invalid Rust whatever the types (`break 'missing`): rustc
+    /// reports it on the function as written, which the macro emits beside its errors, so the
+    /// macro stops without a message of its own and the cause gets one error, rustc's.
+    pub fn left_to_rustc(&mut self) {
+        self.left_to_rustc += 1;
+    }
+
+    /// How many errors so far (those left to rustc included).
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.errors.len() + self.left_to_rustc
     }
 
-    /// All errors combined, if any.
+    /// All errors the macro reports itself, combined, if any.
     pub fn finish(self) -> Result<(), syn::Error> {
-        let mut iter = self.0.into_iter();
+        let mut iter = self.errors.into_iter();
         match iter.next() {
             None => Ok(()),
             Some(mut first) => {

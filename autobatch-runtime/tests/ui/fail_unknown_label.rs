@@ -1,4 +1,6 @@
-//! UI case, compile error: `break` with a label no enclosing loop has.
+//! UI case, compile error: `break` with a label no enclosing loop has. Invalid Rust whatever
+//! the types, so rustc's error on the function as written is the one error (the macro stops
+//! without its own).
 use autobatch_runtime::autobatch;
 
 #[autobatch]

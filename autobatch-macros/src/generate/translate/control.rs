@@ -249,13 +249,8 @@ impl Translator<'_> {
         }
     }
 
-    pub(super) fn break_(
-        &mut self,
-        e: &Expr,
-        label: Option<&Label>,
-        value: Option<&Expr>,
-    ) -> Value {
-        let Some(at) = self.target_loop(e, "break", label) else {
+    pub(super) fn break_(&mut self, label: Option<&Label>, value: Option<&Expr>) -> Value {
+        let Some(at) = self.target_loop(label) else {
             return Value::Diverged;
         };
         if let Some(v) = value {

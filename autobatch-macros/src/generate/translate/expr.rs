@@ -56,8 +56,8 @@ impl Translator<'_> {
             ExprKind::While(label, c, body) => self.while_(label.as_ref(), c, body),
             ExprKind::Loop(label, body) => self.loop_(label.as_ref(), body, expected),
             ExprKind::For(f) => self.for_(f),
-            ExprKind::Break(label, v) => self.break_(e, label.as_ref(), v.as_deref()),
-            ExprKind::Continue(label) => self.continue_(e, label.as_ref()),
+            ExprKind::Break(label, v) => self.break_(label.as_ref(), v.as_deref()),
+            ExprKind::Continue(label) => self.continue_(label.as_ref()),
             ExprKind::Return(v) => {
                 match (v, self.return_dest()) {
                     (Some(v), Some(r)) => {

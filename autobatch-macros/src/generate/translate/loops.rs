@@ -18,30 +18,23 @@ use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote};
 
 impl Translator<'_> {
-    /// The index of the loop a `break` or `continue` (`what`) with `label` leaves; reported if
+    /// The index of the loop a `break` or `continue` with `label` leaves; left to rustc if
     /// there is none.
-    pub(super) fn target_loop(
-        &mut self,
-        e: &Expr,
-        what: &str,
-        label: Option<&Label>,
-    ) -> Option<usize> {
+    pub(super) fn target_loop(&mut self, label: Option<&Label>) -> Option<usize> {
         let found = match label {
             None => self.loops.len().checked_sub(1),
             Some(l) => self.loops.iter().rposition(|c| c.label.as_ref() == Some(l)),
         };
         if found.is_none() {
-            let message = match label {
-                None => format!("`{what}` outside a loop"),
-                Some(l) => format!("`{what} '{l}` names no enclosing loop labelled `'{l}`"),
-            };
-            self.errors.at(e.span, message);
+            // `break` outside a loop, or naming no enclosing label, is invalid Rust whatever
+            // the types: rustc's own error on the function as written is the one error.
+            self.errors.left_to_rustc();
         }
         found
     }
 
-    pub(super) fn continue_(&mut self, e: &Expr, label: Option<&Label>) -> Value {
-        if let Some(at) = self.target_loop(e, "continue", label) {
+    pub(super) fn continue_(&mut self, label: Option<&Label>) -> Value {
+        if let Some(at) = self.target_loop(label) {
             let to = self.loops[at].continue_to;
             self.goto(to);
         }
