@@ -100,7 +100,7 @@ pub struct Module {
 
 impl Module {
     /// The module's items.
-    pub fn items(&self) -> &[syn::Item] {
+    fn items(&self) -> &[syn::Item] {
         let mut items: &[syn::Item] = &self.ast.items;
         for name in &self.inline {
             let inner = items.iter().find_map(|i| match i {
@@ -192,7 +192,7 @@ impl Crate {
 
     /// The top module of the file at `path` (any path naming it), its place in the crate
     /// looked for when a path leaves it upwards.
-    pub fn file(&self, path: &Path) -> Option<Rc<Module>> {
+    fn file(&self, path: &Path) -> Option<Rc<Module>> {
         let file = self.source.locate(path)?;
         let ast = self.parse(&file)?;
         let dir = file.parent()?.to_path_buf();
