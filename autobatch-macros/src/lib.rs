@@ -170,7 +170,21 @@ use quote::quote;
 /// second context parameter. Its type is one without `#[autobatch]`: a per-lane type by
 /// reference is a compile error saying to take it by value, `&i64` as well as `&Tree` for an
 /// `#[autobatch] struct Tree` (write `t: Tree`; one value for every lane is a struct of its own
-/// without the attribute, so which parameters are per lane is always visible in the signature).
+/// without the attribute, so which parameters are per lane is always visible in the signature):
+///
+/// ```compile_fail
+/// use autobatch_runtime::autobatch;
+///
+/// #[autobatch]
+/// pub struct Tree { depth: i64 }
+///
+/// #[autobatch]
+/// fn deeper(tree: &Tree, x: i64) -> i64 { // `Tree` is an #[autobatch] struct: write `tree: Tree`
+///     x + tree.depth
+/// }
+///
+/// fn main() {}
+/// ```
 ///
 /// ```
 /// use autobatch_runtime::ndarray::array;

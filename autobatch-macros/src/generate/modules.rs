@@ -38,9 +38,9 @@ impl Source for Disk {
 /// (the proc macro runs inside rustc), then the package's usual target roots for the crate
 /// being compiled (`src/lib.rs`, `src/main.rs`, `tests/<name>.rs`, ..).
 pub fn disk_roots() -> Vec<PathBuf> {
-    let mut roots: Vec<PathBuf> = std::env::args()
-        .filter(|a| a.ends_with(".rs"))
+    let mut roots: Vec<PathBuf> = std::env::args_os()
         .map(PathBuf::from)
+        .filter(|a| a.extension().is_some_and(|e| e == "rs"))
         .collect();
     if let Ok(dir) = std::env::var("CARGO_MANIFEST_DIR") {
         let dir = PathBuf::from(dir);
