@@ -156,28 +156,28 @@ pub fn not_a_struct(rt: &Runtime, c: &ContextParam) -> TokenStream {
         #[allow(dead_code)]
         const _: () = {
             struct __AutobatchProbe<T: ?::core::marker::Sized>(::core::marker::PhantomData<T>);
-            struct __Struct;
-            struct __Other;
+            struct __PerLaneStruct;
+            struct __SharedType;
             #[diagnostic::on_unimplemented(message = #message, label = "an #[autobatch] struct")]
-            trait __ContextType {}
-            impl __ContextType for __Other {}
+            trait __SharedContextType {}
+            impl __SharedContextType for __SharedType {}
             trait __ByStruct {
-                fn __autobatch_kind(&self) -> __Struct;
+                fn __autobatch_kind(&self) -> __PerLaneStruct;
             }
             impl<T: #rtp::Batched> __ByStruct for __AutobatchProbe<T> {
-                fn __autobatch_kind(&self) -> __Struct {
-                    __Struct
+                fn __autobatch_kind(&self) -> __PerLaneStruct {
+                    __PerLaneStruct
                 }
             }
             trait __ByOther {
-                fn __autobatch_kind(&self) -> __Other;
+                fn __autobatch_kind(&self) -> __SharedType;
             }
             impl<T: ?::core::marker::Sized> __ByOther for &__AutobatchProbe<T> {
-                fn __autobatch_kind(&self) -> __Other {
-                    __Other
+                fn __autobatch_kind(&self) -> __SharedType {
+                    __SharedType
                 }
             }
-            fn __autobatch_context_type<K: __ContextType>(_: K) {}
+            fn __autobatch_context_type<K: __SharedContextType>(_: K) {}
             fn __check() {
                 __autobatch_context_type((&__AutobatchProbe::<#ty>(::core::marker::PhantomData)).__autobatch_kind());
             }
