@@ -17,9 +17,12 @@
 //!   hoisted out of `&&`, `||` and `if` to where its operands exist (it cannot fail or have an
 //!   effect, so computing it where the scalar function might skip it changes nothing);
 //! * all vector outputs are written by one loop at the end;
-//! * the lane loop runs through the runtime's `simd`, compiled a second time for AVX2, which
-//!   it calls where the CPU has it (reductions walk four elements at a time, so a dot's four
-//!   partial sums are one vector register).
+//! * the lane loop is written twice, and the runtime's `cpu` chooses which runs: the first
+//!   copy, compiled for AVX2 (through `with_avx2`), where the CPU has it, else the portable
+//!   second; reductions walk
+//!   four elements at a time, so a dot's four partial sums are one vector register (one AVX
+//!   `F64x4Avx` in the first copy, two SSE2 halves in the portable `F64x4`), and a loop of
+//!   several dots keeps every accumulator in registers.
 //!
 //! Each element goes through the same IEEE operations, in the same order, as in the `Vector`
 //! methods, so results are equal bit for bit. Scalar code is emitted as written, with every
@@ -127,6 +130,17 @@ pub fn vector_kernel(
         let s = format_ident!("__s{i}");
         quote!(let (#s, __rest) = __rest.split_at_mut(__n);)
     });
+    // The loop is written twice, once per quad type: `__cpu` is the proof of AVX2 in the
+    // first copy, which then computes in `F64x4Avx`, and portable in the second (`F64x4`).
+    let lane_loop = quote! {
+        for (__k, &__lane) in __lanes.iter().enumerate() {
+            __ins.at(__k);
+            if let ::std::option::Option::Some(&__ahead) = __lanes.get(__k + #rtp::PREFETCH_AHEAD) {
+                #(#prefetches)*
+            }
+            #(#body)*
+        }
+    };
     Some(quote! {
         #rtp::Kernel::lane_wise(|__ins: &#rtp::LaneInputs<'_>, __outs: &mut #rtp::LaneOutputs<'_>| -> ::std::result::Result<(), #rtp::KernelError> {
             #(#accessors)*
@@ -137,15 +151,10 @@ pub fn vector_kernel(
             let __rest: &mut [f64] = &mut __scratch;
             #(#scratch)*
             let __lanes = __ins.lanes();
-            #rtp::simd(#[inline(always)] || {
-                for (__k, &__lane) in __lanes.iter().enumerate() {
-                    __ins.at(__k);
-                    if let ::std::option::Option::Some(&__ahead) = __lanes.get(__k + #rtp::PREFETCH_AHEAD) {
-                        #(#prefetches)*
-                    }
-                    #(#body)*
-                }
-            });
+            match #rtp::cpu() {
+                #rtp::Cpu::Avx2Fma(__avx) => #rtp::with_avx2(__avx, #[inline(always)] |__cpu| { #lane_loop }),
+                #rtp::Cpu::Portable(__cpu) => { #lane_loop }
+            }
             ::std::result::Result::Ok(())
         })
     })
@@ -819,10 +828,11 @@ fn fill_loop(fills: &[(TokenStream, Elems)]) -> TokenStream {
 /// sum adds elements left to right from `0.0`: the orders `Vector::dot` and `Vector::sum` use.
 ///
 /// The loop walks the sources four elements at a time, then over the remaining elements. In
-/// the first part each source is its chunk of four: as an [`F64x4`] indexed by `Quad` (the
-/// element templates then compute four elements per operation in vector registers, and a
-/// dot's four partial sums are one `F64x4`), or, when a template calls a function (`map`,
-/// `zip_map`), as a `[f64; 4]` indexed element by element.
+/// the first part each source is its chunk of four: as a quad loaded through the loop copy's
+/// `__cpu` (an `F64x4Avx` or an [`F64x4`]) indexed by `Quad` (the element templates then
+/// compute four elements per operation in vector registers, and a dot's four partial sums are
+/// one quad), or, when a template calls a function (`map`, `zip_map`), as a `[f64; 4]` indexed
+/// element by element.
 ///
 /// [`F64x4`]: ../../../autobatch_runtime/__private/struct.F64x4.html
 fn reduction_loop(rtp: &TokenStream, pending: &[Reduction]) -> TokenStream {
@@ -843,7 +853,7 @@ fn reduction_loop(rtp: &TokenStream, pending: &[Reduction]) -> TokenStream {
                 let (ae, be) = (&a.elem, &b.elem);
                 chunk_steps.push(quote!(#acc[__j] += #ae * #be;));
                 if quad {
-                    inits.push(quote!(let mut #acc = #rtp::F64x4::zero();));
+                    inits.push(quote!(let mut #acc = __cpu.zero();));
                     tail_steps.push(quote!(#acc.add_at(__j, #ae * #be);));
                     results.push(quote!(let #result: f64 = #acc.combine();));
                 } else {
@@ -859,7 +869,7 @@ fn reduction_loop(rtp: &TokenStream, pending: &[Reduction]) -> TokenStream {
                 let ae = &a.elem;
                 inits.push(quote!(let mut #acc: f64 = 0.0;));
                 chunk_steps.push(if quad {
-                    quote!(#acc = #rtp::F64x4::sum_onto(#acc, #ae);)
+                    quote!(#acc = #rtp::sum_onto(#acc, #ae);)
                 } else {
                     quote!(#acc = #acc + #ae;)
                 });
@@ -884,7 +894,7 @@ fn reduction_loop(rtp: &TokenStream, pending: &[Reduction]) -> TokenStream {
     }
     let chunk_body = if quad {
         quote!(
-            #(let #sources = #rtp::F64x4::load(#sources);)*
+            #(let #sources = __cpu.load(#sources);)*
             let __j = #rtp::Quad;
             #(#chunk_steps)*
         )

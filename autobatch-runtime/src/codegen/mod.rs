@@ -14,9 +14,9 @@ pub use batched::{
 };
 pub use convert::{input, input_vectors, output, output_vectors, vector_row, vector_rows, Batched};
 pub use link::{Callee, Linker};
-pub use quad::{F64x4, Quad};
+pub use quad::{sum_onto, F64x4, F64x4Avx, Four, Quad};
 pub use scratch::Scratch;
-pub use simd::simd;
+pub use simd::{cpu, with_avx2, Avx2Fma, Cpu, Portable};
 
 #[cfg(test)]
 mod tests {
@@ -31,6 +31,10 @@ mod tests {
             type_name::<rt::Linker>(),
             type_name::<rt::Scratch>(),
             type_name::<rt::F64x4>(),
+            type_name::<rt::F64x4Avx>(),
+            type_name::<rt::Avx2Fma>(),
+            type_name::<rt::Portable>(),
+            type_name::<rt::Cpu>(),
             type_name::<rt::Quad>(),
             type_name::<rt::VectorOut<'_>>(),
             type_name::<rt::Column>(),
@@ -61,7 +65,9 @@ mod tests {
             rt::batched_output::<f64, ndarray::OwnedRepr<f64>>,
             rt::batched_output_vectors::<f64, ndarray::OwnedRepr<f64>>,
             rt::check_agreement,
-            rt::simd(|| ()),
+            rt::cpu(),
+            |c: rt::Avx2Fma| rt::with_avx2(c, |_| ()),
+            rt::sum_onto(0.0, 1.0),
         );
         assert_eq!(rt::PREFETCH_AHEAD, crate::prefetch::PREFETCH_AHEAD);
     }

@@ -3,13 +3,17 @@
 //!
 //! Every `f64` vector leaf of a batched run stores one handle per lane; the handle names a row
 //! of the arena. Assignments, pushes and pops move handles and adjust counts; only kernels
-//! write rows. Freed rows are reused last-in first-out, so the rows in use stay few and warm in
-//! cache however many variables and saved frames hold them. Handle [`ZERO`] is a row of zeros
-//! that is never freed: the value of a leaf before its first write.
+//! write rows. A new row is always the lowest free one, so the rows in use stay packed at the
+//! start of the buffer however many variables and saved frames hold them, and the rows a kernel
+//! call allocates for its lanes, one after another, lie in lane order at rising addresses: a
+//! later kernel reading them lane by lane walks memory forwards, which the hardware prefetcher
+//! follows (rows handed out last-in first-out lay scattered over the whole arena). Handle
+//! [`ZERO`] is a row of zeros that is never freed: the value of a leaf before its first write.
 
 use crate::column::Column;
 use crate::prefetch::{prefetch, PREFETCH_AHEAD};
 use autobatch_ir::DType;
+use free::FreeRows;
 use ndarray::Array2;
 
 /// The handle of the permanent all-zeros row.
@@ -80,7 +84,7 @@ pub(crate) struct Arena {
     data: Vec<f64>,
     width: usize,
     counts: Vec<u32>,
-    free: Vec<u32>,
+    free: FreeRows,
 }
 
 impl Arena {
@@ -90,7 +94,7 @@ impl Arena {
             data: vec![0.0; width],
             width,
             counts: vec![1],
-            free: Vec::new(),
+            free: FreeRows::default(),
         }
     }
 
@@ -115,15 +119,6 @@ impl Arena {
 
     /// A new handle (count 1) holding a copy of `value` (exactly `width` elements).
     pub(crate) fn alloc(&mut self, value: &[f64]) -> u32 {
-        // Rows are handed out last-in first-out: start fetching the one a few allocations on.
-        if let Some(&ahead) = self
-            .free
-            .len()
-            .checked_sub(1 + PREFETCH_AHEAD)
-            .and_then(|i| self.free.get(i))
-        {
-            prefetch(self.row(ahead));
-        }
         let h = self.alloc_fresh();
         let start = h as usize * self.width;
         self.data[start..start + self.width].copy_from_slice(value);
@@ -145,7 +140,7 @@ impl Arena {
     /// A new handle (count 1) whose row holds unspecified values, for a kernel to fill: the
     /// row is not held by any variable until the caller installs it.
     pub(crate) fn alloc_fresh(&mut self) -> u32 {
-        let h = match self.free.pop() {
+        let h = match self.free.take_lowest() {
             Some(h) => h,
             None => {
                 let h = self.counts.len();
@@ -184,7 +179,7 @@ impl Arena {
         let c = &mut self.counts[h as usize];
         *c -= 1;
         if *c == 0 {
-            self.free.push(h);
+            self.free.insert(h);
         }
     }
 
@@ -247,6 +242,53 @@ impl Arena {
     }
 }
 
+/// The set of free rows, from which the lowest is taken.
+mod free {
+    /// Free rows as a bitmap (bit `h % 64` of word `h / 64` set when row `h` is free) with a
+    /// summary bitmap over it (bit `w % 64` of summary word `w / 64` set when word `w` has a
+    /// free row), so the lowest free row is found in a few word scans whatever the arena size.
+    #[derive(Default)]
+    pub(super) struct FreeRows {
+        words: Vec<u64>,
+        summary: Vec<u64>,
+        /// No summary word below this one has a bit set.
+        first: usize,
+    }
+
+    impl FreeRows {
+        /// Marks row `h` free (it must not be free already).
+        pub(super) fn insert(&mut self, h: u32) {
+            let (w, bit) = (h as usize / 64, h % 64);
+            if w >= self.words.len() {
+                self.words.resize(w + 1, 0);
+                self.summary.resize(w / 64 + 1, 0);
+            }
+            self.words[w] |= 1 << bit;
+            self.summary[w / 64] |= 1 << (w % 64);
+            self.first = self.first.min(w / 64);
+        }
+
+        /// Removes and returns the lowest free row, if any.
+        pub(super) fn take_lowest(&mut self) -> Option<u32> {
+            let (s, bits) = self
+                .summary
+                .iter()
+                .enumerate()
+                .skip(self.first)
+                .find(|(_, &bits)| bits != 0)?;
+            self.first = s;
+            let w = s * 64 + bits.trailing_zeros() as usize;
+            let word = &mut self.words[w];
+            let bit = word.trailing_zeros();
+            *word &= *word - 1;
+            if *word == 0 {
+                self.summary[s] &= !(1 << (w % 64));
+            }
+            Some((w * 64) as u32 + bit)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -269,6 +311,27 @@ mod tests {
         // The freed row is the next one handed out.
         assert_eq!(a.alloc(&[5.0, 6.0]), old);
         assert_eq!(a.row(ZERO), &[0.0, 0.0]);
+    }
+
+    #[test]
+    fn new_rows_are_the_lowest_free_ones_in_rising_order() {
+        let mut a = Arena::new(1);
+        let mut hs = [ZERO; 200];
+        for (i, h) in hs.iter_mut().enumerate() {
+            a.store(h, &[i as f64]);
+        }
+        // Free rows scattered over several bitmap words, highest first.
+        let freed: Vec<u32> = [150, 3, 64, 199, 70, 5].map(|i| hs[i]).to_vec();
+        for &i in &[150, 3, 64, 199, 70, 5] {
+            a.assign(&mut hs[i], ZERO);
+        }
+        let mut want = freed.clone();
+        want.sort_unstable();
+        let got: Vec<u32> = (0..freed.len()).map(|_| a.alloc_fresh()).collect();
+        assert_eq!(got, want);
+        // With none free, the next row is a new one past every row made so far.
+        assert_eq!(a.alloc_fresh() as usize, a.peak() - 1);
+        assert_eq!(a.peak(), 202);
     }
 
     #[test]
