@@ -43,31 +43,27 @@ pub(crate) fn dead_vectors(program: &Program, live: &Liveness, stacks: Stacks) -
         .collect()
 }
 
-/// Splits `lanes` by their branch `conditions` (indexed by lane), in order, into the lanes
-/// going to `then` and to `else`, returned as the fronts of the two buffers. Branch-free:
-/// each lane is written to both and only the side its condition picks advances, so
-/// unpredictable conditions cost no mispredictions; the buffers only ever grow, so no step
-/// clears or refills them.
-pub(crate) fn partition_lanes<'b>(
-    lanes: &[usize],
-    conditions: &[bool],
-    then_: &'b mut Vec<usize>,
-    else_: &'b mut Vec<usize>,
-) -> (&'b [usize], &'b [usize]) {
-    for buffer in [&mut *then_, &mut *else_] {
-        if buffer.len() < lanes.len() {
-            buffer.resize(lanes.len(), 0);
-        }
-    }
+/// Splits `lanes` by their branch `conditions` (indexed by lane), in order: `lanes` keeps the
+/// lanes going to `then`, `else_` receives those going to `else` (what it held is dropped).
+/// Branch-free: each lane is written to both sides and only the side its condition picks
+/// advances, so unpredictable conditions cost no mispredictions; the `then` side is written
+/// over `lanes` itself (at or before the lane read), so no lane list is copied afterwards.
+pub(crate) fn partition_lanes(lanes: &mut Vec<usize>, conditions: &[bool], else_: &mut Vec<usize>) {
+    else_.clear();
+    else_.reserve(lanes.len());
+    let spare = &mut else_.spare_capacity_mut()[..lanes.len()];
     let (mut t, mut e) = (0, 0);
-    for &lane in lanes {
+    for i in 0..lanes.len() {
+        let lane = lanes[i];
         let c = usize::from(conditions[lane]);
-        then_[t] = lane;
-        else_[e] = lane;
+        lanes[t] = lane;
+        spare[e].write(lane);
         t += c;
         e += 1 - c;
     }
-    (&then_[..t], &else_[..e])
+    lanes.truncate(t);
+    // SAFETY: the loop wrote the first `e` elements of `else_`'s spare capacity.
+    unsafe { else_.set_len(e) };
 }
 
 /// Merges sorted `incoming` lanes into sorted `waiting` (no lane in both), through `scratch`:
@@ -142,10 +138,11 @@ mod tests {
     #[test]
     fn partitions_keep_lane_order_and_merges_restore_it() {
         let conditions = [true, false, false, true, true, false];
-        let (mut t, mut f) = (vec![9], vec![9]);
-        let split = partition_lanes(&[0, 1, 3, 4, 5], &conditions, &mut t, &mut f);
-        assert_eq!(split, (&[0, 3, 4][..], &[1, 5][..]));
-        let (t, f) = partition_lanes(&[], &conditions, &mut t, &mut f);
+        let (mut t, mut f) = (vec![0, 1, 3, 4, 5], vec![9]);
+        partition_lanes(&mut t, &conditions, &mut f);
+        assert_eq!((&t[..], &f[..]), (&[0, 3, 4][..], &[1, 5][..]));
+        let mut t = Vec::new();
+        partition_lanes(&mut t, &conditions, &mut f);
         assert!(t.is_empty() && f.is_empty());
 
         let mut scratch = Vec::new();
