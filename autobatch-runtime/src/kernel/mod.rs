@@ -125,9 +125,11 @@ impl Kernel {
         Kernel::Batched(Arc::new(f))
     }
 
-    /// A lane-wise kernel with no inputs and one scalar output.
+    /// A lane-wise kernel with no inputs and one scalar output. This and the `map` kernels
+    /// below read a lane's inputs before writing its output: they are in place
+    /// ([`lane_wise_in_place`](Self::lane_wise_in_place)).
     pub fn constant<O: Element>(value: O) -> Kernel {
-        Kernel::lane_wise(move |ins, outs| {
+        Kernel::lane_wise_in_place(move |ins, outs| {
             let mut out = outs.scalars::<O>(0)?;
             for (k, &lane) in ins.lanes().iter().enumerate() {
                 out.set(k, lane, value);
@@ -138,7 +140,7 @@ impl Kernel {
 
     /// A lane-wise kernel mapping one scalar input to one scalar output.
     pub fn map1<A: Element, O: Element>(f: impl Fn(A) -> O + Send + Sync + 'static) -> Kernel {
-        Kernel::lane_wise(move |ins, outs| {
+        Kernel::lane_wise_in_place(move |ins, outs| {
             let a = ins.rows::<A>(0)?;
             let mut out = outs.scalars::<O>(0)?;
             for (k, &lane) in ins.lanes().iter().enumerate() {
@@ -153,7 +155,7 @@ impl Kernel {
     pub fn map2<A: Element, B: Element, O: Element>(
         f: impl Fn(A, B) -> O + Send + Sync + 'static,
     ) -> Kernel {
-        Kernel::lane_wise(move |ins, outs| {
+        Kernel::lane_wise_in_place(move |ins, outs| {
             let (a, b) = (ins.rows::<A>(0)?, ins.rows::<B>(1)?);
             let mut out = outs.scalars::<O>(0)?;
             for (k, &lane) in ins.lanes().iter().enumerate() {
@@ -168,7 +170,7 @@ impl Kernel {
     pub fn try_map1<A: Element, O: Element>(
         f: impl Fn(A) -> Result<O, String> + Send + Sync + 'static,
     ) -> Kernel {
-        Kernel::lane_wise(move |ins, outs| {
+        Kernel::lane_wise_in_place(move |ins, outs| {
             let a = ins.rows::<A>(0)?;
             let mut out = outs.scalars::<O>(0)?;
             for (k, &lane) in ins.lanes().iter().enumerate() {
