@@ -67,27 +67,36 @@ pub(crate) fn partition_lanes(lanes: &mut Vec<usize>, conditions: &[bool], else_
 }
 
 /// Merges sorted `incoming` lanes into sorted `waiting` (no lane in both), through `scratch`:
-/// lanes sent to a block from two places wait there in lane order without a sort.
+/// lanes sent to a block from two places wait there in lane order without a sort. Branch-free
+/// while both lists have lanes left (each step writes the smaller head and advances its
+/// side), so interleaved arrivals (the two arms of an unpredictable branch meeting again)
+/// cost no mispredictions.
 pub(crate) fn merge_lanes(waiting: &mut Vec<usize>, incoming: &[usize], scratch: &mut Vec<usize>) {
     match (waiting.last(), incoming.first()) {
         (_, None) => {}
         (None, _) => waiting.extend_from_slice(incoming),
         (Some(&last), Some(&first)) if last < first => waiting.extend_from_slice(incoming),
         _ => {
+            let (a, b) = (waiting.as_slice(), incoming);
+            let total = a.len() + b.len();
             scratch.clear();
-            scratch.reserve(waiting.len() + incoming.len());
-            let (mut a, mut b) = (waiting.as_slice(), incoming);
-            while let (Some(&x), Some(&y)) = (a.first(), b.first()) {
-                if x < y {
-                    scratch.push(x);
-                    a = &a[1..];
-                } else {
-                    scratch.push(y);
-                    b = &b[1..];
-                }
+            scratch.reserve(total);
+            let room = &mut scratch.spare_capacity_mut()[..total];
+            let (mut i, mut j, mut k) = (0, 0, 0);
+            while i < a.len() && j < b.len() {
+                let (x, y) = (a[i], b[j]);
+                let from_a = usize::from(x < y);
+                room[k].write(if x < y { x } else { y });
+                i += from_a;
+                j += 1 - from_a;
+                k += 1;
             }
-            scratch.extend_from_slice(a);
-            scratch.extend_from_slice(b);
+            for &lane in a[i..].iter().chain(&b[j..]) {
+                room[k].write(lane);
+                k += 1;
+            }
+            // SAFETY: the loops wrote the first `k` (= `total`) slots of the spare capacity.
+            unsafe { scratch.set_len(k) };
             std::mem::swap(waiting, scratch);
         }
     }
