@@ -1,5 +1,5 @@
-//! Benchmark (not a test): fibonacci over `n = i % 21` (built with the builder), Collatz step
-//! counts and Ackermann (written with `#[autobatch]`), each in both modes on one thread and on
+//! Benchmark (not a test): fibonacci over `n = i % 21` (built with the builder, and written
+//! with `#[autobatch]`), Collatz step counts and Ackermann (written with `#[autobatch]`), each in both modes on one thread and on
 //! every core, against the plain Rust loop; how a one-thread run's time depends on the shard
 //! size; fibonacci over batch sizes; one busy lane among 99,999 finished ones.
 //! Run: `cargo bench -p autobatch-runtime --bench fibonacci`.
@@ -26,6 +26,17 @@ fn collatz(n: i64) -> i64 {
         steps += 1;
     }
     steps
+}
+
+/// Fibonacci as a user writes it (the builder's program above has one kernel per
+/// expression; this one is what the macro makes of the same function).
+#[autobatch]
+fn fib_macro(n: i64) -> i64 {
+    if n > 1 {
+        fib_macro(n - 1) + fib_macro(n - 2)
+    } else {
+        1
+    }
 }
 
 /// The Ackermann function (deep, uneven, doubly recursive).
@@ -122,6 +133,8 @@ fn main() {
         let out = run.outputs[0].as_slice::<i64>().expect("i64").to_vec();
         (out, run.stats)
     };
+    let fib_arr = autobatch_runtime::ndarray::Array1::from(fib_n.clone());
+    let plain_fib = || fib_n.iter().map(|&n| fib(n)).collect();
     let starts: Vec<i64> = (1..=batch as i64).collect();
     let starts_arr = autobatch_runtime::ndarray::Array1::from(starts.clone());
     let (ms_mixed, ns_mixed): (Vec<i64>, Vec<i64>) =
@@ -132,7 +145,16 @@ fn main() {
         Workload {
             name: "fib(i % 21)",
             batched: Box::new(run_fib),
-            plain: Box::new(|| fib_n.iter().map(|&n| fib(n)).collect()),
+            plain: Box::new(plain_fib),
+        },
+        Workload {
+            name: "fib(i % 21) macro",
+            batched: Box::new(|config: &Config| {
+                let (out, stats) =
+                    fib_macro::batch_with_stats(fib_arr.view(), config).expect("runs");
+                (out.to_vec(), stats)
+            }),
+            plain: Box::new(plain_fib),
         },
         Workload {
             name: "collatz(i + 1)",

@@ -3,7 +3,7 @@
 //!
 //! `cargo build --release -p autobatch-runtime --example lane_ops`, then
 //! `valgrind --tool=callgrind target/release/examples/lane_ops fib vm` (workloads `fib`,
-//! `collatz`, `fib-macro`; modes `vm`, `sl`, `rust`). It prints the lane-ops the run made (the
+//! `collatz`, `fib-macro`, `ackermann`; modes `vm`, `sl`, `rust`). It prints the lane-ops the run made (the
 //! lanes over every kernel and assignment run) so instructions per lane-op can be read off.
 
 use autobatch_runtime::ir::{DType, KernelId};
@@ -11,6 +11,7 @@ use autobatch_runtime::ndarray::Array1;
 use autobatch_runtime::{autobatch, Column, Config, Executable, Kernel, Mode, Stats};
 use autobatch_testkit::conformance;
 use std::hint::black_box;
+use std::time::Instant;
 
 /// The plain scalar fibonacci the bench compares with.
 fn fib(n: i64) -> i64 {
@@ -45,6 +46,18 @@ fn collatz(n: i64) -> i64 {
         steps += 1;
     }
     steps
+}
+
+/// The Ackermann function as a user writes it (the fibonacci bench's mixed small inputs).
+#[autobatch]
+fn ackermann(m: i64, n: i64) -> i64 {
+    if m == 0 {
+        n + 1
+    } else if n == 0 {
+        ackermann(m - 1, 1)
+    } else {
+        ackermann(m - 1, ackermann(m, n - 1))
+    }
 }
 
 /// The fibonacci bench's program: the conformance fixture with its kernels.
@@ -88,47 +101,97 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let (workload, mode) = match args.as_slice() {
         [_, w, m] => (w.as_str(), m.as_str()),
-        _ => panic!("usage: lane_ops fib|fib-macro|collatz vm|sl|rust"),
+        [_, w, m, _] | [_, w, m, _, _] => (w.as_str(), m.as_str()),
+        _ => panic!("usage: lane_ops fib|fib-macro|collatz|ackermann vm|sl|rust [threads [runs]]"),
     };
+    let threads: Option<usize> = args.get(3).map(|t| t.parse().expect("a thread count"));
     let config = match mode {
         "vm" => Some(Config::with_mode(Mode::FullVm)),
         "sl" => Some(Config::with_mode(Mode::Stackless)),
         "rust" => None,
         other => panic!("unknown mode {other}"),
     };
+    let config = config.map(|c| Config {
+        threads: threads.unwrap_or(1),
+        ..c
+    });
+    let reps = match (threads, args.get(4)) {
+        (_, Some(runs)) => runs.parse().expect("a number of runs"),
+        (Some(_), None) => 51,
+        (None, None) => 1,
+    };
+    let mut times = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let start = Instant::now();
+        run(workload, mode, config.as_ref(), reps == 1);
+        times.push(start.elapsed());
+    }
+    times.sort();
+    if threads.is_some() {
+        println!("{workload} {mode}: median {:?} of {reps}", times[reps / 2]);
+    }
+}
+
+/// Runs `workload` once with `config` (plain Rust without), printing what it made if `print`.
+fn run(workload: &str, mode: &str, config: Option<&Config>, print: bool) {
     let batch = 10_000i64;
     match workload {
         "fib" | "fib-macro" => {
             let ns: Vec<i64> = (0..batch).map(|i| i % 21).collect();
             let Some(config) = config else {
                 let total: i64 = ns.iter().map(|&n| fib(black_box(n))).sum();
-                println!("plain fib: {total}");
+                if print {
+                    println!("plain fib: {total}");
+                }
                 return;
             };
             let (total, stats) = if workload == "fib" {
                 let run = fib_executable()
-                    .run(&[Column::from_scalars(&ns)], &config)
+                    .run(&[Column::from_scalars(&ns)], config)
                     .expect("runs");
                 let out = run.outputs[0].as_slice::<i64>().expect("i64").to_vec();
                 (out.iter().sum::<i64>(), run.stats)
             } else {
                 let input = Array1::from_vec(ns);
-                let (out, stats) =
-                    fib_macro::batch_with_stats(input.view(), &config).expect("runs");
+                let (out, stats) = fib_macro::batch_with_stats(input.view(), config).expect("runs");
                 (out.sum(), stats)
             };
-            println!("{workload} {mode}: {total}; {}", summary(&stats));
+            if print {
+                println!("{workload} {mode}: {total}; {}", summary(&stats));
+            }
         }
         "collatz" => {
             let ns: Vec<i64> = (1..=batch).collect();
             let Some(config) = config else {
                 let total: i64 = ns.iter().map(|&n| collatz(black_box(n))).sum();
-                println!("plain collatz: {total}");
+                if print {
+                    println!("plain collatz: {total}");
+                }
                 return;
             };
             let input = Array1::from_vec(ns);
-            let (out, stats) = collatz::batch_with_stats(input.view(), &config).expect("runs");
-            println!("collatz {mode}: {}; {}", out.sum(), summary(&stats));
+            let (out, stats) = collatz::batch_with_stats(input.view(), config).expect("runs");
+            if print {
+                println!("collatz {mode}: {}; {}", out.sum(), summary(&stats));
+            }
+        }
+        "ackermann" => {
+            let (ms, ns): (Vec<i64>, Vec<i64>) = (0..batch).map(|i| (i % 4, (i / 4) % 4)).unzip();
+            let Some(config) = config else {
+                let total: i64 = (ms.iter().zip(&ns))
+                    .map(|(&m, &n)| ackermann(black_box(m), black_box(n)))
+                    .sum();
+                if print {
+                    println!("plain ackermann: {total}");
+                }
+                return;
+            };
+            let (m, n) = (Array1::from_vec(ms), Array1::from_vec(ns));
+            let (out, stats) =
+                ackermann::batch_with_stats(m.view(), n.view(), config).expect("runs");
+            if print {
+                println!("ackermann {mode}: {}; {}", out.sum(), summary(&stats));
+            }
         }
         other => panic!("unknown workload {other}"),
     }

@@ -124,9 +124,11 @@ pub struct Config {
     /// reads thread-local state must run with 1. Values below 1 count as 1. Default:
     /// [`available_threads()`], every core the process may use.
     pub threads: usize,
-    /// Lanes per shard (see [`threads`](Self::threads)); the last shard takes the rest. Each
-    /// shard is its own run: [`step_budget`](Self::step_budget) and
-    /// [`memory_budget`](Self::memory_budget) apply to each shard on its own (so a run with
+    /// Lanes per shard (see [`threads`](Self::threads)): runs of consecutive lanes, the last
+    /// shard taking the rest (the default shards instead take short runs of lanes in turn, so
+    /// that each holds lanes from every part of the batch and work that grows with the lane
+    /// index is shared evenly). Each shard is its own run: [`step_budget`](Self::step_budget)
+    /// and [`memory_budget`](Self::memory_budget) apply to each shard on its own (so a run with
     /// `threads` workers may hold up to `threads` times the memory budget at once), and
     /// [`Stats`](crate::Stats) add up over shards (they count the work of every shard, so
     /// counts such as kernel runs depend on the shard size). `Some(0)` counts as 1. Default:

@@ -14,7 +14,7 @@ use crate::pool::ColumnPool;
 use crate::stats::Stats;
 use crate::storage::leaf::{Leaf, LeafView};
 use crate::storage::Storage;
-use autobatch_ir::{Block, KernelRef, PrimOp, Program, TensorType, Var};
+use autobatch_ir::{Block, KernelRef, PrimOp, Program, Shape, TensorType, Var};
 use smallvec::SmallVec;
 use std::borrow::Cow;
 use std::cell::Cell;
@@ -101,7 +101,10 @@ impl<'p> Exec<'p> {
         };
         match kernel {
             Some((id, Kernel::LaneWise(f))) => {
-                self.run_lane_wise(op, id, f.as_ref(), lanes, block, stats)
+                self.run_lane_wise(op, (id, f.as_ref(), false), lanes, block, stats)
+            }
+            Some((id, Kernel::LaneWiseInPlace(f))) => {
+                self.run_lane_wise(op, (id, f.as_ref(), true), lanes, block, stats)
             }
             Some((id, Kernel::Batched(f))) => {
                 self.run_dense(op, Some((id, f.as_ref())), lanes, block, stats)
@@ -195,39 +198,48 @@ impl<'p> Exec<'p> {
         Ok(())
     }
 
-    /// Runs a lane-wise kernel: inputs read in storage; scalar outputs of variables it does not
-    /// read written by lane straight into storage if the kernel asks for them so
-    /// ([`OutputLeaf::scalars`](crate::OutputLeaf::scalars)), else into dense columns then
-    /// scattered; `f64` vector outputs written in place into fresh arena rows that the output
-    /// variables then take over (no staging copy).
+    /// Runs a lane-wise kernel (`kernel`: its index, body, and whether it is in place, see
+    /// [`Kernel::lane_wise_in_place`]): inputs read in storage; scalar outputs written by lane
+    /// straight into storage if the kernel asks for them so
+    /// ([`OutputLeaf::scalars`](crate::OutputLeaf::scalars)) and they are no input (any, for
+    /// an in-place kernel: it reads a lane's inputs before writing there), else into dense
+    /// columns then scattered; `f64` vector outputs written in place into fresh arena rows that
+    /// the output variables then take over (no staging copy).
     fn run_lane_wise(
         &mut self,
         op: &PrimOp,
-        id: usize,
-        f: &LaneWiseFn,
+        (id, f, reads_first): (usize, &LaneWiseFn, bool),
         lanes: &[usize],
         block: Block,
         stats: &mut Stats,
     ) -> Result<()> {
         let n = lanes.len();
         // Per output leaf: written in place (shared leaves of variables that keep them), or
-        // writable by lane (dense scalar leaves of a variable that is none of the inputs and
-        // appears once among the outputs: no other leaf the kernel sees is those rows).
+        // writable by lane (dense scalar leaves of a variable that appears once among the
+        // outputs and is no input, or whose inputs the kernel reads first: no other leaf the
+        // kernel sees is those rows, or it reads them by value before writing them).
         let mut in_place: SmallVec<[bool; 16]> = SmallVec::new();
         let mut by_lane: SmallVec<[bool; 16]> = SmallVec::new();
         let mut dense_types: SmallVec<[TensorType; 16]> = SmallVec::new();
+        // The (variable, leaf) pairs written by lane that the kernel also reads.
+        let mut aliased: SmallVec<[(Var, usize); 4]> = SmallVec::new();
         // Per output variable: pushed before the kernel (it may write the rows by lane).
         let mut pushed: SmallVec<[bool; 8]> = SmallVec::new();
         for &v in &op.outs {
-            let alone = !op.ins.contains(&v) && op.outs.iter().filter(|&&o| o == v).count() == 1;
+            let read = op.ins.contains(&v);
+            let alone = (reads_first || !read) && op.outs.iter().filter(|&&o| o == v).count() == 1;
             let leaves = self.storage.leaves(v);
             let before = by_lane.len();
             for (i, t) in self.storage.types(v).iter().enumerate() {
                 let leaf = leaves.get(i);
                 let fresh = leaf.is_some_and(Leaf::is_shared);
                 in_place.push(fresh);
-                let scalar = leaf.and_then(Leaf::dense).is_some_and(|c| c.width() == 1);
+                let scalar = t.shape == Shape::Scalar
+                    && leaf.and_then(Leaf::dense).is_some_and(|c| c.width() == 1);
                 by_lane.push(alone && scalar);
+                if alone && scalar && read {
+                    aliased.push((v, i));
+                }
                 if !fresh {
                     dense_types.push(*t);
                 }
@@ -269,7 +281,13 @@ impl<'p> Exec<'p> {
             let mut inputs: SmallVec<[LeafView<'_>; 16]> = SmallVec::new();
             for &v in &op.ins {
                 let leaves = self.storage.read(v, lanes, block)?;
-                inputs.extend(leaves.iter().map(|leaf| leaf.view(view)));
+                inputs.extend(leaves.iter().enumerate().map(|(i, leaf)| {
+                    match leaf.dense().filter(|_| aliased.contains(&(v, i))) {
+                        // Written by lane in this call: read by value only.
+                        Some(rows) => LeafView::InPlace(rows),
+                        None => leaf.view(view),
+                    }
+                }));
             }
             let ins = LaneInputs::from_storage(inputs, lanes, &progress, self.context);
             let mut dense = columns.iter_mut();
@@ -283,8 +301,9 @@ impl<'p> Exec<'p> {
                             .map(|handles| OutLeaf::Fresh(FreshRows::new(view, handles)))
                     } else {
                         dense.next().map(|c| match target {
-                            // The rows belong to an output that is no input and no other
-                            // output leaf (`by_lane`), and storage is only read meanwhile.
+                            // The rows belong to an output that is no other output leaf and
+                            // no input, or an input read by value only (`by_lane`,
+                            // `LeafView::InPlace`), and storage is only read meanwhile.
                             Some(rows) => OutLeaf::Lanes(LaneRows::new(rows, c, wrote)),
                             None => OutLeaf::Dense(c),
                         })

@@ -43,55 +43,60 @@ pub(crate) fn dead_vectors(program: &Program, live: &Liveness, stacks: Stacks) -
         .collect()
 }
 
-/// Splits `lanes` by their branch `conditions` (indexed by lane), in order, into the lanes
-/// going to `then` and to `else`, returned as the fronts of the two buffers. Branch-free:
-/// each lane is written to both and only the side its condition picks advances, so
-/// unpredictable conditions cost no mispredictions; the buffers only ever grow, so no step
-/// clears or refills them.
-pub(crate) fn partition_lanes<'b>(
-    lanes: &[usize],
-    conditions: &[bool],
-    then_: &'b mut Vec<usize>,
-    else_: &'b mut Vec<usize>,
-) -> (&'b [usize], &'b [usize]) {
-    for buffer in [&mut *then_, &mut *else_] {
-        if buffer.len() < lanes.len() {
-            buffer.resize(lanes.len(), 0);
-        }
-    }
+/// Splits `lanes` by their branch `conditions` (indexed by lane), in order: `lanes` keeps the
+/// lanes going to `then`, `else_` receives those going to `else` (what it held is dropped).
+/// Branch-free: each lane is written to both sides and only the side its condition picks
+/// advances, so unpredictable conditions cost no mispredictions; the `then` side is written
+/// over `lanes` itself (at or before the lane read), so no lane list is copied afterwards.
+pub(crate) fn partition_lanes(lanes: &mut Vec<usize>, conditions: &[bool], else_: &mut Vec<usize>) {
+    else_.clear();
+    else_.reserve(lanes.len());
+    let spare = &mut else_.spare_capacity_mut()[..lanes.len()];
     let (mut t, mut e) = (0, 0);
-    for &lane in lanes {
+    for i in 0..lanes.len() {
+        let lane = lanes[i];
         let c = usize::from(conditions[lane]);
-        then_[t] = lane;
-        else_[e] = lane;
+        lanes[t] = lane;
+        spare[e].write(lane);
         t += c;
         e += 1 - c;
     }
-    (&then_[..t], &else_[..e])
+    lanes.truncate(t);
+    // SAFETY: the loop wrote the first `e` elements of `else_`'s spare capacity.
+    unsafe { else_.set_len(e) };
 }
 
 /// Merges sorted `incoming` lanes into sorted `waiting` (no lane in both), through `scratch`:
-/// lanes sent to a block from two places wait there in lane order without a sort.
+/// lanes sent to a block from two places wait there in lane order without a sort. Branch-free
+/// while both lists have lanes left (each step writes the smaller head and advances its
+/// side), so interleaved arrivals (the two arms of an unpredictable branch meeting again)
+/// cost no mispredictions.
 pub(crate) fn merge_lanes(waiting: &mut Vec<usize>, incoming: &[usize], scratch: &mut Vec<usize>) {
     match (waiting.last(), incoming.first()) {
         (_, None) => {}
         (None, _) => waiting.extend_from_slice(incoming),
         (Some(&last), Some(&first)) if last < first => waiting.extend_from_slice(incoming),
         _ => {
+            let (a, b) = (waiting.as_slice(), incoming);
+            let total = a.len() + b.len();
             scratch.clear();
-            scratch.reserve(waiting.len() + incoming.len());
-            let (mut a, mut b) = (waiting.as_slice(), incoming);
-            while let (Some(&x), Some(&y)) = (a.first(), b.first()) {
-                if x < y {
-                    scratch.push(x);
-                    a = &a[1..];
-                } else {
-                    scratch.push(y);
-                    b = &b[1..];
-                }
+            scratch.reserve(total);
+            let room = &mut scratch.spare_capacity_mut()[..total];
+            let (mut i, mut j, mut k) = (0, 0, 0);
+            while i < a.len() && j < b.len() {
+                let (x, y) = (a[i], b[j]);
+                let from_a = usize::from(x < y);
+                room[k].write(if x < y { x } else { y });
+                i += from_a;
+                j += 1 - from_a;
+                k += 1;
             }
-            scratch.extend_from_slice(a);
-            scratch.extend_from_slice(b);
+            for &lane in a[i..].iter().chain(&b[j..]) {
+                room[k].write(lane);
+                k += 1;
+            }
+            // SAFETY: the loops wrote the first `k` (= `total`) slots of the spare capacity.
+            unsafe { scratch.set_len(k) };
             std::mem::swap(waiting, scratch);
         }
     }
@@ -142,10 +147,11 @@ mod tests {
     #[test]
     fn partitions_keep_lane_order_and_merges_restore_it() {
         let conditions = [true, false, false, true, true, false];
-        let (mut t, mut f) = (vec![9], vec![9]);
-        let split = partition_lanes(&[0, 1, 3, 4, 5], &conditions, &mut t, &mut f);
-        assert_eq!(split, (&[0, 3, 4][..], &[1, 5][..]));
-        let (t, f) = partition_lanes(&[], &conditions, &mut t, &mut f);
+        let (mut t, mut f) = (vec![0, 1, 3, 4, 5], vec![9]);
+        partition_lanes(&mut t, &conditions, &mut f);
+        assert_eq!((&t[..], &f[..]), (&[0, 3, 4][..], &[1, 5][..]));
+        let mut t = Vec::new();
+        partition_lanes(&mut t, &conditions, &mut f);
         assert!(t.is_empty() && f.is_empty());
 
         let mut scratch = Vec::new();

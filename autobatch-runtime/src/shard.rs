@@ -1,11 +1,12 @@
-//! Shards: a batch cut into runs of consecutive lanes, run on a rayon pool of
-//! `Config::threads` workers and put back together in lane order.
+//! Shards: a batch cut into sets of lanes, run on a rayon pool of `Config::threads` workers
+//! and put back together in lane order. Shards of an explicit `Config::shard_size` are runs of
+//! consecutive lanes; the default shards deal out short runs in turn (see [`layout`]).
 //!
 //! Lanes never interact (each lane's results are those of the scalar function), so every
 //! shard is an independent run of the interpreter with its own storage, statistics and
-//! budgets, and a lane's results do not depend on the thread count or the shard size. Errors
-//! and failed lanes name lanes of the batch as given (a shard's lane `i` is lane
-//! `start + i`).
+//! budgets, and a lane's results do not depend on the thread count or the shard layout. Errors
+//! and failed lanes name lanes of the batch as given (a shard's lane `i` is the `i`-th lane
+//! of its set).
 
 use crate::column::width_of;
 use crate::config::shard_lanes;
@@ -13,7 +14,6 @@ use crate::{Column, Config, LaneFailure, Result, Run, Stats};
 use autobatch_ir::Program;
 use rayon::prelude::*;
 use rayon::{ThreadPool, ThreadPoolBuilder};
-use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -28,30 +28,29 @@ pub(crate) fn run(
 ) -> Result<Run> {
     let (batch, vector_len) = crate::check_inputs(program, inputs, config)?;
     let threads = config.threads.max(1);
-    let size = match config.shard_size {
-        Some(size) => size.max(1),
-        None => shard_lanes(batch, lane_bytes(program, vector_len), threads),
+    let (size, dealt) = match config.shard_size {
+        Some(size) => (size.max(1), false),
+        None => (
+            shard_lanes(batch, lane_bytes(program, vector_len), threads),
+            true,
+        ),
     };
     if batch <= size {
         return run_one(inputs, config);
     }
-    let shards: Vec<Range<usize>> = (0..batch)
-        .step_by(size)
-        .map(|start| start..(start + size).min(batch))
-        .collect();
+    let shards = layout(batch, size, dealt);
     // Shards past the lowest one that failed cannot change the result: they are skipped.
     let lowest_failed = AtomicUsize::new(usize::MAX);
-    let one = |(i, lanes): (usize, &Range<usize>)| {
+    let one = |(i, rows): (usize, &Vec<usize>)| {
         if i > lowest_failed.load(Ordering::Relaxed) {
             return None;
         }
-        let rows: Vec<usize> = lanes.clone().collect();
-        let subset: Vec<Column> = inputs.iter().map(|c| c.gather(&rows)).collect();
+        let subset: Vec<Column> = inputs.iter().map(|c| c.gather(rows)).collect();
         let config = Config {
             batch_size: Some(rows.len()),
             ..config.clone()
         };
-        let run = run_one(&subset, &config).map_err(|e| e.renumber(&rows));
+        let run = run_one(&subset, &config).map_err(|e| e.renumber(rows));
         if run.is_err() {
             lowest_failed.fetch_min(i, Ordering::Relaxed);
         }
@@ -68,9 +67,36 @@ pub(crate) fn run(
     Ok(concatenate(done, &shards, batch))
 }
 
+/// Lanes per run dealt in turn to the default shards, at most: short enough that every shard
+/// holds lanes from every part of the batch, long enough to keep a shard's lanes in runs
+/// (whole 64-lane words of the full VM's lane sets).
+const DEALT_RUN: usize = 64;
+
+/// The lanes of each shard of `batch` lanes cut into shards of `size`, each in lane order.
+/// Not `dealt`: runs of `size` consecutive lanes (the last takes the rest). `dealt`: as many
+/// shards, each dealt short runs of consecutive lanes in turn (shard `k` takes runs `k`,
+/// `k + shards`, ..; a run is [`DEALT_RUN`] lanes, fewer for small shards, so that a shard
+/// holds at least 16 runs), so shards hold about the same lanes from every part of the batch:
+/// a batch whose work grows with the lane index (inputs in increasing order) then gives every
+/// thread about the same work, where consecutive halves would give one thread the most.
+fn layout(batch: usize, size: usize, dealt: bool) -> Vec<Vec<usize>> {
+    let shards = batch.div_ceil(size);
+    let run = if dealt {
+        (size / 16).clamp(1, DEALT_RUN)
+    } else {
+        size
+    };
+    let mut lanes: Vec<Vec<usize>> = vec![Vec::with_capacity(size + run); shards];
+    for (i, start) in (0..batch).step_by(run).enumerate() {
+        let shard = if dealt { i % shards } else { start / size };
+        lanes[shard].extend(start..(start + run).min(batch));
+    }
+    lanes
+}
+
 /// The shards' runs as one run of `batch` lanes: outputs in lane order, statistics merged,
 /// failures renumbered into the batch.
-fn concatenate(runs: Vec<Run>, shards: &[Range<usize>], batch: usize) -> Run {
+fn concatenate(runs: Vec<Run>, shards: &[Vec<usize>], batch: usize) -> Run {
     let mut outputs: Vec<Column> = (runs.first().iter())
         .flat_map(|run| &run.outputs)
         .map(|c| Column::zeros(c.dtype(), batch, c.width()))
@@ -79,18 +105,19 @@ fn concatenate(runs: Vec<Run>, shards: &[Range<usize>], batch: usize) -> Run {
     let mut failed = Vec::new();
     for (run, lanes) in runs.into_iter().zip(shards) {
         for (out, col) in outputs.iter_mut().zip(&run.outputs) {
-            out.copy_rows(col, (0..col.rows()).map(|r| (lanes.start + r, r)));
+            out.copy_rows(col, lanes.iter().enumerate().map(|(r, &lane)| (lane, r)));
         }
-        let map: Vec<usize> = lanes.clone().collect();
         failed.extend(run.failed.into_iter().map(|f| LaneFailure {
-            lane: lanes.start + f.lane,
-            error: f.error.renumber(&map),
+            lane: lanes[f.lane],
+            error: f.error.renumber(lanes),
         }));
         match &mut stats {
             None => stats = Some(run.stats),
             Some(stats) => stats.merge(&run.stats),
         }
     }
+    // In lane order, as one run lists them (dealt shards interleave their lanes).
+    failed.sort_unstable_by_key(|f| f.lane);
     Run {
         outputs,
         stats: stats.unwrap_or_default(),
@@ -132,4 +159,46 @@ fn pool(threads: usize) -> Option<Arc<ThreadPool>> {
     let pool = Arc::new(pool);
     pools.push((threads, pool.clone()));
     Some(pool)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::layout;
+
+    /// Every lane in exactly one shard, in lane order inside it.
+    fn check_cover(shards: &[Vec<usize>], batch: usize) {
+        let mut all: Vec<usize> = shards.concat();
+        assert!(shards.iter().all(|s| s.windows(2).all(|w| w[0] < w[1])));
+        all.sort_unstable();
+        assert_eq!(all, (0..batch).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn explicit_shards_are_consecutive_lanes() {
+        let shards = layout(10, 4, false);
+        assert_eq!(shards, [vec![0, 1, 2, 3], vec![4, 5, 6, 7], vec![8, 9]]);
+    }
+
+    #[test]
+    fn default_shards_are_dealt_runs_of_lanes_from_every_part_of_the_batch() {
+        let shards = layout(10_000, 5_000, true);
+        check_cover(&shards, 10_000);
+        assert_eq!(shards.len(), 2);
+        assert_eq!(shards[0][..3], [0, 1, 2]);
+        assert_eq!(shards[0][64], 128);
+        assert_eq!(shards[1][..2], [64, 65]);
+        // Both halves of the batch in each shard, in equal shares.
+        let low = |s: &Vec<usize>| s.iter().filter(|&&l| l < 5_000).count();
+        assert_eq!((low(&shards[0]), low(&shards[1])), (2_504, 2_496));
+        assert_eq!((shards[0].len(), shards[1].len()), (5_008, 4_992));
+        // Small shards deal shorter runs: 100 heavy lanes on two threads.
+        let shards = layout(100, 50, true);
+        check_cover(&shards, 100);
+        assert_eq!(shards[0][..4], [0, 1, 2, 6]);
+        assert_eq!((shards[0].len(), shards[1].len()), (51, 49));
+        for (batch, size) in [(1, 1), (7, 2), (1_000, 250), (12_345, 678)] {
+            check_cover(&layout(batch, size, true), batch);
+            check_cover(&layout(batch, size, false), batch);
+        }
+    }
 }

@@ -173,12 +173,50 @@ struct Activation<'a> {
     buffers: RefCell<Buffers>,
 }
 
-/// A branch's two sides and a merge's output, kept for their allocations.
+/// Lane lists no block waits with, and a merge's output, kept for their allocations: a
+/// step's list moves on to the block it goes to (split in place by a branch), so lanes are
+/// copied only when two lists meet.
 #[derive(Default)]
 struct Buffers {
-    then_lanes: Vec<usize>,
-    else_lanes: Vec<usize>,
+    spare: Vec<Vec<usize>>,
     scratch: Vec<usize>,
+}
+
+impl Buffers {
+    /// `lanes` now wait at `waiting[p]` (merged in lane order with those already there), and
+    /// `pending` holds `p`; a list left over is kept for reuse.
+    fn send(
+        &mut self,
+        lanes: Vec<usize>,
+        p: usize,
+        waiting: &mut [Vec<usize>],
+        pending: &mut BTreeSet<usize>,
+    ) {
+        if lanes.is_empty() {
+            return self.keep(lanes);
+        }
+        pending.insert(p);
+        if waiting[p].is_empty() {
+            let old = std::mem::replace(&mut waiting[p], lanes);
+            self.keep(old);
+        } else {
+            merge_lanes(&mut waiting[p], &lanes, &mut self.scratch);
+            self.keep(lanes);
+        }
+    }
+
+    /// Keeps `list`'s allocation for a later list.
+    fn keep(&mut self, mut list: Vec<usize>) {
+        if list.capacity() > 0 {
+            list.clear();
+            self.spare.push(list);
+        }
+    }
+
+    /// An empty list (one kept earlier, if any).
+    fn list(&mut self) -> Vec<usize> {
+        self.spare.pop().unwrap_or_default()
+    }
 }
 
 impl Activation<'_> {
@@ -236,28 +274,17 @@ impl Activation<'_> {
                 exec.storage.release_rows(v, &lanes);
             }
             let mut buffers = self.buffers.borrow_mut();
-            let Buffers {
-                then_lanes,
-                else_lanes,
-                scratch,
-            } = &mut *buffers;
-            let mut send = |target: Block, lanes: &[usize], waiting: &mut Vec<Vec<usize>>| {
-                if lanes.is_empty() {
-                    return;
-                }
-                let p = self.plan.position[target.index()];
-                merge_lanes(&mut waiting[p], lanes, scratch);
-                pending.insert(p);
-            };
+            let position = |target: &Block| self.plan.position[target.index()];
             match &data.term {
-                Terminator::Goto(t) => send(*t, &lanes, &mut waiting),
+                Terminator::Goto(t) => buffers.send(lanes, position(t), &mut waiting, &mut pending),
                 Terminator::Branch { cond, then_, else_ } => {
                     let conditions = exec.storage.conditions(*cond, &lanes, block)?;
-                    let (yes, no) = partition_lanes(&lanes, conditions, then_lanes, else_lanes);
-                    send(*then_, yes, &mut waiting);
-                    send(*else_, no, &mut waiting);
+                    let (mut yes, mut no) = (lanes, buffers.list());
+                    partition_lanes(&mut yes, conditions, &mut no);
+                    buffers.send(yes, position(then_), &mut waiting, &mut pending);
+                    buffers.send(no, position(else_), &mut waiting, &mut pending);
                 }
-                Terminator::Return => {}
+                Terminator::Return => buffers.keep(lanes),
                 Terminator::PushGoto { .. } | Terminator::IndirectGoto => {
                     unreachable!("a verified high-level program has no lowered terminators")
                 }
@@ -294,7 +321,9 @@ impl Activation<'_> {
             .collect::<Result<Vec<_>>>()?;
         pass(exec, &callee.params, &call.ins, lanes, block)?;
         let depth = depth + usize::from(counted);
-        on_enough_stack(|| self.run_function(exec, stats, call.func, lanes.to_vec(), depth))?;
+        let mut list = self.buffers.borrow_mut().list();
+        list.extend_from_slice(lanes);
+        on_enough_stack(|| self.run_function(exec, stats, call.func, list, depth))?;
         pass(exec, &call.outs, &callee.returns, lanes, block)?;
         for (&v, value) in saves.iter().zip(saved) {
             exec.storage.restore(v, lanes, value, block)?;

@@ -115,12 +115,9 @@ pub(crate) fn run(
         stats.record(index, lanes.len());
         let data = program.block(block);
         if let Some(function) = &plan.entries[index] {
-            if let Some(&lane) = lanes.iter().find(|&&l| depth[l] as usize >= max_depth) {
+            if let Some(lane) = enter(&mut depth, &lanes, max_depth) {
                 return Err(limit_error(function, lane, max_depth));
             }
-            lanes
-                .iter()
-                .for_each(|&l| depth[l] = depth[l].saturating_add(1));
         }
         for (i, op) in data.ops.iter().enumerate() {
             match op {
@@ -173,13 +170,11 @@ pub(crate) fn run(
             Terminator::IndirectGoto => {
                 counts.clear();
                 counts.extend(waiting.iter().map(|w| w.count));
-                for &lane in &lanes {
-                    // An empty return stack is the "halt" address beneath main.
-                    if let Some((ret, d)) = returns.pop(lane) {
-                        depth[lane] = d;
-                        waiting[ret.index()].insert_within(lane);
-                    }
-                }
+                // An empty return stack is the "halt" address beneath main.
+                returns.pop_each(&lanes, |lane, (ret, d)| {
+                    depth[lane] = d;
+                    waiting[ret.index()].insert_within(lane);
+                });
                 // The sets that gained lanes cover this block's lanes' words.
                 for (set, &before) in waiting.iter_mut().zip(&counts) {
                     if set.count != before {
@@ -194,6 +189,21 @@ pub(crate) fn run(
         }
     }
     Ok(())
+}
+
+/// Counts a call for each of `lanes` entering a recursive function's body (their `depth`
+/// goes up by one), in one pass; the first lane already at `max_depth`, if any, is the
+/// error's (the depths no longer matter then: the run stops).
+fn enter(depth: &mut [u32], lanes: &[usize], max_depth: usize) -> Option<usize> {
+    let mut over = None;
+    for &lane in lanes {
+        let d = depth[lane];
+        if d as usize >= max_depth && over.is_none() {
+            over = Some(lane);
+        }
+        depth[lane] = d.saturating_add(1);
+    }
+    over
 }
 
 /// Every lane's return addresses, stack-major like saved frames (`slot = level * batch +
@@ -226,20 +236,31 @@ impl ReturnStacks {
             let grown = need.max(2 * self.slots.len());
             self.slots.resize(grown, (ret, 0));
         }
+        // Slices held in locals: the loop keeps their bounds in registers.
+        let (held, slots) = (&mut self.held[..], &mut self.slots[..]);
         for &lane in lanes {
-            let d = &mut self.held[lane];
-            self.slots[*d as usize * batch + lane] = (ret, calls[lane]);
+            let d = &mut held[lane];
+            slots[*d as usize * batch + lane] = (ret, calls[lane]);
             *d += 1;
         }
         self.frames += lanes.len();
     }
 
-    /// Pops `lane`'s last return address, if it holds one.
-    fn pop(&mut self, lane: usize) -> Option<Return> {
-        let d = self.held[lane].checked_sub(1)?;
-        self.held[lane] = d;
-        self.frames -= 1;
-        Some(self.slots[d as usize * self.batch + lane])
+    /// Pops the last return address of each of `lanes` that holds one, handing it to `f` with
+    /// the lane.
+    fn pop_each(&mut self, lanes: &[usize], mut f: impl FnMut(usize, Return)) {
+        let batch = self.batch;
+        let (held, slots) = (&mut self.held[..], &self.slots[..]);
+        let mut popped = 0;
+        for &lane in lanes {
+            let Some(d) = held[lane].checked_sub(1) else {
+                continue;
+            };
+            held[lane] = d;
+            popped += 1;
+            f(lane, slots[d as usize * batch + lane]);
+        }
+        self.frames -= popped;
     }
 }
 

@@ -257,3 +257,23 @@ fn struct_companion_names_never_meet_the_users() {
         assert_eq!(got.to_lanes(), expected);
     }
 }
+
+/// Merged kernels: one local per variable (`__v0`, `__v1`, ..), here against parameters named
+/// as each other's locals, read together by one step.
+#[autobatch]
+fn merged_names(__v1: i64, __v0: i64) -> i64 {
+    let __v2 = __v1 - __v0;
+    let __v3 = __v2 * __v1 + __v0;
+    __v3 - __v2 * 3
+}
+
+#[test]
+fn merged_kernel_locals_never_meet_the_users() {
+    let a = Array1::from_iter(-20..30i64);
+    let b = Array1::from_iter((0..50i64).map(|i| 11 - 2 * i));
+    let expected: Vec<i64> = (0..50).map(|i| merged_names(a[i], b[i])).collect();
+    for config in modes() {
+        let got = merged_names::batch(a.view(), b.view(), &config).unwrap();
+        assert_eq!(got.to_vec(), expected);
+    }
+}

@@ -223,3 +223,42 @@ fn by_default_heavy_lanes_use_every_thread_and_small_cheap_batches_stay_one_shar
         assert_eq!(cut.shards, 4, "{mode:?}");
     }
 }
+
+#[test]
+fn default_shards_deal_out_lanes_and_still_give_one_shards_results() {
+    // 2,000 cheap lanes on two threads: two default shards, each dealt runs of lanes from the
+    // whole batch (Collatz's work grows with the start: consecutive halves would be uneven).
+    let starts = Array1::from_iter(1..=2_000i64);
+    let mut d = vec![1i64; 2_000];
+    d[1_000] = 0;
+    let (n, d) = (Array1::from_elem(2_000, 2i64), Array1::from(d));
+    for mode in [Mode::FullVm, Mode::Stackless] {
+        let (got, two) = collatz::batch_with_stats(starts.view(), &config(mode, 2, None)).unwrap();
+        let (want, one) = collatz::batch_with_stats(starts.view(), &config(mode, 1, None)).unwrap();
+        assert_eq!((two.shards, one.shards), (2, 1), "{mode:?}");
+        assert_eq!(got, want, "{mode:?}");
+        assert_eq!(
+            got.to_vec(),
+            starts.iter().map(|&n| collatz(n)).collect::<Vec<_>>()
+        );
+        // Errors and failed lanes still name the lane of the batch.
+        let err = risky::batch(n.view(), d.view(), &config(mode, 2, None)).unwrap_err();
+        assert!(
+            matches!(err, RuntimeError::Kernel { lane: 1_000, .. }),
+            "{mode:?}: {err}"
+        );
+        let isolated = Config {
+            lane_isolation: true,
+            ..config(mode, 2, None)
+        };
+        let run = risky::batch_isolated(n.view(), d.view(), &isolated).unwrap();
+        let failed: Vec<usize> = run.failed.iter().map(|f| f.lane).collect();
+        assert_eq!(failed, [1_000], "{mode:?}");
+        assert_eq!(run.failed[0].error.lanes(), [1_000], "{mode:?}");
+        assert_eq!(
+            (run.outputs[999], run.outputs[1_001]),
+            (103, 103),
+            "{mode:?}"
+        );
+    }
+}

@@ -38,7 +38,10 @@ fn read_value(rt: &Runtime, t: &Ty, next: &mut usize) -> TokenStream {
 
 /// A lane-wise kernel evaluating `body` per active lane, with `inputs` bound by name (their
 /// leaves are the kernel's input leaves, in order), the run's context bound to its name if
-/// `context` is given, and the value's leaves stored as outputs.
+/// `context` is given, and the value's leaves stored as outputs. It is an in-place kernel
+/// (`Kernel::lane_wise_in_place`): at each lane every input is read into its binding before
+/// the body runs, and the outputs are stored after it, so an output that is also an input
+/// (`n = n / 2`, `steps += 1`) is written in storage itself.
 pub fn lane_kernel(
     rt: &Runtime,
     inputs: &[(Ident, Ty)],
@@ -89,13 +92,14 @@ pub fn lane_kernel(
     let r = format_ident!("__r");
     let result = quote_spanned!(span=> let #r: #out_ty = #body;);
     quote! {
-        #rtp::Kernel::lane_wise(|__ins: &#rtp::LaneInputs<'_>, __outs: &mut #rtp::LaneOutputs<'_>| -> ::std::result::Result<(), #rtp::KernelError> {
+        #rtp::Kernel::lane_wise_in_place(|__ins: &#rtp::LaneInputs<'_>, __outs: &mut #rtp::LaneOutputs<'_>| -> ::std::result::Result<(), #rtp::KernelError> {
             #context
             #(#accessors)*
             let [#(#out_names),*] = __outs.leaves::<#n_outs>()?;
             #(#slices)*
             for (__k, &__lane) in __ins.lanes().iter().enumerate() {
                 __ins.at(__k);
+                // Every input of the lane is read here, before any output is written.
                 #(#bindings)*
                 #result
                 #(#stores)*

@@ -7,11 +7,12 @@
 //! reads is computed and dropped, as in the scalar function); only the variables read outside
 //! the group (or across executions of the block, or returned) are outputs of the merged kernel.
 
+use super::names::{format_ident, quote};
 use super::runtime::Runtime;
 use super::translate::{KernelSpec, Record, Step};
 use crate::parse::ast::{Block, Expr, ExprKind, Pat, Stmt, Ty};
 use proc_macro2::{Ident, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
+use quote::quote_spanned;
 use std::collections::{HashMap, HashSet};
 
 /// The variables step `s` reads.
@@ -49,6 +50,8 @@ fn mergeable(s: &Step, l: &Record) -> Option<usize> {
     fits.then_some(*block)
 }
 
+/// The merged kernel's local holding variable `v`: hygienic, so a user variable named
+/// `__v3` never stands for another variable's local (or the reverse) in the merged body.
 fn local(v: usize) -> Ident {
     format_ident!("__v{v}")
 }

@@ -3,6 +3,7 @@
 
 use super::context::Context;
 use super::error::KernelError;
+use super::scalar_elements;
 use crate::column::{Column, Element};
 use crate::prefetch::prefetch;
 use crate::storage::arena::ArenaView;
@@ -11,6 +12,8 @@ use autobatch_ir::DType;
 use smallvec::SmallVec;
 use std::any::TypeId;
 use std::cell::Cell;
+use std::marker::PhantomData;
+use std::ptr::NonNull;
 
 /// The inputs of one lane-wise kernel call: storage leaves indexed by lane, the active lanes,
 /// and the run's [`Context`].
@@ -89,6 +92,9 @@ impl<'a> LaneInputs<'a> {
             LeafView::Shared(..) => Err(KernelError::whole(format!(
                 "kernel input {i} is a shared vector leaf; read it with `rows`"
             ))),
+            LeafView::InPlace(_) => Err(KernelError::whole(format!(
+                "kernel input {i} is also written in place by this kernel; read it with `rows`"
+            ))),
         }
     }
 
@@ -104,8 +110,25 @@ impl<'a> LaneInputs<'a> {
             LeafView::Dense(c) => {
                 let data = c.as_slice::<T>().ok_or_else(|| wrong(c.dtype()))?;
                 Ok(InputRows {
-                    source: Source::Dense(data),
+                    source: Source::Dense {
+                        len: data.len(),
+                        data: NonNull::from(data).cast(),
+                        by_value: false,
+                        rows: PhantomData,
+                    },
                     width: c.width(),
+                })
+            }
+            LeafView::InPlace(c) => {
+                let (data, len) = scalar_elements::<T>(c).ok_or_else(|| wrong(c.dtype()))?;
+                Ok(InputRows {
+                    source: Source::Dense {
+                        data,
+                        len,
+                        by_value: true,
+                        rows: PhantomData,
+                    },
+                    width: 1,
                 })
             }
             LeafView::Shared(raw, handles) => {
@@ -128,6 +151,15 @@ impl<'a> LaneInputs<'a> {
     }
 }
 
+/// The panic of a row past the end of a kernel's rows (like a slice index's, its values passed
+/// by value so no row's address escapes the kernel's loop).
+#[cold]
+#[inline(never)]
+#[track_caller]
+pub(crate) fn out_of_rows(row: usize, rows: usize) -> ! {
+    panic!("row {row} out of {rows} rows")
+}
+
 /// Row access to one input leaf, by lane.
 #[derive(Clone, Copy)]
 pub struct InputRows<'a, T> {
@@ -137,8 +169,15 @@ pub struct InputRows<'a, T> {
 
 #[derive(Clone, Copy)]
 enum Source<'a, T> {
-    /// Rows in place, indexed by lane.
-    Dense(&'a [T]),
+    /// Rows in place, indexed by lane: `len` elements from `data`, borrowed for `'a`, or, if
+    /// `by_value`, scalars that this kernel call also writes (`LeafView::InPlace`), read by
+    /// value only (no reference to them is made).
+    Dense {
+        data: NonNull<T>,
+        len: usize,
+        by_value: bool,
+        rows: PhantomData<&'a [T]>,
+    },
     /// Arena rows, through each lane's handle (`T` is `f64`, checked when made).
     Shared(ArenaView, &'a [u32]),
 }
@@ -149,22 +188,49 @@ impl<'a, T: Copy + 'static> InputRows<'a, T> {
     pub fn scalar(&self, lane: usize) -> T {
         match self.source {
             // A scalar leaf's rows are its elements: one index, one bounds check.
-            Source::Dense(data) if self.width == 1 => data[lane],
+            Source::Dense { data, len, .. } if self.width == 1 => {
+                if lane >= len {
+                    out_of_rows(lane, len);
+                }
+                // SAFETY: `lane` is within the `len` elements from `data`, which are borrowed
+                // for `'a` or (`by_value`) reached only through their pointer during the kernel
+                // call, read here by value: a write of this call through `ScalarsOut` aliases
+                // no reference.
+                unsafe { data.as_ptr().add(lane).read() }
+            }
             _ => self.first_of_row(lane),
         }
     }
 
-    /// [`scalar`](Self::scalar) of a leaf with other rows, out of the kernel's loop.
+    /// [`scalar`](Self::scalar) of a leaf with other rows, out of the kernel's loop (taking a
+    /// copy, so the rows' address does not escape the loop and their fields stay in registers).
     #[inline(never)]
-    fn first_of_row(&self, lane: usize) -> T {
+    fn first_of_row(self, lane: usize) -> T {
         self.row(lane)[0]
     }
 
     /// The elements of `lane`'s row.
+    ///
+    /// # Panics
+    /// For an input the same kernel call writes in place ([`Kernel::lane_wise_in_place`]):
+    /// read it with [`scalar`](Self::scalar).
+    ///
+    /// [`Kernel::lane_wise_in_place`]: crate::Kernel::lane_wise_in_place
     #[inline]
     pub fn row(&self, lane: usize) -> &'a [T] {
         match self.source {
-            Source::Dense(data) => &data[lane * self.width..(lane + 1) * self.width],
+            Source::Dense { by_value: true, .. } => {
+                panic!("an input written in place by its own kernel is read with `scalar`")
+            }
+            Source::Dense { data, len, .. } => {
+                let (start, end) = (lane * self.width, (lane + 1) * self.width);
+                if end > len {
+                    out_of_rows(lane, len / self.width);
+                }
+                // SAFETY: the range is within the `len` elements from `data`, borrowed for `'a`
+                // (not `by_value`).
+                unsafe { std::slice::from_raw_parts(data.as_ptr().add(start), end - start) }
+            }
             Source::Shared(raw, handles) => {
                 // SAFETY: input rows are never written during the kernel call these rows were
                 // made for (only fresh output rows are, see `ArenaView`).
@@ -185,6 +251,9 @@ impl<'a, T: Copy + 'static> InputRows<'a, T> {
     /// being computed).
     #[inline(always)]
     pub fn prefetch(&self, lane: usize) {
+        if matches!(self.source, Source::Dense { by_value: true, .. }) {
+            return;
+        }
         prefetch(self.row(lane));
     }
 }

@@ -6,6 +6,10 @@
 //!   Scalar outputs written through [`ScalarsOut`] (position `k` and its lane) go straight into
 //!   the interpreter's storage where it can, with no copy after the kernel.
 //!   The `#[autobatch]` macro generates these from the user's own Rust expressions.
+//! * A **lane-wise in-place** kernel is a lane-wise kernel that, at each active position, reads
+//!   every input it needs for that lane before it writes any output of that lane: its scalar
+//!   outputs that are also its inputs (`n = n / 2`, `steps += 1`) are written in storage too,
+//!   where the interpreter can. The `#[autobatch]` macro's per-lane kernels are of this kind.
 //! * A **batched** kernel receives its inputs as dense columns (row `k` is active lane `k`;
 //!   gathered, or the storage itself when every lane is active) and writes dense outputs: one
 //!   call sees every active lane, e.g. one GEMM.
@@ -32,7 +36,19 @@ pub(crate) use outputs::{typed_mut, FreshRows, LaneRows, OutLeaf};
 
 use crate::column::{Column, Element};
 use std::fmt;
+use std::ptr::NonNull;
 use std::sync::Arc;
+
+/// The first element of a scalar column holding `T` and its number of elements, as a pointer
+/// taken from the column without making a reference to its elements (what in-place reads and
+/// writes go through); none for another dtype or a column that is not one contiguous run.
+pub(crate) fn scalar_elements<T: Element>(column: &Column) -> Option<(NonNull<T>, usize)> {
+    let array = column.as_array::<T>()?;
+    if !array.is_standard_layout() || array.ncols() != 1 {
+        return None;
+    }
+    NonNull::new(array.as_ptr().cast_mut()).map(|p| (p, array.len()))
+}
 
 /// A lane-wise kernel body: reads inputs at the active lanes, writes one row per active lane
 /// of every output leaf.
@@ -48,6 +64,9 @@ pub type BatchedFn =
 pub enum Kernel {
     /// Runs per active lane, reading storage directly.
     LaneWise(Arc<LaneWiseFn>),
+    /// Runs per active lane like [`LaneWise`](Kernel::LaneWise), reading each lane's inputs
+    /// before writing that lane's outputs (see [`Kernel::lane_wise_in_place`]).
+    LaneWiseInPlace(Arc<LaneWiseFn>),
     /// Runs once over all active lanes' gathered inputs.
     Batched(Arc<BatchedFn>),
 }
@@ -56,6 +75,7 @@ impl fmt::Debug for Kernel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Kernel::LaneWise(_) => f.write_str("Kernel::LaneWise"),
+            Kernel::LaneWiseInPlace(_) => f.write_str("Kernel::LaneWiseInPlace"),
             Kernel::Batched(_) => f.write_str("Kernel::Batched"),
         }
     }
@@ -70,6 +90,22 @@ impl Kernel {
             + 'static,
     ) -> Kernel {
         Kernel::LaneWise(Arc::new(f))
+    }
+
+    /// A lane-wise kernel from a body that, at each active position `k`, reads every input of
+    /// lane `lanes[k]` it needs before it writes any output at `k`. Then a scalar output that is
+    /// also an input is written by [`ScalarsOut::set`] straight into the interpreter's storage,
+    /// the input's own rows, with no copy after the kernel. Inputs written so are read by
+    /// [`InputRows::scalar`] only (their [`column`](LaneInputs::column) is an error, their
+    /// [`row`](InputRows::row) panics); a body reading a lane's input after writing its output
+    /// there sees the new value.
+    pub fn lane_wise_in_place(
+        f: impl Fn(&LaneInputs<'_>, &mut LaneOutputs<'_>) -> Result<(), KernelError>
+            + Send
+            + Sync
+            + 'static,
+    ) -> Kernel {
+        Kernel::LaneWiseInPlace(Arc::new(f))
     }
 
     /// A batched kernel from its body (one that reads no context).
@@ -89,9 +125,11 @@ impl Kernel {
         Kernel::Batched(Arc::new(f))
     }
 
-    /// A lane-wise kernel with no inputs and one scalar output.
+    /// A lane-wise kernel with no inputs and one scalar output. This and the `map` kernels
+    /// below read a lane's inputs before writing its output: they are in place
+    /// ([`lane_wise_in_place`](Self::lane_wise_in_place)).
     pub fn constant<O: Element>(value: O) -> Kernel {
-        Kernel::lane_wise(move |ins, outs| {
+        Kernel::lane_wise_in_place(move |ins, outs| {
             let mut out = outs.scalars::<O>(0)?;
             for (k, &lane) in ins.lanes().iter().enumerate() {
                 out.set(k, lane, value);
@@ -102,7 +140,7 @@ impl Kernel {
 
     /// A lane-wise kernel mapping one scalar input to one scalar output.
     pub fn map1<A: Element, O: Element>(f: impl Fn(A) -> O + Send + Sync + 'static) -> Kernel {
-        Kernel::lane_wise(move |ins, outs| {
+        Kernel::lane_wise_in_place(move |ins, outs| {
             let a = ins.rows::<A>(0)?;
             let mut out = outs.scalars::<O>(0)?;
             for (k, &lane) in ins.lanes().iter().enumerate() {
@@ -117,7 +155,7 @@ impl Kernel {
     pub fn map2<A: Element, B: Element, O: Element>(
         f: impl Fn(A, B) -> O + Send + Sync + 'static,
     ) -> Kernel {
-        Kernel::lane_wise(move |ins, outs| {
+        Kernel::lane_wise_in_place(move |ins, outs| {
             let (a, b) = (ins.rows::<A>(0)?, ins.rows::<B>(1)?);
             let mut out = outs.scalars::<O>(0)?;
             for (k, &lane) in ins.lanes().iter().enumerate() {
@@ -132,7 +170,7 @@ impl Kernel {
     pub fn try_map1<A: Element, O: Element>(
         f: impl Fn(A) -> Result<O, String> + Send + Sync + 'static,
     ) -> Kernel {
-        Kernel::lane_wise(move |ins, outs| {
+        Kernel::lane_wise_in_place(move |ins, outs| {
             let a = ins.rows::<A>(0)?;
             let mut out = outs.scalars::<O>(0)?;
             for (k, &lane) in ins.lanes().iter().enumerate() {

@@ -3,11 +3,14 @@
 //! [`VectorOut`], [`ScalarsOut`], and typed access to dense outputs.
 
 use super::error::KernelError;
+use super::inputs::out_of_rows;
+use super::scalar_elements;
 use crate::column::{Column, Element};
 use crate::storage::arena::ArenaView;
 use crate::vector::Vector;
 use smallvec::SmallVec;
 use std::cell::Cell;
+use std::marker::PhantomData;
 use std::ptr::NonNull;
 
 /// The elements of a dense output column (output leaf `index`, if known), typed, in row-major
@@ -78,9 +81,11 @@ pub(crate) struct LaneRows<'a> {
 }
 
 impl<'a> LaneRows<'a> {
-    /// `rows`: the leaf's rows in storage. The caller guarantees that nothing else reads or
-    /// writes them while this value (or a [`ScalarsOut`] made from it) lives: they belong to an
-    /// output variable that is none of the kernel's inputs and no other output leaf.
+    /// `rows`: the leaf's rows in storage. The caller guarantees that nothing else writes them
+    /// while this value (or a [`ScalarsOut`] made from it) lives, and that nothing else reads
+    /// them but an in-place kernel's own input of the same leaf (`LeafView::InPlace`), by value
+    /// through the elements' pointer: they belong to an output variable that is no other
+    /// output leaf, and none of the kernel's inputs unless the kernel is in place.
     pub(crate) fn new(
         rows: NonNull<Column>,
         dense: &'a mut Column,
@@ -127,16 +132,36 @@ impl<'a> OutLeaf<'a> {
 /// A scalar output leaf written by lane ([`OutputLeaf::scalars`]): straight into the
 /// interpreter's storage where it can, else into row `k` of a dense column.
 pub struct ScalarsOut<'a, T> {
-    data: &'a mut [T],
+    /// The first element written (of storage's rows, or of the dense column).
+    data: NonNull<T>,
+    /// Elements from `data` on.
+    len: usize,
     by_lane: bool,
+    rows: PhantomData<&'a mut [T]>,
 }
 
-impl<T: Copy> ScalarsOut<'_, T> {
+impl<'a, T: Element> ScalarsOut<'a, T> {
+    /// Writes into `data`, row `k` for the `k`-th active lane.
+    fn by_position(data: &'a mut [T]) -> Self {
+        ScalarsOut {
+            len: data.len(),
+            data: NonNull::from(data).cast(),
+            by_lane: false,
+            rows: PhantomData,
+        }
+    }
+
     /// Writes `value` for the `k`-th active lane, `lane`.
     #[inline(always)]
     pub fn set(&mut self, k: usize, lane: usize, value: T) {
         let row = if self.by_lane { lane } else { k };
-        self.data[row] = value;
+        if row >= self.len {
+            out_of_rows(row, self.len);
+        }
+        // SAFETY: `row` is within the `len` elements from `data`, which this value may write
+        // (a dense column borrowed for `'a`, or storage's rows under `LaneRows`' guarantee:
+        // read meanwhile only by value, through the same kind of pointer).
+        unsafe { self.data.as_ptr().add(row).write(value) }
     }
 }
 
@@ -256,20 +281,26 @@ impl<'a> OutputLeaf<'a> {
     pub fn scalars<T: Element>(self) -> Result<ScalarsOut<'a, T>, KernelError> {
         match self.0 {
             OutLeaf::Lanes(rows) => {
-                // SAFETY: `LaneRows::new`'s caller guarantees the rows are this leaf's alone
-                // while it lives, and `rows` was made from a live `&mut Column`.
-                let column = unsafe { &mut *rows.rows.as_ptr() };
-                let data = typed_mut::<T>(column, None)?;
+                // SAFETY: `rows` was made from a live column that `LaneRows::new`'s caller
+                // keeps while it lives; only the column's header is borrowed here, its
+                // elements are reached through their pointer.
+                let column = unsafe { rows.rows.as_ref() };
+                let (data, len) = scalar_elements::<T>(column).ok_or_else(|| {
+                    KernelError::whole(format!(
+                        "kernel output is {}, expected {}",
+                        column.dtype(),
+                        T::DTYPE
+                    ))
+                })?;
                 rows.by_lane.set(true);
                 Ok(ScalarsOut {
                     data,
+                    len,
                     by_lane: true,
+                    rows: PhantomData,
                 })
             }
-            other => Ok(ScalarsOut {
-                data: OutputLeaf(other).slice::<T>()?,
-                by_lane: false,
-            }),
+            other => Ok(ScalarsOut::by_position(OutputLeaf(other).slice::<T>()?)),
         }
     }
 

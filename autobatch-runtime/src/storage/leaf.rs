@@ -27,6 +27,10 @@ pub(crate) enum Leaf {
 pub(crate) enum LeafView<'a> {
     /// Rows in place.
     Dense(&'a Column),
+    /// Scalar rows in place that the same kernel call also writes by lane (an output that is
+    /// also an input, of an in-place kernel): read by value through the column's element
+    /// pointer, never through a reference to its elements, so the writes alias no reference.
+    InPlace(&'a Column),
     /// Arena rows and the handle each lane holds.
     Shared(ArenaView, &'a [u32]),
 }

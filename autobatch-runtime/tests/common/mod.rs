@@ -154,15 +154,21 @@ pub fn build_counting<P>(
         .iter()
         .position(|s| s == counted)
         .expect("counted source is used");
-    let Kernel::LaneWise(inner) = kernels[i].clone() else {
-        unreachable!("test kernels are lane-wise")
+    let (inner, in_place) = match kernels[i].clone() {
+        Kernel::LaneWise(inner) => (inner, false),
+        Kernel::LaneWiseInPlace(inner) => (inner, true),
+        Kernel::Batched(_) => unreachable!("test kernels are lane-wise"),
     };
     let (c, l) = (calls.clone(), lanes.clone());
-    kernels[i] = Kernel::lane_wise(move |ins, outs| {
+    let counting = move |ins: &LaneInputs<'_>, outs: &mut LaneOutputs<'_>| {
         c.fetch_add(1, Ordering::SeqCst);
         l.fetch_add(ins.lanes().len(), Ordering::SeqCst);
         inner(ins, outs)
-    });
+    };
+    kernels[i] = match in_place {
+        true => Kernel::lane_wise_in_place(counting),
+        false => Kernel::lane_wise(counting),
+    };
     (program, kernels, calls, lanes)
 }
 
