@@ -269,9 +269,15 @@ impl PointDensity for LogisticPoint {
         general_mat_vec_mul(1.0, &self.x, &q, 0.0, &mut eta);
         let mut logp = -0.5 * q.dot(&q);
         for (e, &y) in eta.iter_mut().zip(&self.y) {
-            let softplus = e.max(0.0) + (-e.abs()).exp().ln_1p();
+            let t = (-e.abs()).exp();
+            let softplus = e.max(0.0) + t.ln_1p();
+            let sigmoid = if *e >= 0.0 {
+                1.0 / (1.0 + t)
+            } else {
+                t / (1.0 + t)
+            };
             logp += y * *e - softplus;
-            *e = y - 1.0 / (1.0 + (-*e).exp());
+            *e = y - sigmoid;
         }
         let mut g = ArrayViewMut1::from(grad);
         g.assign(&q.mapv(|b| -b));
