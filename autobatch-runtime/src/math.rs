@@ -14,18 +14,19 @@
 //! Each element goes through the same sequence of IEEE operations, none fused (no
 //! `mul_add`: Rust never contracts a multiply and an add by itself) and none reordered, so its
 //! result depends on its value only: not on its position in the slice, the slice's length,
-//! the thread, or which vector instructions the CPU has. The scalar forms in [`scalar`] give the same bits
-//! as the slice forms, so a [`#[primitive]`](macro@crate::primitive)'s scalar form can use
-//! them and still agree bit for bit with its batched form.
+//! the thread, or which vector instructions the CPU has. The scalar forms in [`scalar`] give
+//! the same bits as the slice forms, so a [`#[primitive]`](macro@crate::primitive)'s scalar
+//! form can use them and still agree bit for bit with its batched form.
 //!
 //! # Accuracy
 //!
 //! Within 1 ulp of the standard library's `f64::exp` and `f64::ln_1p` on the whole range
 //! (the tests compare millions of points, subnormal results, overflow and underflow
 //! thresholds included); softplus within 2 ulp and sigmoid within 3 ulp of the same formulas
-//! written with the standard library (which round several times themselves). `NaN` in gives `NaN` out; infinities and the limits of the range give
-//! what the standard library gives (`exp(710.0)` is infinite, `exp(-746.0)` is 0,
-//! `ln_1p(-1.0)` is minus infinity, `ln_1p` below -1 is `NaN`).
+//! written with the standard library (which round several times themselves). `NaN` in gives
+//! `NaN` out; infinities and the limits of the range give what the standard library gives
+//! (`exp(710.0)` is infinite, `exp(-746.0)` is 0, `ln_1p(-1.0)` is minus infinity, `ln_1p`
+//! below -1 is `NaN`).
 //!
 //! # Where the gain comes from
 //!

@@ -196,9 +196,10 @@ impl Target for LogisticRegression {
 
     fn logp_grad(&self, q: ArrayView2<f64>) -> (Array1<f64>, Array2<f64>) {
         // With eta = q X^T ([chains, rows]) and s = sigmoid(eta):
-        //   logp = -q.q / 2 + y.eta - sum(softplus(eta)) = -q.q / 2 + q.(X^T y) - sum(softplus(eta))
+        //   logp = -q.q / 2 + y.eta - sum(softplus(eta)) = q.(X^T y) - q.q / 2 - sum(softplus(eta))
         //   grad = -q + (y - s) X = (X^T y - q) - s X
-        // so each element of eta needs its softplus (summed) and its sigmoid (written over it).
+        // so each element of eta needs its softplus (summed) and its sigmoid (written over it),
+        // both from one exp and one ln_1p (`math::softplus_sigmoid_in_place`).
         let mut eta = q.dot(&self.x.t()); // `dot` writes it without zero-filling it first
         if !eta.is_standard_layout() {
             eta = eta.as_standard_layout().into_owned();
