@@ -779,12 +779,18 @@ fn compare<T: Target + Clone + Send + Sync + 'static>(
             fast.min_ess(),
             Some(&many),
         );
+        // Per wall second, then per CPU second (the steadier figure on a shared machine).
+        let per_cpu = |m: &Measured| m.grads as f64 / m.cpu;
         println!(
             "  gain over nuts-rs on {all} threads, {:.2}x grad/s in all: {:.2}x from the \
-             polynomial softplus/sigmoid (nuts-rs could use them too), {:.2}x from batching",
+             polynomial softplus/sigmoid (nuts-rs could use them too), {:.2}x from batching; \
+             per CPU second {:.2}x = {:.2}x x {:.2}x",
             vm_all.rate() / many.rate(),
             fast.rate() / many.rate(),
-            vm_all.rate() / fast.rate()
+            vm_all.rate() / fast.rate(),
+            per_cpu(&vm_all) / per_cpu(&many),
+            per_cpu(&fast) / per_cpu(&many),
+            per_cpu(&vm_all) / per_cpu(&fast)
         );
     }
     if let Some(gaussian) = gaussian {
