@@ -29,6 +29,13 @@
 //!   call and allocates its results. nuts-rs then ran at 0.199 M gradients/s on the Gaussian
 //!   (one thread, quiet machine), against 0.518 in an earlier run with a matrix-vector
 //!   gradient; with this one it does about 0.53 M gradients per CPU second.
+//! - **The same algebra on the logistic regression, and the faster math's share.** Both
+//!   gradients take one `exp` and one `ln_1p` per observation (`t = exp(-|eta|)` gives the
+//!   softplus and the sigmoid). The autobatched target computes them with the vectorised
+//!   polynomials of `autobatch_runtime::math`, which need no batch: nuts-rs's multi-chain
+//!   sampler also runs with the same polynomials per point (`nuts-rs, runtime math`), and the
+//!   `gain` line splits the autobatched sampler's gain over nuts-rs into the faster math's
+//!   share and batching's (GEMMs instead of matrix-vector products, every chain in one call).
 //! - **nuts-rs's threads.** Its multi-chain sampler runs chains on worker threads only with
 //!   its `parallel` feature (a default feature, which this crate's `default-features = false`
 //!   had turned off): without it, every chain ran on one thread whatever the thread count.
@@ -53,8 +60,8 @@ use autobatch_examples::nuts::{
     Target,
 };
 use autobatch_runtime::ndarray::linalg::{general_mat_mul, general_mat_vec_mul};
-use autobatch_runtime::ndarray::{s, Array1, Array2, Array3, ArrayView1, ArrayViewMut1};
-use autobatch_runtime::{available_threads, Config, Mode, Stats};
+use autobatch_runtime::ndarray::{s, Array1, Array2, Array3, ArrayView1, ArrayViewMut1, Zip};
+use autobatch_runtime::{available_threads, math, Config, Mode, Stats};
 use nuts_rs::{
     Chain, CpuLogpFunc, CpuMath, CpuMathError, FlowNutsSettings, HasDims, HashMapConfig,
     HashMapValue, InitPositionError, KineticEnergyKind, LogpError, Model, Sampler,
@@ -234,22 +241,42 @@ impl PointDensity for GaussianPoint {
     }
 }
 
-/// The logistic regression at one point: `eta = X q`, the log-likelihood and residuals
-/// `y - sigmoid(eta)` as the batched target computes them, then `grad = -q + X' r` with `X'`
-/// stored row-major so both products read contiguous rows.
+/// How [`LogisticPoint`] computes each observation's softplus and sigmoid.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Elementwise {
+    /// The standard library's `exp` and `ln_1p`, one element at a time: what a one-point
+    /// sampler's user writes.
+    Std,
+    /// The autobatched target's polynomials (`autobatch_runtime::math`) over the point's
+    /// observations, with `X^T y` folded in as the batched target does: what a one-point
+    /// sampler could have without batching, so the bench can tell the faster `exp`'s share of
+    /// the gain from batching's.
+    Polynomial,
+}
+
+/// The logistic regression at one point: `eta = X q`, one `t = exp(-|eta|)` per observation
+/// giving both its softplus and its sigmoid (the batched target's algebra), the
+/// log-likelihood and residuals `y - sigmoid(eta)`, then `grad = -q + X' r` with `X'` stored
+/// row-major so both products read contiguous rows.
 struct LogisticPoint {
     x: Array2<f64>,
     xt: Array2<f64>,
     y: Array1<f64>,
+    /// `X^T y`, for [`Elementwise::Polynomial`].
+    xty: Array1<f64>,
+    elementwise: Elementwise,
 }
 
 impl LogisticPoint {
-    fn new(target: &LogisticRegression) -> Self {
+    fn new(target: &LogisticRegression, elementwise: Elementwise) -> Self {
         let x = target.features().clone();
+        let y = target.outcomes().clone();
         LogisticPoint {
             xt: x.t().as_standard_layout().into_owned(),
+            xty: x.t().dot(&y),
             x,
-            y: target.outcomes().clone(),
+            y,
+            elementwise,
         }
     }
 }
@@ -260,22 +287,43 @@ impl PointDensity for LogisticPoint {
     }
 
     fn scratch_len(&self) -> usize {
-        self.x.nrows()
+        2 * self.x.nrows()
     }
 
     fn eval(&self, q: &[f64], grad: &mut [f64], scratch: &mut [f64]) -> f64 {
+        let (eta, softplus) = scratch.split_at_mut(self.x.nrows());
         let q = ArrayView1::from(q);
-        let mut eta = ArrayViewMut1::from(scratch);
+        let mut g = ArrayViewMut1::from(grad);
+        let mut eta = ArrayViewMut1::from(eta);
         general_mat_vec_mul(1.0, &self.x, &q, 0.0, &mut eta);
         let mut logp = -0.5 * q.dot(&q);
-        for (e, &y) in eta.iter_mut().zip(&self.y) {
-            let softplus = e.max(0.0) + (-e.abs()).exp().ln_1p();
-            logp += y * *e - softplus;
-            *e = y - 1.0 / (1.0 + (-*e).exp());
+        match self.elementwise {
+            Elementwise::Std => {
+                for (e, &y) in eta.iter_mut().zip(&self.y) {
+                    let t = (-e.abs()).exp();
+                    let softplus = e.max(0.0) + t.ln_1p();
+                    let sigmoid = if *e >= 0.0 {
+                        1.0 / (1.0 + t)
+                    } else {
+                        t / (1.0 + t)
+                    };
+                    logp += y * *e - softplus;
+                    *e = y - sigmoid;
+                }
+                g.assign(&q.mapv(|b| -b));
+                general_mat_vec_mul(1.0, &self.xt, &eta, 1.0, &mut g);
+            }
+            Elementwise::Polynomial => {
+                let eta = eta.into_slice().expect("a slice");
+                math::softplus_sigmoid_in_place(eta, softplus).expect("equal lengths");
+                logp += q.dot(&self.xty) - softplus.iter().sum::<f64>();
+                Zip::from(&mut g)
+                    .and(&self.xty)
+                    .and(&q)
+                    .for_each(|g, &xty, &q| *g = xty - q);
+                general_mat_vec_mul(-1.0, &self.xt, &ArrayView1::from(&*eta), 1.0, &mut g);
+            }
         }
-        let mut g = ArrayViewMut1::from(grad);
-        g.assign(&q.mapv(|b| -b));
-        general_mat_vec_mul(1.0, &self.xt, &eta, 1.0, &mut g);
         logp
     }
 }
@@ -670,6 +718,7 @@ fn chain0(m: &Measured) -> Vec<u64> {
 fn compare<T: Target + Clone + Send + Sync + 'static>(
     target: &T,
     density: &Arc<dyn PointDensity>,
+    polynomial: Option<&Arc<dyn PointDensity>>,
     step: f64,
     chains: usize,
     gaussian: Option<&CorrelatedGaussian>,
@@ -719,6 +768,31 @@ fn compare<T: Target + Clone + Send + Sync + 'static>(
         many.min_ess(),
         None,
     );
+    if let Some(polynomial) = polynomial {
+        // The same sampler with the autobatched target's polynomials per point: the share of
+        // the gain a one-point sampler gets from the faster elementwise math alone.
+        let fast = nuts_rs_threads(polynomial, step, chains, all);
+        row(
+            "nuts-rs, runtime math",
+            &all.to_string(),
+            &fast,
+            fast.min_ess(),
+            Some(&many),
+        );
+        // Per wall second, then per CPU second (the steadier figure on a shared machine).
+        let per_cpu = |m: &Measured| m.grads as f64 / m.cpu;
+        println!(
+            "  gain over nuts-rs on {all} threads, {:.2}x grad/s in all: {:.2}x from the \
+             polynomial softplus/sigmoid (nuts-rs could use them too), {:.2}x from batching; \
+             per CPU second {:.2}x = {:.2}x x {:.2}x",
+            vm_all.rate() / many.rate(),
+            fast.rate() / many.rate(),
+            vm_all.rate() / fast.rate(),
+            per_cpu(&vm_all) / per_cpu(&many),
+            per_cpu(&fast) / per_cpu(&many),
+            per_cpu(&vm_all) / per_cpu(&fast)
+        );
+    }
     if let Some(gaussian) = gaussian {
         let bound = gemm_bound(gaussian, chains, vm.grads);
         println!(
@@ -793,7 +867,7 @@ fn main() {
             precision: gaussian.precision().clone(),
         });
         for &chains in &counts {
-            compare(&gaussian, &density, 0.1, chains, Some(&gaussian));
+            compare(&gaussian, &density, None, 0.1, chains, Some(&gaussian));
         }
         if let Some(&largest) = counts.iter().max().filter(|_| sweep) {
             shard_sweep(&gaussian, 0.1, largest);
@@ -801,9 +875,12 @@ fn main() {
     }
     if wants("logistic") {
         println!("== {} ==", logistic.name());
-        let density: Arc<dyn PointDensity> = Arc::new(LogisticPoint::new(&logistic));
+        let density: Arc<dyn PointDensity> =
+            Arc::new(LogisticPoint::new(&logistic, Elementwise::Std));
+        let polynomial: Arc<dyn PointDensity> =
+            Arc::new(LogisticPoint::new(&logistic, Elementwise::Polynomial));
         for &chains in &counts {
-            compare(&logistic, &density, 0.1, chains, None);
+            compare(&logistic, &density, Some(&polynomial), 0.1, chains, None);
         }
     }
 }
