@@ -58,7 +58,7 @@
 //! ```
 
 /// Runs `f` compiled for AVX-512 where the CPU has it (eight elements per instruction, 32
-/// vector registers), else for AVX2 where it has that (`crate::codegen::simd`), else for the
+/// vector registers), else for AVX2 and FMA where it has those (`crate::codegen::with_avx2`), else for the
 /// baseline. Mark `f` `#[inline(always)]` so it is compiled into each variant.
 #[inline(always)]
 fn simd(f: impl FnOnce()) {
@@ -69,7 +69,21 @@ fn simd(f: impl FnOnce()) {
             return unsafe { avx512(f) };
         }
     }
-    crate::codegen::simd(f)
+    avx2(f)
+}
+
+/// Runs `f` compiled for AVX2 and FMA where the CPU has them, else for the baseline.
+#[inline(always)]
+fn avx2(f: impl FnOnce()) {
+    use crate::codegen::{cpu, with_avx2, Cpu};
+    match cpu() {
+        Cpu::Avx2Fma(cpu) => with_avx2(
+            cpu,
+            #[inline(always)]
+            |_| f(),
+        ),
+        Cpu::Portable(_) => f(),
+    }
 }
 
 /// `f()`, with `f` inlined into code compiled for AVX-512.
@@ -544,7 +558,7 @@ mod tests {
         exp(&xs, &mut a).unwrap();
         exp_loop(&xs, &mut b);
         assert_eq!(bits(&a), bits(&b));
-        crate::codegen::simd(
+        avx2(
             #[inline(always)]
             || exp_loop(&xs, &mut b),
         );
@@ -554,7 +568,7 @@ mod tests {
         ln_1p(&xs, &mut a).unwrap();
         ln_1p_loop(&xs, &mut b);
         assert_eq!(bits(&a), bits(&b));
-        crate::codegen::simd(
+        avx2(
             #[inline(always)]
             || ln_1p_loop(&xs, &mut b),
         );
@@ -564,7 +578,7 @@ mod tests {
         softplus_sigmoid(&xs, &mut a, &mut sa).unwrap();
         softplus_sigmoid_loop(&xs, &mut b, &mut sb);
         assert_eq!((bits(&a), bits(&sa)), (bits(&b), bits(&sb)));
-        crate::codegen::simd(
+        avx2(
             #[inline(always)]
             || softplus_sigmoid_loop(&xs, &mut b, &mut sb),
         );
