@@ -67,7 +67,8 @@ pub(crate) fn partition_lanes(lanes: &mut Vec<usize>, conditions: &[bool], else_
 }
 
 /// Merges sorted `incoming` lanes into sorted `waiting` (no lane in both), through `scratch`:
-/// lanes sent to a block from two places wait there in lane order without a sort. Branch-free
+/// lanes sent to a block from two places of comparable size wait there in lane order without
+/// a sort ([`Waiting`]). Branch-free
 /// while both lists have lanes left (each step writes the smaller head and advances its
 /// side), so interleaved arrivals (the two arms of an unpredictable branch meeting again)
 /// cost no mispredictions.
@@ -99,6 +100,61 @@ pub(crate) fn merge_lanes(waiting: &mut Vec<usize>, incoming: &[usize], scratch:
             unsafe { scratch.set_len(k) };
             std::mem::swap(waiting, scratch);
         }
+    }
+}
+
+/// The lanes waiting at one block of the stackless interpreter, taken in lane order.
+///
+/// An arrival at least a quarter the size of the list is merged in at once ([`merge_lanes`]:
+/// linear, and branch-free for the two arms of a branch meeting again); a smaller one out of
+/// order is appended and the list sorted once, when the block runs. So the lanes leaving a
+/// loop a few per iteration, gathering at its exit while the others go round, cost a sort of
+/// the exit's list once, not a pass over it per iteration.
+#[derive(Default)]
+pub(crate) struct Waiting {
+    lanes: Vec<usize>,
+    sorted: bool,
+}
+
+impl Waiting {
+    /// A list holding `lanes`, which are in lane order.
+    pub(crate) fn new(lanes: Vec<usize>) -> Waiting {
+        Waiting {
+            lanes,
+            sorted: true,
+        }
+    }
+
+    /// The waiting lanes, in no particular order.
+    pub(crate) fn lanes(&self) -> &[usize] {
+        &self.lanes
+    }
+
+    /// Adds `incoming` (sorted, none of them waiting already). An empty list takes `incoming`
+    /// itself and returns the list it held, else `incoming` is returned once copied in: either
+    /// way the returned list's allocation is the caller's to reuse.
+    pub(crate) fn add(&mut self, incoming: Vec<usize>, scratch: &mut Vec<usize>) -> Vec<usize> {
+        if self.lanes.is_empty() {
+            self.sorted = true;
+            return std::mem::replace(&mut self.lanes, incoming);
+        }
+        let in_order = self.lanes.last() < incoming.first();
+        if self.sorted && !in_order && incoming.len() * 4 >= self.lanes.len() {
+            merge_lanes(&mut self.lanes, &incoming, scratch);
+        } else {
+            self.sorted &= in_order;
+            self.lanes.extend_from_slice(&incoming);
+        }
+        incoming
+    }
+
+    /// Takes the waiting lanes, in lane order, leaving none.
+    pub(crate) fn take(&mut self) -> Vec<usize> {
+        if !self.sorted {
+            self.lanes.sort_unstable();
+            self.sorted = true;
+        }
+        std::mem::take(&mut self.lanes)
     }
 }
 
@@ -142,7 +198,7 @@ impl LaneSteps {
 
 #[cfg(test)]
 mod tests {
-    use super::{merge_lanes, partition_lanes};
+    use super::{merge_lanes, partition_lanes, Waiting};
 
     #[test]
     fn partitions_keep_lane_order_and_merges_restore_it() {
@@ -164,5 +220,32 @@ mod tests {
         let mut empty = Vec::new();
         merge_lanes(&mut empty, &[2], &mut scratch);
         assert_eq!(empty, vec![2]);
+    }
+
+    #[test]
+    fn waiting_lanes_are_taken_in_lane_order_however_they_arrive() {
+        let mut scratch = Vec::new();
+        let mut w = Waiting::new(vec![2, 7]);
+        // In order: appended. Comparable in size: merged. Small and out of order: appended,
+        // sorted when taken.
+        let kept = w.add(vec![9], &mut scratch);
+        assert_eq!(kept, vec![9]);
+        w.add(vec![0, 8], &mut scratch);
+        assert_eq!(w.lanes(), &[0, 2, 7, 8, 9]);
+        w.add((20..40).collect(), &mut scratch);
+        w.add(vec![5], &mut scratch);
+        w.add(vec![1, 50], &mut scratch);
+        w.add(vec![3, 4, 6, 10], &mut scratch);
+        let mut expected: Vec<usize> = (0..11).chain(20..40).chain([50]).collect();
+        expected.sort_unstable();
+        assert_eq!(w.take(), expected);
+        assert!(w.lanes().is_empty());
+        // An empty list takes the arrival itself.
+        let given = vec![4, 5];
+        let ptr = given.as_ptr();
+        let old = w.add(given, &mut scratch);
+        assert!(old.is_empty());
+        let taken = w.take();
+        assert_eq!(taken.as_ptr(), ptr);
     }
 }

@@ -12,7 +12,7 @@ use crate::config::Config;
 use crate::depth::{limit_error, on_enough_stack, recursive_functions};
 use crate::error::{function_name, Result, RuntimeError};
 use crate::exec::Exec;
-use crate::policy::{dead_vectors, merge_lanes, partition_lanes, LaneSteps};
+use crate::policy::{dead_vectors, partition_lanes, LaneSteps, Waiting};
 use crate::stats::Stats;
 use crate::storage::Stacks;
 use autobatch_ir::passes::Liveness;
@@ -145,14 +145,16 @@ fn pass(
 
 /// A step-budget error passing out of an activation: its lanes waiting at other blocks are
 /// still running too (sorted and counted once the error leaves the entry function).
-fn with_waiting(e: RuntimeError, waiting: &[Vec<usize>]) -> RuntimeError {
+fn with_waiting(e: RuntimeError, waiting: &[Waiting]) -> RuntimeError {
     match e {
         RuntimeError::StepBudget {
             budget,
             running,
             mut lanes,
         } => {
-            waiting.iter().for_each(|w| lanes.extend_from_slice(w));
+            waiting
+                .iter()
+                .for_each(|w| lanes.extend_from_slice(w.lanes()));
             RuntimeError::StepBudget {
                 budget,
                 running,
@@ -183,26 +185,21 @@ struct Buffers {
 }
 
 impl Buffers {
-    /// `lanes` now wait at `waiting[p]` (merged in lane order with those already there), and
-    /// `pending` holds `p`; a list left over is kept for reuse.
+    /// `lanes` now wait at `waiting[p]` with those already there, and `pending` holds `p`; a
+    /// list left over is kept for reuse.
     fn send(
         &mut self,
         lanes: Vec<usize>,
         p: usize,
-        waiting: &mut [Vec<usize>],
+        waiting: &mut [Waiting],
         pending: &mut BTreeSet<usize>,
     ) {
         if lanes.is_empty() {
             return self.keep(lanes);
         }
         pending.insert(p);
-        if waiting[p].is_empty() {
-            let old = std::mem::replace(&mut waiting[p], lanes);
-            self.keep(old);
-        } else {
-            merge_lanes(&mut waiting[p], &lanes, &mut self.scratch);
-            self.keep(lanes);
-        }
+        let left = waiting[p].add(lanes, &mut self.scratch);
+        self.keep(left);
     }
 
     /// Keeps `list`'s allocation for a later list.
@@ -233,9 +230,9 @@ impl Activation<'_> {
         }
         let program = exec.program;
         let blocks = &program.function(func).blocks;
-        let mut waiting: Vec<Vec<usize>> = vec![Vec::new(); blocks.len()];
+        let mut waiting: Vec<Waiting> = blocks.iter().map(|_| Waiting::default()).collect();
         let mut pending: BTreeSet<usize> = BTreeSet::new();
-        waiting[0] = lanes;
+        waiting[0] = Waiting::new(lanes);
         pending.insert(0);
         let budget = self.config.step_budget.unwrap_or(u64::MAX);
         while let Some(pos) = pending.pop_first() {
@@ -251,8 +248,7 @@ impl Activation<'_> {
                 return Err(with_waiting(out_of_steps, &waiting));
             }
             let block = blocks[pos];
-            // In lane order: every list sent here was, and arrivals are merged.
-            let lanes = std::mem::take(&mut waiting[pos]);
+            let lanes = waiting[pos].take();
             if let Some(steps) = self.lane_steps.borrow_mut().as_mut() {
                 steps.run(&lanes)?;
             }
