@@ -173,8 +173,11 @@ fn the_step_budget_names_the_running_lanes_of_the_batch() {
             ..config(mode, 2, Some(8))
         };
         let err = collatz::batch(n.view(), &config).unwrap_err();
+        // Lane 44 is numbered in the batch, not in its shard (lanes 40 to 47); which of its
+        // shard's other lanes still wait to finish depends on the interpreter's block order.
         assert!(
-            matches!(&err, RuntimeError::StepBudget { lanes, .. } if lanes == &[44]),
+            matches!(&err, RuntimeError::StepBudget { lanes, .. }
+                if lanes.contains(&44) && lanes.iter().all(|l| (40..48).contains(l))),
             "{mode:?}: {err}"
         );
     }

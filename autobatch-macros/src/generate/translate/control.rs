@@ -180,10 +180,7 @@ impl Translator<'_> {
         then_name: &str,
         else_name: &str,
     ) -> Option<(usize, usize)> {
-        let bool_ty = Ty::Scalar(DType::Bool);
-        let Value::Var { var: c, .. } = self.compile(cond, Some(&bool_ty)) else {
-            return None;
-        };
+        let c = self.condition(cond)?;
         let cur = self.current?;
         let t = self.new_block(then_name);
         let e = self.new_block(else_name);
@@ -191,16 +188,29 @@ impl Translator<'_> {
         Some((t, e))
     }
 
+    /// Compiles the `bool` `cond` for its variable; `None` if control does not get past it.
+    fn condition(&mut self, cond: &Expr) -> Option<usize> {
+        let bool_ty = Ty::Scalar(DType::Bool);
+        match self.compile(cond, Some(&bool_ty)) {
+            Value::Var { var, .. } => Some(var),
+            _ => None,
+        }
+    }
+
+    /// `while cond { body }`, rotated: the condition is tested where the loop starts and again
+    /// where the body ends (and in the block every `continue` goes to), each test branching to
+    /// the body or past the loop, so no header block is passed through on every iteration and
+    /// the test's kernel merges with the body's last ones.
     pub(super) fn while_(&mut self, label: Option<&Label>, cond: &Expr, body: &Block) -> Value {
-        let header = self.new_block("while");
-        self.goto(header);
-        self.current = Some(header);
+        let errors = self.errors.len();
         let Some((body_block, exit)) = self.branch_on(cond, "body", "after") else {
             return Value::Diverged;
         };
+        // A condition that failed to compile is reported once: it is not compiled again.
+        let retest = self.errors.len() == errors;
         self.loops.push(LoopCtx {
             label: label.cloned(),
-            continue_to: header,
+            continue_to: None,
             break_to: Some(exit),
             result: None,
         });
@@ -208,8 +218,26 @@ impl Translator<'_> {
         self.scopes.push(Vec::new());
         self.block_value(body, Some(&Ty::unit()));
         self.scopes.pop();
-        self.goto(header);
-        self.loops.pop();
+        let ctx = self.loops.pop().expect("pushed above");
+        let test = |this: &mut Self, block: usize| {
+            this.current = Some(block);
+            if !retest {
+                return this.goto(exit);
+            }
+            if let Some(c) = this.condition(cond) {
+                if let Some(end) = this.current.take() {
+                    this.out.steps.push(Step::Branch(end, c, body_block, exit));
+                }
+            }
+        };
+        match (self.current, ctx.continue_to) {
+            (Some(_), Some(latch)) => self.goto(latch),
+            (Some(end), None) => test(self, end),
+            (None, _) => {}
+        }
+        if let Some(latch) = ctx.continue_to {
+            test(self, latch);
+        }
         self.current = Some(exit);
         Value::Unit
     }
@@ -228,7 +256,7 @@ impl Translator<'_> {
             .map(|t| (self.new_var("t", t.clone()), t.clone()));
         self.loops.push(LoopCtx {
             label: label.cloned(),
-            continue_to: start,
+            continue_to: Some(start),
             break_to: None,
             result,
         });

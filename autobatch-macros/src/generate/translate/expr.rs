@@ -46,7 +46,12 @@ impl Translator<'_> {
         }
         match &e.kind {
             ExprKind::Call(path, args) => self.call(e, path, args, expected, None),
-            ExprKind::If(c, t, el) => self.if_(c, t, el.as_deref(), expected, None),
+            ExprKind::If(c, t, el) => {
+                if expected.is_none_or(Ty::is_unit) && self.assigning_if(e, c, t, el.as_deref()) {
+                    return Value::Unit;
+                }
+                self.if_(c, t, el.as_deref(), expected, None)
+            }
             ExprKind::Block(b) => {
                 self.scopes.push(Vec::new());
                 let v = self.block_value(b, expected);

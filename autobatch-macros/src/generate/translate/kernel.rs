@@ -22,6 +22,11 @@ impl Translator<'_> {
 
     /// Emits `outs = <pure e>` as a lane-wise kernel.
     pub(super) fn prim_pure(&mut self, outs: Vec<usize>, e: &Expr, ty: Ty) {
+        self.prim_pure_shown(outs, e, ty, source_text(&e.tokens));
+    }
+
+    /// [`Translator::prim_pure`], shown as `source` in the printed program.
+    pub(super) fn prim_pure_shown(&mut self, outs: Vec<usize>, e: &Expr, ty: Ty, source: String) {
         let Some(block) = self.current else { return };
         if let Some(ins) = self.copy_sources(e, &ty) {
             self.out.steps.push(Step::Assign { block, outs, ins });
@@ -60,7 +65,7 @@ impl Translator<'_> {
                 None => self.unknown(&id),
             }
         }
-        self.push_kernel(block, outs, inputs, e.clone(), ty, source_text(&e.tokens));
+        self.push_kernel(block, outs, inputs, e.clone(), ty, source);
     }
 
     /// The variables a pure expression merely copies, leaf for leaf, when it is made only of

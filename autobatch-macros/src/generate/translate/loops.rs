@@ -2,9 +2,10 @@
 //! to.
 //!
 //! A `for` loop is a counter and a flag: a kernel before the loop evaluates the bounds and the
-//! step once and computes the first value and whether there is one; the loop's header branches
-//! on the flag; the body's end (and every `continue`) runs a kernel computing the next value
-//! and whether it is still in the range. The next value is computed in `i128` from the step as
+//! step once and computes the first value and whether there is one, and the block branches on
+//! the flag to the body or past the loop; the body's end (and every `continue`) runs a kernel
+//! computing the next value and whether it is still in the range, and branches on it the same
+//! way (the loop is rotated: no header block the lanes pass through on every iteration). The next value is computed in `i128` from the step as
 //! the `usize` Rust's `step_by` takes, so no range overflows, `lo..=T::MAX` included, and
 //! `step_by(0)` fails in the lanes that reach it as it panics in Rust.
 
@@ -35,7 +36,14 @@ impl Translator<'_> {
 
     pub(super) fn continue_(&mut self, label: Option<&Label>) -> Value {
         if let Some(at) = self.target_loop(label) {
-            let to = self.loops[at].continue_to;
+            let to = match self.loops[at].continue_to {
+                Some(b) => b,
+                None => {
+                    let b = self.new_block("next");
+                    self.loops[at].continue_to = Some(b);
+                    b
+                }
+            };
             self.goto(to);
         }
         Value::Diverged
@@ -117,18 +125,15 @@ impl Translator<'_> {
             pair.clone(),
             format!("first of {}", f.source),
         );
-        let header = self.new_block("for");
         let body_block = self.new_block("body");
-        let step_block = self.new_block("next");
         let after = self.new_block("after");
-        self.goto(header);
         self.out
             .steps
-            .push(Step::Branch(header, more, body_block, after));
+            .push(Step::Branch(before, more, body_block, after));
         self.current = Some(body_block);
         self.loops.push(LoopCtx {
             label: f.label.clone(),
-            continue_to: step_block,
+            continue_to: None,
             break_to: Some(after),
             result: None,
         });
@@ -140,21 +145,33 @@ impl Translator<'_> {
         }
         self.block_value(&f.body, Some(&Ty::unit()));
         self.scopes.pop();
-        self.goto(step_block);
-        self.loops.pop();
+        let ctx = self.loops.pop().expect("pushed above");
+        // The loop is rotated: where the body ends (and in the block every `continue` goes
+        // to), the next value is computed and tested, and the body entered again from there.
         let bound = if f.rev { lo_id } else { hi_id };
         let mut ins = vec![(i_id, counter), (bound, if f.rev { lo } else { hi })];
         ins.extend(step.map(|s| (step_id, s)));
-        self.push_kernel(
-            step_block,
-            vec![counter, more],
-            ins,
-            Expr::made(ExprKind::Invalid, next, span),
-            pair,
-            format!("next of {}", f.source),
-        );
-        self.current = Some(step_block);
-        self.goto(header);
+        let next_and_test = |this: &mut Self, block: usize| {
+            this.push_kernel(
+                block,
+                vec![counter, more],
+                ins.clone(),
+                Expr::made(ExprKind::Invalid, next.clone(), span),
+                pair.clone(),
+                format!("next of {}", f.source),
+            );
+            this.out
+                .steps
+                .push(Step::Branch(block, more, body_block, after));
+        };
+        match (self.current, ctx.continue_to) {
+            (Some(_), Some(latch)) => self.goto(latch),
+            (Some(end), None) => next_and_test(self, end),
+            (None, _) => {}
+        }
+        if let Some(latch) = ctx.continue_to {
+            next_and_test(self, latch);
+        }
         self.current = Some(after);
         Value::Unit
     }

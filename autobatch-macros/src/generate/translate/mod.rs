@@ -1,12 +1,13 @@
 //! AST -> a recorded construction of the function's IR ([`Record`]), one file per construct
-//! family: names and scopes (`scope`), kernels and if-conversion (`kernel`), expressions
-//! (`expr`), `let` patterns (`pattern`), assignments (`assign`), calls (`call`), control
+//! family: names and scopes (`scope`), kernels and if-conversion (`kernel`; of `if`
+//! statements that only assign, `assigning_if`), expressions (`expr`), `let` patterns (`pattern`), assignments (`assign`), calls (`call`), control
 //! flow (`control`) and `for` loops and loop labels (`loops`).
 //!
 //! Types come from the inference pass ([`LetTypes`]), which runs before: the translation runs
 //! once.
 
 mod assign;
+mod assigning_if;
 mod call;
 mod control;
 mod expr;
@@ -53,10 +54,11 @@ impl Dest {
     }
 }
 
-/// A loop being translated: its label, where `continue` and `break` go, and its `break` value.
+/// A loop being translated: its label, where `continue` and `break` go (made when first
+/// needed, if not given), and its `break` value.
 struct LoopCtx {
     label: Option<Label>,
-    continue_to: usize,
+    continue_to: Option<usize>,
     break_to: Option<usize>,
     result: Option<(usize, Ty)>,
 }

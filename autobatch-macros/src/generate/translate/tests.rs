@@ -119,7 +119,7 @@ fn an_if_with_a_call_branches_and_joins() {
 }
 
 #[test]
-fn a_while_loop_tests_in_its_header() {
+fn a_while_loop_tests_where_it_starts_and_where_its_body_ends() {
     let r = record(syn::parse_quote! {
         fn f(n: i64) -> i64 {
             let mut i = 0;
@@ -132,11 +132,11 @@ fn a_while_loop_tests_in_its_header() {
         [
             "return: return",
             "entry: i = kernel()",
-            "entry: goto while",
-            "while: t = kernel(i, n)",
-            "while: branch t ? body : after",
+            "entry: t = kernel(i, n)",
+            "entry: branch t ? body : after",
             "body: i = kernel(i)",
-            "body: goto while",
+            "body: t.1 = kernel(i, n)",
+            "body: branch t.1 ? body : after",
             "after: ret = i",
             "after: goto return",
         ]
@@ -144,6 +144,43 @@ fn a_while_loop_tests_in_its_header() {
     // `i` is compared with an `i64`: inference made the literal's `let` an `i64`.
     let i = r.vars.iter().find(|v| v.name == "i").map(|v| &v.ty);
     assert_eq!(i, Some(&crate::parse::ast::Ty::Scalar(DType::I64)));
+}
+
+#[test]
+fn a_continue_goes_to_a_block_testing_the_condition_again() {
+    let r = record(syn::parse_quote! {
+        fn f(n: i64) -> i64 {
+            let mut i = 0;
+            let mut odd = 0;
+            while i < n {
+                i += 1;
+                if i % 2 == 0 { continue; }
+                odd += 1;
+            }
+            odd
+        }
+    });
+    assert_eq!(
+        steps(&r),
+        [
+            "return: return",
+            "entry: i = kernel()",
+            "entry: odd = kernel()",
+            "entry: t = kernel(i, n)",
+            "entry: branch t ? body : after",
+            "body: i = kernel(i)",
+            "body: t.1 = kernel(i)",
+            "body: branch t.1 ? then : else",
+            "then: goto next",
+            "else: goto join",
+            "join: odd = kernel(odd)",
+            "join: goto next",
+            "next: t.2 = kernel(i, n)",
+            "next: branch t.2 ? body : after",
+            "after: ret = odd",
+            "after: goto return",
+        ]
+    );
 }
 
 #[test]
