@@ -248,7 +248,7 @@ impl Activation<'_> {
                 return Err(with_waiting(out_of_steps, &waiting));
             }
             let block = blocks[pos];
-            let lanes = waiting[pos].take();
+            let lanes = waiting[pos].take(&mut self.buffers.borrow_mut().scratch);
             if let Some(steps) = self.lane_steps.borrow_mut().as_mut() {
                 steps.run(&lanes)?;
             }
