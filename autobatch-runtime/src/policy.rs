@@ -54,15 +54,22 @@ pub(crate) fn dead_vectors(program: &Program, live: &Liveness, stacks: Stacks) -
 pub(crate) fn partition_lanes(lanes: &mut Vec<usize>, conditions: &[bool], else_: &mut Vec<usize>) {
     else_.clear();
     else_.reserve(lanes.len());
-    let spare = &mut else_.spare_capacity_mut()[..lanes.len()];
+    let n = lanes.len();
+    let spare = &mut else_.spare_capacity_mut()[..n];
+    let (then_at, else_at) = (lanes.as_mut_ptr(), spare.as_mut_ptr());
     let (mut t, mut e) = (0, 0);
-    for i in 0..lanes.len() {
-        let lane = lanes[i];
-        let c = usize::from(conditions[lane]);
-        lanes[t] = lane;
-        spare[e].write(lane);
-        t += c;
-        e += 1 - c;
+    for i in 0..n {
+        // SAFETY: `t` and `e` count the lanes before `i` that went each way, so both are at
+        // most `i`, below `n`, the length of `lanes` and of `spare`; `lanes[t]` is written
+        // after `lanes[i]` is read (they are the same element when `t == i`).
+        unsafe {
+            let lane = *then_at.add(i);
+            let c = usize::from(conditions[lane]);
+            *then_at.add(t) = lane;
+            (*else_at.add(e)).write(lane);
+            t += c;
+            e += 1 - c;
+        }
     }
     lanes.truncate(t);
     // SAFETY: the loop wrote the first `e` elements of `else_`'s spare capacity.
