@@ -242,8 +242,13 @@ use quote::quote;
 /// for each active lane. An `if` with an `else` is part of such a kernel when it is pure: no
 /// call to an `#[autobatch]` function or primitive, no assignment, loop, `break`, `continue`
 /// or `return` in it, only `let`s in its branches, and no `Vector` in its value. Each lane
-/// then runs the branch it takes, as the scalar function does. Any other `if` branches: the
-/// lanes split between its two blocks and meet again after it.
+/// then runs the branch it takes, as the scalar function does. So is an `if` statement whose
+/// branches only assign number or `bool` variables declared before it (`if n % 2 == 0 { n /= 2 }
+/// else { n = 3 * n + 1 }`, with or without `else`, nested `if`s of the same kind and `let`s
+/// allowed): one kernel computes the variables' new values. Any other `if` branches: the lanes
+/// split between its two blocks and meet again after it. A `while` or `for` loop tests its
+/// condition where it starts and again where its body ends, so one iteration of a loop whose
+/// body is straight-line code is one block and one kernel.
 ///
 /// A tuple result is one variable per element (`ret.0`, `ret.1`, .. in the printed program),
 /// and a call of a function or primitive returning a tuple writes one output per element. When
