@@ -87,17 +87,29 @@ fn fib(n: i64) -> i64 {
     }
 }
 
-/// Median wall time of `reps` runs of `f`, and the last result.
+/// Runs of a short workload are repeated until they add up to this much time (at most
+/// [`MAX_REPS`] runs): a few runs of a 2 ms workload on two threads are dominated by the
+/// worker threads' first allocations, not by the work.
+const MIN_TOTAL: Duration = Duration::from_millis(200);
+
+/// The most runs [`median`] makes.
+const MAX_REPS: usize = 201;
+
+/// Median wall time of at least `reps` runs of `f` (more for a short `f`, until the runs add
+/// up to [`MIN_TOTAL`], unless `reps` is 1: one run for its result), and the last result.
 fn median<T>(reps: usize, mut f: impl FnMut() -> T) -> (Duration, T) {
     let mut times = Vec::with_capacity(reps);
     let mut last = None;
-    for _ in 0..reps {
+    let mut total = Duration::ZERO;
+    while times.len() < reps || (reps > 1 && total < MIN_TOTAL && times.len() < MAX_REPS) {
         let t = Instant::now();
         last = Some(black_box(f()));
-        times.push(t.elapsed());
+        let took = t.elapsed();
+        total += took;
+        times.push(took);
     }
     times.sort();
-    (times[reps / 2], last.expect("reps > 0"))
+    (times[times.len() / 2], last.expect("reps > 0"))
 }
 
 fn ms(d: Duration) -> f64 {
@@ -181,7 +193,7 @@ fn main() {
     ];
     let reps = 5;
     println!(
-        "batch {batch}, medians of {reps}; ratio = autobatched time / plain Rust loop time; \
+        "batch {batch}, medians of at least {reps} runs (more, up to {MAX_REPS}, until they take {MIN_TOTAL:?}); ratio = autobatched time / plain Rust loop time; \
          speedup = one-thread time / {all}-thread time; kernels = share of one-thread time in \
          lane-wise kernels (the rest is the interpreter)"
     );
@@ -232,7 +244,7 @@ fn main() {
         );
     }
 
-    println!("\nshard size, one thread (ms, medians of {reps}; `auto` is Config::shard_size None)");
+    println!("\nshard size, one thread (ms, medians of at least {reps} runs; `auto` is Config::shard_size None)");
     let sizes = [64usize, 256, 1_024, 2_500, 10_000];
     print!("{:<20} {:<4}", "workload", "mode");
     for size in sizes {
