@@ -230,14 +230,7 @@ impl Translator<'_> {
                 }
             }
         };
-        match (self.current, ctx.continue_to) {
-            (Some(_), Some(latch)) => self.goto(latch),
-            (Some(end), None) => test(self, end),
-            (None, _) => {}
-        }
-        if let Some(latch) = ctx.continue_to {
-            test(self, latch);
-        }
+        self.end_rotated(ctx.continue_to, test);
         self.current = Some(exit);
         Value::Unit
     }

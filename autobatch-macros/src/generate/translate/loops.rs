@@ -49,6 +49,24 @@ impl Translator<'_> {
         Value::Diverged
     }
 
+    /// Ends a rotated loop's body: `test(block)` emits the loop's test at the end of `block`
+    /// (branching to the body or past the loop), where the body ends and in the block the
+    /// loop's `continue`s go to, if any (then the body's end goes there too).
+    pub(super) fn end_rotated(
+        &mut self,
+        continue_to: Option<usize>,
+        test: impl Fn(&mut Self, usize),
+    ) {
+        match (self.current, continue_to) {
+            (Some(_), Some(latch)) => self.goto(latch),
+            (Some(end), None) => test(self, end),
+            (None, _) => {}
+        }
+        if let Some(latch) = continue_to {
+            test(self, latch);
+        }
+    }
+
     /// A variable holding the value of `e` (of type `ty`, or its own if `None`) that nothing
     /// else writes: the bounds and the step are evaluated once.
     fn evaluate_once(&mut self, e: &Expr, ty: Option<&Ty>, base: &str) -> Option<(usize, Ty)> {
@@ -164,14 +182,7 @@ impl Translator<'_> {
                 .steps
                 .push(Step::Branch(block, more, body_block, after));
         };
-        match (self.current, ctx.continue_to) {
-            (Some(_), Some(latch)) => self.goto(latch),
-            (Some(end), None) => next_and_test(self, end),
-            (None, _) => {}
-        }
-        if let Some(latch) = ctx.continue_to {
-            next_and_test(self, latch);
-        }
+        self.end_rotated(ctx.continue_to, next_and_test);
         self.current = Some(after);
         Value::Unit
     }
