@@ -98,6 +98,13 @@ fn collected<T: Element>(src: &Column, lanes: &[usize]) -> Option<Column> {
     Some(T::column(array))
 }
 
+/// The panic of a lane past the rows of a copy (a lane list the storage did not make).
+#[cold]
+#[inline(never)]
+fn lane_out_of_range(lane: usize, rows: usize) -> ! {
+    panic!("lane {lane} out of {rows} rows")
+}
+
 /// The typed loop of [`copy`] for width-1 columns of `T`; `false` if they hold another type.
 #[inline]
 fn typed<T: Element>(dst: &mut Column, src: &Column, rows: Rows<'_>) -> bool {
@@ -115,7 +122,17 @@ fn typed<T: Element>(dst: &mut Column, src: &Column, rows: Rows<'_>) -> bool {
                 *out = s[l];
             }
         }
-        Rows::Same(lanes) => lanes.iter().for_each(|&l| d[l] = s[l]),
+        Rows::Same(lanes) => {
+            // One bounds check per lane, against both columns at once.
+            let n = s.len().min(d.len());
+            let (d, s) = (&mut d[..n], &s[..n]);
+            for &l in lanes {
+                if l >= n {
+                    lane_out_of_range(l, n);
+                }
+                d[l] = s[l];
+            }
+        }
         Rows::Push(st) => st.lanes.iter().for_each(|&l| d[st.below(l)] = s[l]),
         Rows::Pop(st) => st.lanes.iter().for_each(|&l| d[l] = s[st.at(l)]),
     }
