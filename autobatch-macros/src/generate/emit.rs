@@ -7,7 +7,7 @@ use super::infer::path_text;
 use super::ir::CompileTime;
 use super::names::{format_ident, quote};
 use super::runtime::{leaf_paths, struct_path, Runtime};
-use super::translate::{KernelSpec, Record, Step};
+use super::translate::{CalleeSpec, KernelSpec, Record, Step};
 use super::vectorise::vector_kernel;
 use crate::parse::ast::{Func, Signature, Ty};
 use crate::parse::context::ContextParam;
@@ -397,17 +397,37 @@ pub fn function(
             let r = rt.rust_type(&s.ret);
             return quote_spanned!(c.span=> const _: fn(#(#ps),*) -> #r = #p;);
         }
-        let ps = c.params.iter().zip(&c.by_ref).map(|(t, r)| {
-            let t = rt.rust_type(t);
-            if *r {
-                quote!(&#t)
-            } else {
-                t
-            }
-        });
-        let ps = context::with_context_param(ps.collect(), c.context, func.context.as_ref());
+        // A call the callee's own signature already says is wrong is left to rustc's error on
+        // the scalar function's call of it: checked here too, it would be reported twice.
+        if func
+            .callee_signature(p)
+            .is_some_and(|s| mistyped_call(&s, c))
+        {
+            return TokenStream::new();
+        }
+        let mut ps: Vec<TokenStream> = c
+            .params
+            .iter()
+            .zip(&c.by_ref)
+            .map(|(t, r)| {
+                let t = rt.rust_type(t);
+                if *r {
+                    quote!(&#t)
+                } else {
+                    t
+                }
+            })
+            .collect();
         let r = rt.rust_type(&c.ret);
-        quote_spanned!(c.span=> const _: fn(#(#ps),*) -> #r = #p;)
+        match c.context.filter(|_| func.context.is_some()) {
+            // The context passed on is checked by rustc at the scalar call (and by type at run
+            // time): the check leaves its type to inference, so a wrong one is reported once.
+            Some(at) => {
+                ps.insert(at.min(ps.len()), quote!(_));
+                quote_spanned!(c.span=> const _: () = { let _: fn(#(#ps),*) -> #r = #p; };)
+            }
+            None => quote_spanned!(c.span=> const _: fn(#(#ps),*) -> #r = #p;),
+        }
     });
     let param_names: Vec<_> = func.params.iter().map(|(n, _)| n.clone()).collect();
     // The scalar function, named next to it by a signature check: the batched form uses it, so
@@ -533,4 +553,14 @@ pub fn function(
             }
         }
     }
+}
+
+/// True if a call passing arguments of `c.params` (by value where not `c.by_ref`) and taking a
+/// result of `c.ret` cannot be a call of a function of signature `s`: a different number of
+/// arguments, a by-value argument of another type, or another result type. rustc rejects the
+/// scalar function's call then.
+fn mistyped_call(s: &Signature, c: &CalleeSpec) -> bool {
+    s.params.len() != c.params.len()
+        || s.ret != c.ret
+        || (s.params.iter().zip(&c.params).zip(&c.by_ref)).any(|((a, b), r)| !r && a != b)
 }
