@@ -704,20 +704,18 @@ fn path_attr(attrs: &[syn::Attribute]) -> Option<Option<String>> {
     Some(path)
 }
 
+/// Attributes built into the language that neither move nor rewrite the item they are on:
+/// documentation, lint levels, and `cfg` (which keeps it or drops it whole).
+const INERT_ATTRIBUTES: &[&str] = &["doc", "allow", "warn", "deny", "expect", "forbid", "cfg"];
+
+/// Whether `a` is one of `names`, or of [`INERT_ATTRIBUTES`].
+pub(super) fn attribute_among(a: &syn::Attribute, names: &[&str]) -> bool {
+    (INERT_ATTRIBUTES.iter().chain(names)).any(|n| a.path().is_ident(n))
+}
+
 /// Whether a module's attributes leave it where rustc's rules put it (no macro, no `cfg_attr`).
 fn plain_attributes(attrs: &[syn::Attribute]) -> bool {
-    const KNOWN: &[&str] = &[
-        "doc",
-        "allow",
-        "warn",
-        "deny",
-        "expect",
-        "forbid",
-        "cfg",
-        "path",
-        "macro_use",
-    ];
     attrs
         .iter()
-        .all(|a| KNOWN.iter().any(|k| a.path().is_ident(k)))
+        .all(|a| attribute_among(a, &["path", "macro_use"]))
 }

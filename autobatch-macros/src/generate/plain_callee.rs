@@ -11,7 +11,7 @@
 //! item of another crate, a name an item macro may define, a file that cannot be read)
 //! leaves the lookup to `describe.rs` as before.
 
-use super::modules::{disk_roots, Crate, Disk, Lookup, Name, Want};
+use super::modules::{attribute_among, disk_roots, Crate, Disk, Lookup, Name, Want};
 use std::path::Path;
 
 /// The error for a call of `callee` from the function `caller` (its item), if `callee` is
@@ -90,23 +90,8 @@ fn plain_in(
 
 /// Whether any of `attrs` could be a macro (an attribute not built into the language).
 fn macro_attributes(attrs: &[syn::Attribute]) -> bool {
-    const BUILT_IN: &[&str] = &[
-        "doc",
-        "allow",
-        "warn",
-        "deny",
-        "expect",
-        "forbid",
-        "inline",
-        "cold",
-        "must_use",
-        "track_caller",
-        "deprecated",
-        "cfg",
-    ];
-    attrs
-        .iter()
-        .any(|a| !BUILT_IN.iter().any(|b| a.path().is_ident(b)))
+    const BUILT_IN: &[&str] = &["inline", "cold", "must_use", "track_caller", "deprecated"];
+    attrs.iter().any(|a| !attribute_among(a, BUILT_IN))
 }
 
 #[cfg(test)]
