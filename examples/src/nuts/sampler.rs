@@ -84,11 +84,12 @@ pub fn build_tree(
 ) -> (Tree, Key) {
     if depth == 0 {
         // One leapfrog step, written out here rather than as a function: a call would copy
-        // every vector in and out.
-        let half = &start.p + &((0.5 * eps) * &start.g);
-        let q1 = &start.q + &(eps * &(&minv * &half));
+        // every vector in and out. The half-step momentum is computed again where the full step
+        // needs it (the same operations, so the same bits) rather than kept: a vector kept
+        // across the gradient is a row written, held and read back for every chain.
+        let q1 = &start.q + &(eps * &(&minv * &(&start.p + &((0.5 * eps) * &start.g))));
         let (logp1, g1): (f64, Vector) = logp_grad(shared, &q1);
-        let p1 = &half + &((0.5 * eps) * &g1);
+        let p1 = &(&start.p + &((0.5 * eps) * &start.g)) + &((0.5 * eps) * &g1);
         let h = -logp1 + 0.5 * p1.dot(&(&minv * &p1));
         let log_weight = if h.is_nan() {
             f64::NEG_INFINITY
