@@ -4,8 +4,8 @@
 //! identity map), step size, initial points, maximum depth (10) and divergence threshold, no
 //! warmup, 200 draws, at 10, 100 and 1,000 chains. Gradient evaluations per second and
 //! min-ESS (bulk, over coordinates) per second for the autobatched sampler (full VM and
-//! stackless) and for nuts-rs, on one thread and on every core (the full VM on all threads,
-//! nuts-rs's multi-chain sampler); both samplers' trees; the GEMM lower bound for the
+//! stackless) and for nuts-rs, on one thread and on every core (both interpreters on all
+//! threads, nuts-rs's multi-chain sampler); both samplers' trees; the GEMM lower bound for the
 //! Gaussian; where the autobatched run's time went; and how the full VM's speed depends on
 //! the shard size.
 //!
@@ -727,10 +727,16 @@ fn compare<T: Target + Clone + Send + Sync + 'static>(
     let (vm, vm_stats) = autobatched(target, step, chains, (Mode::FullVm, 1), None);
     let (sl, sl_stats) = autobatched(target, step, chains, (Mode::Stackless, 1), None);
     let (vm_all, vm_all_stats) = autobatched(target, step, chains, (Mode::FullVm, all), None);
+    let (sl_all, sl_all_stats) = autobatched(target, step, chains, (Mode::Stackless, all), None);
     assert_eq!(
         chain0(&vm),
         chain0(&vm_all),
         "chain 0: one thread == every thread"
+    );
+    assert_eq!(
+        chain0(&sl),
+        chain0(&sl_all),
+        "chain 0: stackless on every thread"
     );
     assert_eq!(chain0(&vm), chain0(&sl), "chain 0: full VM == stackless");
     assert_eq!(vm.grads, sl.grads, "the same gradient evaluations");
@@ -762,6 +768,13 @@ fn compare<T: Target + Clone + Send + Sync + 'static>(
         Some(&many),
     );
     row(
+        "autobatched, stackless",
+        &all.to_string(),
+        &sl_all,
+        sl_all.min_ess(),
+        Some(&many),
+    );
+    row(
         "nuts-rs multi-chain",
         &all.to_string(),
         &many,
@@ -779,31 +792,38 @@ fn compare<T: Target + Clone + Send + Sync + 'static>(
             fast.min_ess(),
             Some(&many),
         );
-        // Per wall second, then per CPU second (the steadier figure on a shared machine).
+        // The faster interpreter's gain, per wall second, then per CPU second (the steadier
+        // figure on a shared machine).
+        let (mode, best) = match sl_all.rate() > vm_all.rate() {
+            true => ("stackless", &sl_all),
+            false => ("full VM", &vm_all),
+        };
         let per_cpu = |m: &Measured| m.grads as f64 / m.cpu;
         println!(
-            "  gain over nuts-rs on {all} threads, {:.2}x grad/s in all: {:.2}x from the \
-             polynomial softplus/sigmoid (nuts-rs could use them too), {:.2}x from batching; \
-             per CPU second {:.2}x = {:.2}x x {:.2}x",
-            vm_all.rate() / many.rate(),
+            "  gain over nuts-rs on {all} threads ({mode}), {:.2}x grad/s in all: {:.2}x from \
+             the polynomial softplus/sigmoid (nuts-rs could use them too), {:.2}x from \
+             batching; per CPU second {:.2}x = {:.2}x x {:.2}x",
+            best.rate() / many.rate(),
             fast.rate() / many.rate(),
-            vm_all.rate() / fast.rate(),
-            per_cpu(&vm_all) / per_cpu(&many),
+            best.rate() / fast.rate(),
+            per_cpu(best) / per_cpu(&many),
             per_cpu(&fast) / per_cpu(&many),
-            per_cpu(&vm_all) / per_cpu(&fast)
+            per_cpu(best) / per_cpu(&fast)
         );
     }
     if let Some(gaussian) = gaussian {
         let bound = gemm_bound(gaussian, chains, vm.grads);
         println!(
-            "  {:<26} {:>7} {:>10} {:>8.2} {:>8.2} {:>8.3}   full VM at {:.1}% of it",
+            "  {:<26} {:>7} {:>10} {:>8.2} {:>8.2} {:>8.3}   one thread: full VM at {:.1}% of \
+             it, stackless at {:.1}%",
             "GEMM bound",
             "1",
             bound.grads,
             bound.secs,
             bound.cpu,
             bound.rate() / 1e6,
-            100.0 * vm.rate() / bound.rate()
+            100.0 * vm.rate() / bound.rate(),
+            100.0 * sl.rate() / bound.rate()
         );
     }
     println!(
@@ -815,6 +835,7 @@ fn compare<T: Target + Clone + Send + Sync + 'static>(
     split("full VM, 1 thread", &vm, &vm_stats);
     split("stackless, 1 thread", &sl, &sl_stats);
     split(&format!("full VM, {all} threads"), &vm_all, &vm_all_stats);
+    split(&format!("stackless, {all} threads"), &sl_all, &sl_all_stats);
     println!();
 }
 
