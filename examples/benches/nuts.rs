@@ -6,8 +6,8 @@
 //! min-ESS (bulk, over coordinates) per second for the autobatched sampler (full VM and
 //! stackless) and for nuts-rs, on one thread and on every core (both interpreters on all
 //! threads, nuts-rs's multi-chain sampler); both samplers' trees; the GEMM lower bound for the
-//! Gaussian; where the autobatched run's time went; and how the full VM's speed depends on
-//! the shard size.
+//! Gaussian; where the autobatched run's time went; and how each interpreter's speed depends
+//! on the shard size.
 //!
 //! Run: `cargo bench -p autobatch-examples --bench nuts` (`NUTS_BENCH_CHAINS=10,100` chooses
 //! the chain counts, `NUTS_BENCH_TARGETS=gaussian` or `logistic` one target,
@@ -59,6 +59,7 @@ use autobatch_examples::nuts::{
     chain_key, initial_point, ChainSettings, CorrelatedGaussian, LogisticRegression, Shared, Sink,
     Target,
 };
+use autobatch_runtime::ir::{KernelRef, Op, PrimOp};
 use autobatch_runtime::ndarray::linalg::{general_mat_mul, general_mat_vec_mul};
 use autobatch_runtime::ndarray::{s, Array1, Array2, Array3, ArrayView1, ArrayViewMut1, Zip};
 use autobatch_runtime::{available_threads, math, Config, Mode, Stats};
@@ -693,6 +694,38 @@ fn split(name: &str, m: &Measured, stats: &Stats) {
         stats.steps,
         stats.vector_rows as f64 / m.draws.dim().0 as f64
     );
+    // The lane-wise kernels that took the most time, by the source they were made from.
+    let labels = kernel_sources();
+    let mut kernels: Vec<(usize, f64)> = (stats.kernels.iter().enumerate())
+        .map(|(k, s)| (k, s.time.as_secs_f64() / m.cpu))
+        .filter(|&(k, _)| labels.get(k).is_some_and(|l| l != "logp_grad"))
+        .collect();
+    kernels.sort_by(|a, b| b.1.total_cmp(&a.1));
+    for (k, share) in kernels.into_iter().take(3) {
+        println!("    {:>4.1}%  {}", 100.0 * share, labels[k]);
+    }
+}
+
+/// The first 80 characters of the source each of the sampler's kernels was made from, by
+/// kernel id.
+fn kernel_sources() -> Vec<String> {
+    let program = chain::executable().expect("the sampler builds").source();
+    let mut labels = Vec::new();
+    for op in program.blocks.iter().flat_map(|b| &b.ops) {
+        if let Op::Prim(PrimOp {
+            kernel: KernelRef::User(k),
+            source,
+            ..
+        }) = op
+        {
+            if labels.len() <= k.index() {
+                labels.resize(k.index() + 1, String::new());
+            }
+            let one_line = source.split_whitespace().collect::<Vec<_>>().join(" ");
+            labels[k.index()] = one_line.chars().take(80).collect();
+        }
+    }
+    labels
 }
 
 /// One sampler's trees: mean depth and mean leapfrog steps per draw, where it reports them.
@@ -839,30 +872,32 @@ fn compare<T: Target + Clone + Send + Sync + 'static>(
     println!();
 }
 
-/// The full VM on one thread at several shard sizes: the effect of cache-sized shards.
+/// Both interpreters on one thread at several shard sizes: the effect of cache-sized shards.
 fn shard_sweep<T: Target + Clone + Send + Sync + 'static>(target: &T, step: f64, chains: usize) {
-    println!("full VM, one thread, {chains} chains, by shard size (lanes per shard; auto = the default):");
     let mut reference: Option<Vec<u64>> = None;
-    for size in [Some(64), Some(128), Some(256), Some(chains), None] {
-        if size.is_some_and(|s| s > chains) {
-            continue;
+    for (mode, name) in [(Mode::FullVm, "full VM"), (Mode::Stackless, "stackless")] {
+        println!("{name}, one thread, {chains} chains, by shard size (lanes per shard; auto = the default):");
+        for size in [Some(64), Some(128), Some(256), Some(chains), None] {
+            if size.is_some_and(|s| s > chains) {
+                continue;
+            }
+            let (m, stats) = autobatched(target, step, chains, (mode, 1), size);
+            let bits = chain0(&m);
+            assert_eq!(
+                *reference.get_or_insert_with(|| bits.clone()),
+                bits,
+                "chain 0's draws do not depend on the shard size or the interpreter"
+            );
+            let label = size.map_or(format!("auto, {} shards", stats.shards), |s| s.to_string());
+            println!(
+                "  {label:>14}: {:>7.3} M grad/s, {:.2} s ({:.2} s CPU), {:.0}% in the batched gradient, {} steps",
+                m.rate() / 1e6,
+                m.secs,
+                m.cpu,
+                100.0 * stats.batched_kernel_time.as_secs_f64() / m.secs,
+                stats.steps
+            );
         }
-        let (m, stats) = autobatched(target, step, chains, (Mode::FullVm, 1), size);
-        let bits = chain0(&m);
-        assert_eq!(
-            *reference.get_or_insert_with(|| bits.clone()),
-            bits,
-            "chain 0's draws do not depend on the shard size"
-        );
-        let label = size.map_or("auto".to_string(), |s| s.to_string());
-        println!(
-            "  {label:>6}: {:>7.3} M grad/s, {:.2} s ({:.2} s CPU), {:.0}% in the batched gradient, {} steps",
-            m.rate() / 1e6,
-            m.secs,
-            m.cpu,
-            100.0 * stats.batched_kernel_time.as_secs_f64() / m.secs,
-            stats.steps
-        );
     }
     println!();
 }
