@@ -15,7 +15,7 @@ use crate::policy::{dead_vectors, LaneSteps};
 use crate::stats::Stats;
 use crate::storage::Stacks;
 use autobatch_ir::passes::liveness;
-use autobatch_ir::{Allocation, Block, LoweredProgram, Op, Program, Terminator, Var};
+use autobatch_ir::{Allocation, Block, KernelRef, LoweredProgram, Op, Program, Terminator, Var};
 
 /// The full VM keeps FULL variables' saved frames in storage: pushes and pops act on them.
 pub(crate) const STACKS: Stacks = Stacks::Honour;
@@ -26,6 +26,10 @@ pub(crate) struct Plan {
     /// Per block and op: the stacked variables a `pop` op pops (pops of the others are no-ops,
     /// dropped here once instead of skipped at every run).
     pops: Vec<Vec<Vec<Var>>>,
+    /// Per block and op: `(v, from)` if the op is `v = from` on a stacked `v` that pushes
+    /// first, which storage runs in one pass over the lanes where it can
+    /// ([`Storage::push_copy`](crate::storage::Storage::push_copy)).
+    push_copies: Vec<Vec<Option<(Var, Var)>>>,
     /// Per block: the vector variables (registers and temporaries, not stacked) that it reads
     /// or writes and that are dead when it ends. Their rows are released there instead of when
     /// the variable is next overwritten: the arena then holds live values only, and a row is
@@ -56,8 +60,31 @@ impl Plan {
                     .collect()
             })
             .collect();
+        let push_copies = program
+            .blocks
+            .iter()
+            .map(|data| {
+                data.ops
+                    .iter()
+                    .map(|op| match op {
+                        Op::Prim(p)
+                            if p.kernel == KernelRef::Assign
+                                && p.outs.len() == 1
+                                && p.ins.len() == 1
+                                && p.outs[0] != p.ins[0]
+                                && program.var(p.outs[0]).alloc == Allocation::Full
+                                && !p.is_in_place(p.outs[0]) =>
+                        {
+                            Some((p.outs[0], p.ins[0]))
+                        }
+                        _ => None,
+                    })
+                    .collect()
+            })
+            .collect();
         Plan {
             pops,
+            push_copies,
             dead_vectors: dead_vectors(program, &liveness(program), STACKS),
             entries: counted_entries(program, high),
         }
@@ -153,7 +180,15 @@ fn run_steps(exec: &mut Exec<'_>, plan: &Plan, config: &Config, stats: &mut Stat
         }
         for (i, op) in data.ops.iter().enumerate() {
             match op {
-                Op::Prim(prim) => exec.run_prim(prim, &lanes, block, stats)?,
+                Op::Prim(prim) => {
+                    let fused = match plan.push_copies[index][i] {
+                        Some((v, from)) => exec.storage.push_copy(v, from, &lanes, block)?,
+                        None => false,
+                    };
+                    if !fused {
+                        exec.run_prim(prim, &lanes, block, stats)?;
+                    }
+                }
                 Op::Pop(_) => {
                     for &v in &plan.pops[index][i] {
                         exec.storage.pop(v, &lanes, block)?;
@@ -205,9 +240,14 @@ fn run_steps(exec: &mut Exec<'_>, plan: &Plan, config: &Config, stats: &mut Stat
                 // One pass: each lane's last return address popped, its caller's depth
                 // restored and the lane added to the block it returns to. An empty return
                 // stack is the "halt" address beneath main.
-                let (held, slots) = (&mut returns.held[..], &returns.slots[..]);
+                let n = returns.held.len().min(depth.len());
+                let (held, depth) = (&mut returns.held[..n], &mut depth[..n]);
+                let slots = &returns.slots[..];
                 let mut popped = 0;
                 for &lane in &lanes {
+                    if lane >= n {
+                        lane_out_of_range(lane, n);
+                    }
                     let Some(d) = held[lane].checked_sub(1) else {
                         continue;
                     };
@@ -254,6 +294,13 @@ fn enter(depth: &mut [u32], lanes: &[usize], max_depth: usize) -> Option<usize> 
     lanes.iter().copied().find(|&l| depth[l] > limit)
 }
 
+/// The panic of a lane past the batch (a lane list the VM did not make).
+#[cold]
+#[inline(never)]
+fn lane_out_of_range(lane: usize, batch: usize) -> ! {
+    panic!("lane {lane} out of a batch of {batch}")
+}
+
 /// Every lane's return addresses, stack-major like saved frames (`slot = level * batch +
 /// lane`): a push or pop is one store or load, and growing by a level appends to the end.
 struct ReturnStacks {
@@ -292,10 +339,15 @@ impl ReturnStacks {
                 self.slots.resize(grown, (ret, 0));
             }
         }
-        // Slices held in locals: the loop keeps their bounds in registers.
-        let (held, slots) = (&mut self.held[..], &mut self.slots[..]);
+        // Slices held in locals: the loop keeps their bounds in registers; the per-lane ones
+        // cut to one length, so one check per lane covers both.
+        let n = self.held.len().min(calls.len());
+        let (held, calls, slots) = (&mut self.held[..n], &calls[..n], &mut self.slots[..]);
         let mut top = self.top;
         for &lane in lanes {
+            if lane >= n {
+                lane_out_of_range(lane, n);
+            }
             let d = &mut held[lane];
             slots[*d as usize * batch + lane] = (ret, calls[lane]);
             *d += 1;
@@ -437,22 +489,25 @@ impl LaneSet {
     /// Lists every lane of the set, in lane order, in `out` (cleared first).
     #[inline(always)]
     fn list_into(&self, out: &mut Vec<usize>) {
-        // Written into reserved room by index: no capacity check and no length update per
-        // lane, and no zero-filling first.
+        // Written into reserved room by pointer: no capacity check, no bounds check and no
+        // length update per lane, and no zero-filling first. The room is 64 lanes per word of
+        // the set, so however many bits are set it cannot be passed.
         out.clear();
-        out.reserve(self.count);
-        let room = out.spare_capacity_mut();
+        out.reserve(64 * self.words.len());
+        let room = out.as_mut_ptr();
         let mut k = 0;
         for w in self.lo..self.hi {
             let mut bits = self.words[w];
+            let base = w * 64;
             while bits != 0 {
-                room[k].write(w * 64 + bits.trailing_zeros() as usize);
+                // SAFETY: `k` counts the set bits of the words before this one in `lo..hi`
+                // and of this one so far: below `64 * words.len()`, the reserved room.
+                unsafe { room.add(k).write(base + bits.trailing_zeros() as usize) };
                 k += 1;
                 bits &= bits - 1;
             }
         }
-        // SAFETY: the first `k` slots were each written above (`room[k]` is bounds-checked
-        // against the reserved room, so `k` never passes it).
+        // SAFETY: the first `k` slots (within the reserved room) were each written above.
         unsafe { out.set_len(k) };
     }
 }
