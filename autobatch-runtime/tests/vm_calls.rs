@@ -4,8 +4,9 @@
 //! by one lane only, checked against the scalar functions, the reference interpreter and
 //! stackless.
 
+use autobatch_runtime::ir::{Allocation, KernelId, ProgramBuilder, Type};
 use autobatch_runtime::ndarray::Array1;
-use autobatch_runtime::{autobatch, Column, Config, Executable, Mode, RuntimeError};
+use autobatch_runtime::{autobatch, Column, Config, Executable, Kernel, Mode, RuntimeError};
 use proptest::prelude::*;
 
 /// `n + (n - 1) + ... + 0`: `n + 1` frames, a push of `n` per frame.
@@ -152,6 +153,73 @@ fn a_lane_halts_at_its_own_return_while_others_still_recurse() {
     .unwrap();
     assert_eq!(together.to_vec(), alone);
     assert_eq!(alone, ns.iter().map(|&n| fib(n)).collect::<Vec<_>>());
+}
+
+/// A hand-lowered program of pushing assignments `a = b` (`a` FULL): lanes with `a > 0` make
+/// three more than the others, so at a limit between the two depths only they pass it, and the
+/// saved rows grow while the lanes of one push are at different depths.
+fn pushing_assignments() -> Executable {
+    let mut b = ProgramBuilder::new();
+    let a = b.var("a", Type::I64);
+    let next = b.var("next", Type::I64);
+    let deep = b.var("deep", Type::BOOL);
+    b.set_allocation(a, Allocation::Full);
+    b.set_allocation(next, Allocation::Register);
+    b.set_allocation(deep, Allocation::Register);
+    let main = b.function("main");
+    b.signature(main, &[a], &[a]);
+    let entry = b.block(main, "entry");
+    let more = b.block(main, "more");
+    let join = b.block(main, "join");
+    b.prim(entry, &[deep], &[a], KernelId::new(0), "a > 0");
+    b.branch(entry, deep, more, join);
+    for _ in 0..3 {
+        b.prim(more, &[next], &[a], KernelId::new(1), "a + 1");
+        b.assign(more, &[a], &[next]);
+    }
+    b.goto(more, join);
+    for _ in 0..2 {
+        b.prim(join, &[next], &[a], KernelId::new(1), "a + 1");
+        b.assign(join, &[a], &[next]);
+    }
+    b.ret(join);
+    let program = b.finish_lowered(main).unwrap();
+    let kernels = vec![Kernel::map1(|a: i64| a > 0), Kernel::map1(|a: i64| a + 1)];
+    Executable::with_allocations(program, kernels).unwrap()
+}
+
+#[test]
+fn pushing_assignments_reach_the_depth_limit_in_the_deep_lanes_only() {
+    let exe = pushing_assignments();
+    assert_eq!(exe.lowered().to_string().matches("by assign").count(), 5);
+    let inputs = [i64s(&[0, -4, 0, 7, 0, 2, 0, 0, 9])];
+    // The input's frame and five pushes (`a > 0`), or two: the deep lanes need a limit of 7.
+    let run = |limit| {
+        let vm = exe.run(&inputs, &with(Mode::FullVm, limit));
+        let reference = exe.run_reference(&inputs, &with(Mode::FullVm, limit));
+        let out = |r: Result<autobatch_runtime::Run, RuntimeError>| {
+            r.map(|r| r.outputs[0].as_slice::<i64>().unwrap().to_vec())
+        };
+        let (vm, reference) = (out(vm), out(reference));
+        assert_eq!(vm, reference, "limit {limit}");
+        vm
+    };
+    assert_eq!(run(7).unwrap(), vec![2, -2, 2, 12, 2, 7, 2, 2, 14]);
+    for limit in [4, 5, 6] {
+        match run(limit).unwrap_err() {
+            RuntimeError::StackOverflow { var, lane, .. } => {
+                assert_eq!((var.as_str(), lane), ("a", 3), "limit {limit}")
+            }
+            other => panic!("limit {limit}: {other}"),
+        }
+    }
+    // At 3 every lane passes it, the deep ones in the block the VM runs first: the VM names
+    // the first lane of the first block that fails, the reference (one lane at a time) lane 0.
+    let vm = exe.run(&inputs, &with(Mode::FullVm, 3)).unwrap_err();
+    assert!(
+        matches!(&vm, RuntimeError::StackOverflow { lane: 3, block, .. } if block == "more"),
+        "{vm:?}"
+    );
 }
 
 proptest! {
