@@ -3,7 +3,7 @@
 //!
 //! `cargo build --release -p autobatch-runtime --example lane_ops`, then
 //! `valgrind --tool=callgrind target/release/examples/lane_ops fib vm` (workloads `fib`,
-//! `collatz`, `fib-macro`, `ackermann`; modes `vm`, `sl`, `rust`). It prints the lane-ops the run made (the
+//! `collatz`, `fib-macro`, `ackermann`; modes `vm`, `sl`, `rust`, and `lowered`, which prints the full VM's program). It prints the lane-ops the run made (the
 //! lanes over every kernel and assignment run) so instructions per lane-op can be read off.
 
 use autobatch_runtime::ir::{DType, KernelId};
@@ -108,7 +108,7 @@ fn main() {
     let config = match mode {
         "vm" => Some(Config::with_mode(Mode::FullVm)),
         "sl" => Some(Config::with_mode(Mode::Stackless)),
-        "rust" => None,
+        "rust" | "lowered" => None,
         other => panic!("unknown mode {other}"),
     };
     let config = config.map(|c| Config {
@@ -120,6 +120,17 @@ fn main() {
         (Some(_), None) => 51,
         (None, None) => 1,
     };
+    if mode == "lowered" {
+        // The program the full VM runs, with every variable's allocation.
+        let exe = match workload {
+            "fib-macro" => fib_macro::executable(),
+            "collatz" => collatz::executable(),
+            "ackermann" => ackermann::executable(),
+            other => panic!("no lowered program printed for {other}"),
+        };
+        println!("{}", exe.expect("links").lowered());
+        return;
+    }
     let mut times = Vec::with_capacity(reps);
     for _ in 0..reps {
         let start = Instant::now();

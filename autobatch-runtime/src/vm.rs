@@ -15,7 +15,7 @@ use crate::policy::{dead_vectors, LaneSteps};
 use crate::stats::Stats;
 use crate::storage::Stacks;
 use autobatch_ir::passes::liveness;
-use autobatch_ir::{Allocation, Block, LoweredProgram, Op, Program, Terminator, Var};
+use autobatch_ir::{Allocation, Block, KernelRef, LoweredProgram, Op, Program, Terminator, Var};
 
 /// The full VM keeps FULL variables' saved frames in storage: pushes and pops act on them.
 pub(crate) const STACKS: Stacks = Stacks::Honour;
@@ -26,6 +26,10 @@ pub(crate) struct Plan {
     /// Per block and op: the stacked variables a `pop` op pops (pops of the others are no-ops,
     /// dropped here once instead of skipped at every run).
     pops: Vec<Vec<Vec<Var>>>,
+    /// Per block and op: `(v, from)` if the op is `v = from` on a stacked `v` that pushes
+    /// first, which storage runs in one pass over the lanes where it can
+    /// ([`Storage::push_copy`](crate::storage::Storage::push_copy)).
+    push_copies: Vec<Vec<Option<(Var, Var)>>>,
     /// Per block: the vector variables (registers and temporaries, not stacked) that it reads
     /// or writes and that are dead when it ends. Their rows are released there instead of when
     /// the variable is next overwritten: the arena then holds live values only, and a row is
@@ -56,8 +60,31 @@ impl Plan {
                     .collect()
             })
             .collect();
+        let push_copies = program
+            .blocks
+            .iter()
+            .map(|data| {
+                data.ops
+                    .iter()
+                    .map(|op| match op {
+                        Op::Prim(p)
+                            if p.kernel == KernelRef::Assign
+                                && p.outs.len() == 1
+                                && p.ins.len() == 1
+                                && p.outs[0] != p.ins[0]
+                                && program.var(p.outs[0]).alloc == Allocation::Full
+                                && !p.is_in_place(p.outs[0]) =>
+                        {
+                            Some((p.outs[0], p.ins[0]))
+                        }
+                        _ => None,
+                    })
+                    .collect()
+            })
+            .collect();
         Plan {
             pops,
+            push_copies,
             dead_vectors: dead_vectors(program, &liveness(program), STACKS),
             entries: counted_entries(program, high),
         }
@@ -69,12 +96,44 @@ impl Plan {
 type Return = (Block, u32);
 
 /// Runs the lowered `exec.program` from its entry until every lane halts.
+///
+/// The step loop is compiled twice: where the CPU counts and finds bits in one instruction
+/// each (`popcnt`, `tzcnt`/`blsr`: every x86-64 CPU of the last decade), the copy compiled
+/// with them runs; elsewhere the portable one. Only the instructions differ: the per-lane
+/// bookkeeping (lane sets, return addresses) is counting and finding bits.
 pub(crate) fn run(
     exec: &mut Exec<'_>,
     plan: &Plan,
     config: &Config,
     stats: &mut Stats,
 ) -> Result<()> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("popcnt")
+            && std::arch::is_x86_feature_detected!("bmi1")
+        {
+            // SAFETY: the CPU has both features `run_with_bit_instructions` is compiled for.
+            return unsafe { run_with_bit_instructions(exec, plan, config, stats) };
+        }
+    }
+    run_steps(exec, plan, config, stats)
+}
+
+/// [`run_steps`] compiled for `popcnt` and `bmi1`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt,bmi1")]
+fn run_with_bit_instructions(
+    exec: &mut Exec<'_>,
+    plan: &Plan,
+    config: &Config,
+    stats: &mut Stats,
+) -> Result<()> {
+    run_steps(exec, plan, config, stats)
+}
+
+/// The step loop of [`run`], inlined into each of its copies.
+#[inline(always)]
+fn run_steps(exec: &mut Exec<'_>, plan: &Plan, config: &Config, stats: &mut Stats) -> Result<()> {
     let program = exec.program;
     let batch = exec.storage.batch();
     let n_blocks = program.blocks.len();
@@ -121,7 +180,15 @@ pub(crate) fn run(
         }
         for (i, op) in data.ops.iter().enumerate() {
             match op {
-                Op::Prim(prim) => exec.run_prim(prim, &lanes, block, stats)?,
+                Op::Prim(prim) => {
+                    let fused = match plan.push_copies[index][i] {
+                        Some((v, from)) => exec.storage.push_copy(v, from, &lanes, block)?,
+                        None => false,
+                    };
+                    if !fused {
+                        exec.run_prim(prim, &lanes, block, stats)?;
+                    }
+                }
                 Op::Pop(_) => {
                     for &v in &plan.pops[index][i] {
                         exec.storage.pop(v, &lanes, block)?;
@@ -170,11 +237,27 @@ pub(crate) fn run(
             Terminator::IndirectGoto => {
                 counts.clear();
                 counts.extend(waiting.iter().map(|w| w.count));
-                // An empty return stack is the "halt" address beneath main.
-                returns.pop_each(&lanes, |lane, (ret, d)| {
-                    depth[lane] = d;
+                // One pass: each lane's last return address popped, its caller's depth
+                // restored and the lane added to the block it returns to. An empty return
+                // stack is the "halt" address beneath main.
+                let n = returns.held.len().min(depth.len());
+                let (held, depth) = (&mut returns.held[..n], &mut depth[..n]);
+                let slots = &returns.slots[..];
+                let mut popped = 0;
+                for &lane in &lanes {
+                    if lane >= n {
+                        lane_out_of_range(lane, n);
+                    }
+                    let Some(d) = held[lane].checked_sub(1) else {
+                        continue;
+                    };
+                    held[lane] = d;
+                    popped += 1;
+                    let (ret, calls) = slots[d as usize * batch + lane];
+                    depth[lane] = calls;
                     waiting[ret.index()].insert_within(lane);
-                });
+                }
+                returns.frames -= popped;
                 // The sets that gained lanes cover this block's lanes' words.
                 for (set, &before) in waiting.iter_mut().zip(&counts) {
                     if set.count != before {
@@ -194,16 +277,28 @@ pub(crate) fn run(
 /// Counts a call for each of `lanes` entering a recursive function's body (their `depth`
 /// goes up by one), in one pass; the first lane already at `max_depth`, if any, is the
 /// error's (the depths no longer matter then: the run stops).
+#[inline(always)]
 fn enter(depth: &mut [u32], lanes: &[usize], max_depth: usize) -> Option<usize> {
-    let mut over = None;
+    // The deepest depth is kept as the loop goes (no branch per lane); only a run past the
+    // limit looks for the first lane at it.
+    let mut deepest = 0;
     for &lane in lanes {
-        let d = depth[lane];
-        if d as usize >= max_depth && over.is_none() {
-            over = Some(lane);
-        }
-        depth[lane] = d.saturating_add(1);
+        let d = &mut depth[lane];
+        deepest = deepest.max(*d);
+        *d = d.saturating_add(1);
     }
-    over
+    if (deepest as usize) < max_depth {
+        return None;
+    }
+    let limit = u32::try_from(max_depth).unwrap_or(u32::MAX);
+    lanes.iter().copied().find(|&l| depth[l] > limit)
+}
+
+/// The panic of a lane past the batch (a lane list the VM did not make).
+#[cold]
+#[inline(never)]
+fn lane_out_of_range(lane: usize, batch: usize) -> ! {
+    panic!("lane {lane} out of a batch of {batch}")
 }
 
 /// Every lane's return addresses, stack-major like saved frames (`slot = level * batch +
@@ -215,6 +310,9 @@ struct ReturnStacks {
     batch: usize,
     /// Return addresses held over all lanes.
     frames: usize,
+    /// The most return addresses any lane has held: while the slots have room for one more
+    /// level than that, a push needs no look at the lanes' depths first.
+    top: usize,
 }
 
 impl ReturnStacks {
@@ -224,43 +322,39 @@ impl ReturnStacks {
             held: vec![0; batch],
             batch,
             frames: 0,
+            top: 0,
         }
     }
 
-    /// Pushes `ret`, with each lane's call depth, for every one of `lanes`.
+    /// Pushes `ret`, with each lane's call depth, for every one of `lanes`: one pass over them.
+    #[inline(always)]
     fn push(&mut self, lanes: &[usize], ret: Block, calls: &[u32]) {
         let batch = self.batch;
-        let need = lanes.iter().map(|&l| self.held[l] as usize + 1).max();
-        let need = need.unwrap_or(0) * batch;
-        if need > self.slots.len() {
-            let grown = need.max(2 * self.slots.len());
-            self.slots.resize(grown, (ret, 0));
+        if (self.top + 1) * batch > self.slots.len() {
+            // Room for the deepest of these lanes' new frames (rarely: the room doubles).
+            let need = lanes.iter().map(|&l| self.held[l] as usize + 1).max();
+            let need = need.unwrap_or(0) * batch;
+            if need > self.slots.len() {
+                let grown = need.max(2 * self.slots.len());
+                self.slots.resize(grown, (ret, 0));
+            }
         }
-        // Slices held in locals: the loop keeps their bounds in registers.
-        let (held, slots) = (&mut self.held[..], &mut self.slots[..]);
+        // Slices held in locals: the loop keeps their bounds in registers; the per-lane ones
+        // cut to one length, so one check per lane covers both.
+        let n = self.held.len().min(calls.len());
+        let (held, calls, slots) = (&mut self.held[..n], &calls[..n], &mut self.slots[..]);
+        let mut top = self.top;
         for &lane in lanes {
+            if lane >= n {
+                lane_out_of_range(lane, n);
+            }
             let d = &mut held[lane];
             slots[*d as usize * batch + lane] = (ret, calls[lane]);
             *d += 1;
+            top = top.max(*d as usize);
         }
+        self.top = top;
         self.frames += lanes.len();
-    }
-
-    /// Pops the last return address of each of `lanes` that holds one, handing it to `f` with
-    /// the lane.
-    fn pop_each(&mut self, lanes: &[usize], mut f: impl FnMut(usize, Return)) {
-        let batch = self.batch;
-        let (held, slots) = (&mut self.held[..], &self.slots[..]);
-        let mut popped = 0;
-        for &lane in lanes {
-            let Some(d) = held[lane].checked_sub(1) else {
-                continue;
-            };
-            held[lane] = d;
-            popped += 1;
-            f(lane, slots[d as usize * batch + lane]);
-        }
-        self.frames -= popped;
     }
 }
 
@@ -284,25 +378,28 @@ impl LaneSet {
         }
     }
 
+    #[inline(always)]
     fn is_empty(&self) -> bool {
         self.count == 0
     }
 
     /// Adds `lane` (not already waiting here) without widening the range of words: the
     /// caller [`cover`](Self::cover)s the lane's word afterwards.
-    #[inline]
+    #[inline(always)]
     fn insert_within(&mut self, lane: usize) {
         self.words[lane / 64] |= 1 << (lane % 64);
         self.count += 1;
     }
 
     /// Widens the range of words to include `other`'s.
+    #[inline(always)]
     fn cover(&mut self, other: &LaneSet) {
         self.lo = self.lo.min(other.lo);
         self.hi = self.hi.max(other.hi);
     }
 
     /// Adds `lanes` (in lane order, none already waiting here).
+    #[inline(always)]
     fn extend(&mut self, lanes: &[usize]) {
         let (Some(&first), Some(&last)) = (lanes.first(), lanes.last()) else {
             return;
@@ -316,6 +413,7 @@ impl LaneSet {
     }
 
     /// Adds the lanes of `other` (none already waiting here), a word at a time.
+    #[inline(always)]
     fn add(&mut self, other: &LaneSet) {
         if other.is_empty() {
             return;
@@ -332,6 +430,7 @@ impl LaneSet {
     /// its branch condition (`conditions` holds one per lane of the batch), a word at a time:
     /// a mask of the word's conditions (all 64 packed if the word is busy, else each of its
     /// lanes') splits its lanes without a branch per lane.
+    #[inline(always)]
     fn split_into(&self, conditions: &[bool], then_: &mut LaneSet, else_: &mut LaneSet) {
         // Lanes each side gains, and the range of words they are in (kept exact, so a set
         // holding one lane of a large batch is scanned in one word, not the taken set's range).
@@ -377,6 +476,7 @@ impl LaneSet {
 
     /// Moves every waiting lane into `taken` (emptied first) and lists them, in lane order,
     /// in `out`; this set keeps `taken`'s emptied words.
+    #[inline(always)]
     fn take(&mut self, taken: &mut LaneSet, out: &mut Vec<usize>) {
         taken.words[taken.lo.min(taken.hi)..taken.hi].fill(0);
         taken.count = 0;
@@ -387,38 +487,47 @@ impl LaneSet {
     }
 
     /// Lists every lane of the set, in lane order, in `out` (cleared first).
+    #[inline(always)]
     fn list_into(&self, out: &mut Vec<usize>) {
-        // Written into reserved room by index: no capacity check and no length update per
-        // lane, and no zero-filling first.
+        // Written into reserved room by pointer: no capacity check, no bounds check and no
+        // length update per lane, and no zero-filling first. The room is 64 lanes per word of
+        // the set, so however many bits are set it cannot be passed.
         out.clear();
-        out.reserve(self.count);
-        let room = out.spare_capacity_mut();
+        out.reserve(64 * self.words.len());
+        let room = out.as_mut_ptr();
         let mut k = 0;
         for w in self.lo..self.hi {
             let mut bits = self.words[w];
+            let base = w * 64;
             while bits != 0 {
-                room[k].write(w * 64 + bits.trailing_zeros() as usize);
+                // SAFETY: `k` counts the set bits of the words before this one in `lo..hi`
+                // and of this one so far: below `64 * words.len()`, the reserved room.
+                unsafe { room.add(k).write(base + bits.trailing_zeros() as usize) };
                 k += 1;
                 bits &= bits - 1;
             }
         }
-        // SAFETY: the first `k` slots were each written above (`room[k]` is bounds-checked
-        // against the reserved room, so `k` never passes it).
+        // SAFETY: the first `k` slots (within the reserved room) were each written above.
         unsafe { out.set_len(k) };
     }
 }
 
 /// Up to 64 conditions packed into a mask, bit `i` for `conditions[i]`: eight at a time, as
 /// eight 0/1 bytes whose product with a constant gathers their low bits into its top byte.
+#[inline(always)]
 fn pack(conditions: &[bool]) -> u64 {
+    // SAFETY: a `bool` is one byte holding 0 or 1, a valid `u8`; the view has the same
+    // length and lifetime as `conditions`. Eight of them are then read as one word.
+    let bytes: &[u8] =
+        unsafe { std::slice::from_raw_parts(conditions.as_ptr().cast(), conditions.len()) };
     let mut mask = 0;
-    let mut eights = conditions.chunks_exact(8);
+    let mut eights = bytes.chunks_exact(8);
     for (j, c) in eights.by_ref().enumerate() {
-        let bytes: [u8; 8] = std::array::from_fn(|i| u8::from(c[i]));
-        let gathered = u64::from_le_bytes(bytes).wrapping_mul(0x0102_0408_1020_4080) >> 56;
+        let word = u64::from_le_bytes(c.try_into().unwrap_or([0; 8]));
+        let gathered = word.wrapping_mul(0x0102_0408_1020_4080) >> 56;
         mask |= gathered << (8 * j);
     }
-    let base = conditions.len() - eights.remainder().len();
+    let base = bytes.len() - eights.remainder().len();
     for (i, &c) in eights.remainder().iter().enumerate() {
         mask |= u64::from(c) << (base + i);
     }

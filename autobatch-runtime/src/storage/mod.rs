@@ -356,6 +356,62 @@ impl<'p> Storage<'p> {
         Ok(())
     }
 
+    /// `v = from` for stacked `v` (an assignment that pushes first; `v` is not `from`) in one
+    /// pass over `lanes` (depth, saved row and copy per lane) where both are one scalar leaf
+    /// of one type held in place; `Ok(false)`, doing nothing, where they are not (the caller
+    /// pushes and copies). The errors are those of [`read`](Self::read) of `from`, then
+    /// [`push`](Self::push) of `v` (a lane whose frame needs more saved rows, or passes the
+    /// depth limit, goes through `push` with the lanes after it).
+    pub(crate) fn push_copy(
+        &mut self,
+        v: Var,
+        from: Var,
+        lanes: &[usize],
+        block: Block,
+    ) -> Result<bool> {
+        let (d, s) = (v.index(), from.index());
+        let scalar = |store: &VarStore| match &store.leaves[..] {
+            [leaf] => leaf.dense().filter(|c| c.width() == 1).map(Column::dtype),
+            _ => None,
+        };
+        let same = scalar(&self.vars[d]).is_some_and(|t| Some(t) == scalar(&self.vars[s]));
+        if d == s || !self.is_stacked(v) || !same {
+            return Ok(false);
+        }
+        self.read(from, lanes, block)?;
+        let limit = self.max_depth.min(u32::MAX as usize);
+        let batch = self.batch;
+        let (src, dst) = if s < d {
+            let (a, b) = self.vars.split_at_mut(d);
+            (&a[s], &mut b[0])
+        } else {
+            let (a, b) = self.vars.split_at_mut(s);
+            (&b[0], &mut a[d])
+        };
+        // A lane's new frame must be held by the saved rows and within the limit.
+        let cap = dst
+            .levels
+            .min(limit.saturating_sub(1))
+            .min(u32::MAX as usize) as u32;
+        let done = match (&mut dst.leaves[..], src.leaves[0].dense()) {
+            ([Leaf::Dense { rows, saved }], Some(value)) => {
+                let depth = &mut dst.depth[..];
+                rows::push_copy(rows, saved, value, (lanes, depth, batch), cap)
+            }
+            _ => None,
+        };
+        let Some(done) = done else {
+            return Ok(false);
+        };
+        let rest = &lanes[done..];
+        if !rest.is_empty() {
+            self.push(v, rest, block)?;
+            self.copy_leaf((v, 0), (from, 0), rest, block)?;
+        }
+        self.mark_written(v, lanes);
+        Ok(true)
+    }
+
     /// Drops the vector rows `v` holds in `lanes` (its value there is dead): shared leaves let
     /// go of their rows and hold the zero row; other leaves are untouched.
     pub(crate) fn release_rows(&mut self, v: Var, lanes: &[usize]) {
@@ -373,6 +429,16 @@ impl<'p> Storage<'p> {
         let batch = self.batch;
         let arena = &mut self.arena;
         let VarStore { leaves, depth, .. } = &mut self.vars[v.index()];
+        // One scalar leaf in place: its depths and rows in one pass.
+        if let [Leaf::Dense { rows, saved }] = &mut leaves[..] {
+            if let Some(popped) = rows::pop_counted(rows, saved, (lanes, depth, batch)) {
+                return popped.map_err(|lane| RuntimeError::PopEmpty {
+                    var: self.program.var(v).name.clone(),
+                    lane,
+                    block: self.program.block(block).name.clone(),
+                });
+            }
+        }
         // One pass: an empty stack fails the run (the lanes before it, already popped, die
         // with it; under lane isolation the batch re-runs from the start).
         for &lane in lanes {

@@ -139,6 +139,132 @@ fn typed<T: Element>(dst: &mut Column, src: &Column, rows: Rows<'_>) -> bool {
     true
 }
 
+/// A push of current rows into saved frames fused with the copy that overwrites them (`v =
+/// from` on a stacked `v`) and with the count of the frame: for each lane in turn, its depth
+/// goes up by one, its current row of `rows` is saved at the frame the new depth counts, and
+/// `src`'s row of the lane takes its place, in one pass. It stops before the first lane whose
+/// new depth would pass `cap` (the frames the saved rows hold, or the depth limit) and returns
+/// how many lanes it did; `None`, doing nothing, unless the three are width-1 columns of one
+/// type.
+pub(crate) fn push_copy(
+    rows: &mut Column,
+    saved: &mut Column,
+    src: &Column,
+    stacked: (&[usize], &mut [u32], usize),
+    cap: u32,
+) -> Option<usize> {
+    if rows.width() != 1 || rows.dtype() != src.dtype() || src.width() != 1 {
+        return None;
+    }
+    push_copy_typed::<i64>(
+        rows,
+        saved,
+        src,
+        (stacked.0, &mut *stacked.1, stacked.2),
+        cap,
+    )
+    .or_else(|| {
+        push_copy_typed::<f64>(
+            rows,
+            saved,
+            src,
+            (stacked.0, &mut *stacked.1, stacked.2),
+            cap,
+        )
+    })
+    .or_else(|| {
+        push_copy_typed::<i32>(
+            rows,
+            saved,
+            src,
+            (stacked.0, &mut *stacked.1, stacked.2),
+            cap,
+        )
+    })
+    .or_else(|| {
+        push_copy_typed::<bool>(
+            rows,
+            saved,
+            src,
+            (stacked.0, &mut *stacked.1, stacked.2),
+            cap,
+        )
+    })
+}
+
+/// [`push_copy`] for columns of `T`; `None` if they hold another type.
+#[inline]
+fn push_copy_typed<T: Element>(
+    rows: &mut Column,
+    saved: &mut Column,
+    src: &Column,
+    (lanes, depth, batch): (&[usize], &mut [u32], usize),
+    cap: u32,
+) -> Option<usize> {
+    let s = src.as_slice::<T>()?;
+    let saved = saved.as_slice_mut::<T>()?;
+    let d = rows.as_slice_mut::<T>()?;
+    // One bounds check per lane against the three per-lane slices at once.
+    let n = s.len().min(d.len()).min(depth.len());
+    let (s, d, depth) = (&s[..n], &mut d[..n], &mut depth[..n]);
+    for (k, &l) in lanes.iter().enumerate() {
+        if l >= n {
+            lane_out_of_range(l, n);
+        }
+        let at = depth[l];
+        if at >= cap {
+            return Some(k);
+        }
+        depth[l] = at + 1;
+        saved[at as usize * batch + l] = d[l];
+        d[l] = s[l];
+    }
+    Some(lanes.len())
+}
+
+/// A pop fused with the count of the frame it empties: for each lane in turn, its depth goes
+/// down by one and its current row of `rows` takes its saved row at that depth, in one pass.
+/// `Some(Err(lane))` at the first lane with no saved frame (the lanes before it are popped);
+/// `None`, doing nothing, unless both are width-1 columns of one type.
+pub(crate) fn pop_counted(
+    rows: &mut Column,
+    saved: &Column,
+    (lanes, depth, batch): (&[usize], &mut [u32], usize),
+) -> Option<Result<(), usize>> {
+    if rows.width() != 1 || rows.dtype() != saved.dtype() || saved.width() != 1 {
+        return None;
+    }
+    pop_counted_typed::<i64>(rows, saved, (lanes, &mut *depth, batch))
+        .or_else(|| pop_counted_typed::<f64>(rows, saved, (lanes, &mut *depth, batch)))
+        .or_else(|| pop_counted_typed::<i32>(rows, saved, (lanes, &mut *depth, batch)))
+        .or_else(|| pop_counted_typed::<bool>(rows, saved, (lanes, &mut *depth, batch)))
+}
+
+/// [`pop_counted`] for columns of `T`; `None` if they hold another type.
+#[inline]
+fn pop_counted_typed<T: Element>(
+    rows: &mut Column,
+    saved: &Column,
+    (lanes, depth, batch): (&[usize], &mut [u32], usize),
+) -> Option<Result<(), usize>> {
+    let s = saved.as_slice::<T>()?;
+    let d = rows.as_slice_mut::<T>()?;
+    // One bounds check per lane against both per-lane slices at once.
+    let n = d.len().min(depth.len());
+    let (d, depth) = (&mut d[..n], &mut depth[..n]);
+    for &l in lanes {
+        if l >= n {
+            lane_out_of_range(l, n);
+        }
+        let Some(at) = depth[l].checked_sub(1) else {
+            return Some(Err(l));
+        };
+        depth[l] = at;
+        d[l] = s[at as usize * batch + l];
+    }
+    Some(Ok(()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
