@@ -134,7 +134,7 @@ pub struct Config {
     /// counts such as kernel runs depend on the shard size). `Some(0)` counts as 1. Default:
     /// `None`, chosen per run by [`shard_lanes`]: shards whose variables fit
     /// [`SHARD_BYTES`] (half the per-core L2 cache, so a block's working set stays in
-    /// cache) with at least [`MIN_SHARD_LANES`] lanes each (so each block execution still
+    /// cache) with at least [`MIN_CACHE_SHARD_LANES`] lanes each (so each block execution still
     /// serves enough lanes to pay for its dispatch), one per thread when the batch is large
     /// or its lanes heavy ([`MIN_SHARD_BYTES`]), and one shard for a small batch of cheap
     /// lanes.
@@ -174,13 +174,21 @@ pub fn available_threads() -> usize {
 pub const SHARD_BYTES: usize = 1 << 20;
 
 /// The lanes a default shard holds at least, when the batch has enough lanes for every
-/// thread to get that many (else see [`MIN_SHARD_BYTES`]). Programs with a large state per
-/// lane (NUTS in 100 dimensions: over 64 KiB of variables per chain, so 1 MiB holds a dozen
-/// chains) gain from shards smaller than the batch but lose below this: the full VM on the
-/// 100-d Gaussian, 1,000 chains, one thread, ran at 0.478, 0.518, 0.495 and 0.462 M
-/// gradients/s in shards of 64, 128, 256 and 1,000 chains (`cargo bench -p
-/// autobatch-examples --bench nuts`, quiet machine, one run each).
+/// thread to get that many (else see [`MIN_SHARD_BYTES`]), unless its lanes are too heavy for
+/// that many to fit in cache (see [`MIN_CACHE_SHARD_LANES`]).
 pub const MIN_SHARD_LANES: usize = 256;
+
+/// The lanes a default shard holds at least when the batch is cut to keep each shard's
+/// variables within [`SHARD_BYTES`]. Programs with a large state per lane (NUTS in 100
+/// dimensions: over 64 KiB of variables per chain, so 1 MiB holds a dozen chains) gain from
+/// shards smaller than the batch but lose below this, where each block execution serves too
+/// few lanes to pay for its dispatch and a batched kernel's matrix products get short.
+/// Stackless on the 100-d Gaussian, 1,000 chains, 30 draws, one thread, in runs interleaved
+/// on a loaded machine: shards of 333 chains (three, the most a floor of 256 gave) took
+/// 4.7-5.5 s, shards of 167-200 chains 4.3-4.9 s and of 64 chains 5.9-6.4 s; the full VM
+/// earlier ran at 0.478, 0.518, 0.495 and 0.462 M gradients/s in shards of 64, 128, 256 and
+/// 1,000 chains (`cargo bench -p autobatch-examples --bench nuts`, its shard-size sweep).
+pub const MIN_CACHE_SHARD_LANES: usize = 128;
 
 /// The lane state (bytes of variables, summed over a shard's lanes) that makes a shard worth
 /// a thread of its own: a batch too small to give every thread [`MIN_SHARD_LANES`] lanes is
@@ -201,7 +209,7 @@ pub const MIN_SHARD_BYTES: usize = 64 << 10;
 /// shards of equal size (but the last), as many as:
 ///
 /// 1. keep each shard's variables within [`SHARD_BYTES`] (cache-sized work), but not so
-///    many that a shard has fewer than [`MIN_SHARD_LANES`] lanes (so a step still serves
+///    many that a shard has fewer than [`MIN_CACHE_SHARD_LANES`] lanes (so a step still serves
 ///    enough lanes to pay for its fixed cost); with more shards than threads, rounded up to
 ///    a multiple of the threads so that every thread gets the same work;
 /// 2. and at least one per thread, if each still has [`MIN_SHARD_LANES`] lanes or its lanes
@@ -219,8 +227,8 @@ pub const MIN_SHARD_BYTES: usize = 64 << 10;
 /// // On two threads: one shard each.
 /// assert_eq!(shard_lanes(10_000, 80, 2), 5_000);
 /// // 28 KB per lane: a few dozen lanes would fit in cache, but a
-/// // shard keeps about 256 lanes: four shards of 250 on two threads.
-/// assert_eq!(shard_lanes(1_000, 28_000, 2), 250);
+/// // shard keeps at least 128 lanes: eight shards of 125 on two threads.
+/// assert_eq!(shard_lanes(1_000, 28_000, 2), 125);
 /// // 100 such lanes on two threads: heavy enough for a shard per thread.
 /// assert_eq!(shard_lanes(100, 28_000, 2), 50);
 /// // 100 cheap lanes on two threads: one shard.
@@ -229,7 +237,10 @@ pub const MIN_SHARD_BYTES: usize = 64 << 10;
 pub fn shard_lanes(batch: usize, lane_bytes: usize, threads: usize) -> usize {
     let (batch, lane_bytes, threads) = (batch.max(1), lane_bytes.max(1), threads.max(1));
     let fits = (SHARD_BYTES / lane_bytes).max(1);
-    let mut shards = batch.div_ceil(fits).min(batch / MIN_SHARD_LANES).max(1);
+    let mut shards = batch
+        .div_ceil(fits)
+        .min(batch / MIN_CACHE_SHARD_LANES)
+        .max(1);
     if shards > threads {
         shards = shards.div_ceil(threads) * threads;
     }
@@ -291,9 +302,12 @@ mod tests {
         // Cheap lanes: one shard per thread (the whole batch fits in cache).
         assert_eq!(cut(10_000, shard_lanes(10_000, 80, 2)), [5_000; 2]);
         assert_eq!(cut(100_000, shard_lanes(100_000, 8, 8)), [12_500; 8]);
-        // Heavy lanes: shards of about 256 lanes, as many on each thread.
-        assert_eq!(cut(1_000, shard_lanes(1_000, 28_000, 1)), [334, 334, 332]);
-        assert_eq!(cut(1_000, shard_lanes(1_000, 28_000, 2)), [250; 4]);
+        // Heavy lanes: shards of at least 128 lanes, as many on each thread.
+        assert_eq!(
+            cut(1_000, shard_lanes(1_000, 28_000, 1)),
+            [143, 143, 143, 143, 143, 143, 142]
+        );
+        assert_eq!(cut(1_000, shard_lanes(1_000, 28_000, 2)), [125; 8]);
         assert_eq!(
             cut(1_001, shard_lanes(1_001, 4_096, 2)),
             [251, 251, 251, 248]

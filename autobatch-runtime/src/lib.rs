@@ -48,8 +48,8 @@ pub use autobatch_ir::passes::{InlineOptions, Passes, Source};
 pub use autobatch_macros::{autobatch, primitive};
 pub use column::{Column, Element};
 pub use config::{
-    available_threads, shard_lanes, Config, Mode, DEFAULT_MEMORY_BUDGET, MIN_SHARD_BYTES,
-    MIN_SHARD_LANES, SHARD_BYTES,
+    available_threads, shard_lanes, Config, Mode, DEFAULT_MEMORY_BUDGET, MIN_CACHE_SHARD_LANES,
+    MIN_SHARD_BYTES, MIN_SHARD_LANES, SHARD_BYTES,
 };
 pub use error::{Result, RuntimeError};
 pub use kernel::{

@@ -111,7 +111,7 @@ pub struct Args {
     #[arg(long, value_parser = at_least_one)]
     pub threads: Option<usize>,
     /// Chains per shard, each shard an independent batch run by one thread (default: the
-    /// runtime chooses: about 256, or fewer so that every thread gets a shard); the draws
+    /// runtime chooses: about 128, or fewer so that every thread gets a shard); the draws
     /// do not depend on it.
     #[arg(long, value_parser = at_least_one)]
     pub shard_size: Option<usize>,
