@@ -8,75 +8,24 @@
 //! restored afterwards, so a call costs in proportion to its lanes, not to the batch. The host
 //! stack grows on demand, so recursion as deep as the configured limit runs on any thread.
 
+mod plan;
+
 use crate::config::Config;
-use crate::depth::{limit_error, on_enough_stack, recursive_functions};
+use crate::depth::{limit_error, on_enough_stack};
 use crate::error::{function_name, Result, RuntimeError};
 use crate::exec::Exec;
-use crate::policy::{dead_vectors, partition_lanes, LaneSteps, Waiting};
+use crate::policy::{partition_lanes, LaneSteps, Waiting};
 use crate::stats::Stats;
-use crate::storage::Stacks;
-use autobatch_ir::passes::Liveness;
-use autobatch_ir::{Allocation, Block, CallOp, FuncId, HighProgram, Op, Terminator, Var};
+use crate::storage::{Snapshot, Stacks};
+use autobatch_ir::{Block, CallOp, FuncId, Op, Terminator, Var};
+pub(crate) use plan::Plan;
+use plan::{CallPlan, Step};
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 
 /// Stackless keeps no saved frames in storage: every variable behaves as a register, and the
 /// values a call may overwrite are saved around it instead.
 pub(crate) const STACKS: Stacks = Stacks::Ignore;
-
-/// Per-program facts stackless needs: block positions and per-call save sets.
-#[derive(Clone, Debug)]
-pub(crate) struct Plan {
-    /// Position of each block in its function's block list.
-    position: Vec<usize>,
-    /// `saves[block][op]`: variables to save around the call at that op.
-    saves: Vec<Vec<Vec<Var>>>,
-    /// Per block: vector variables dead at its end, whose rows are released there.
-    dead_vectors: Vec<Vec<Var>>,
-    /// Per function: whether its calls count against the depth limit (it is recursive).
-    counted: Vec<bool>,
-}
-
-impl Plan {
-    /// Precomputes block positions and save sets for `program` (allocated).
-    pub(crate) fn new(program: &HighProgram, liveness: &Liveness) -> Plan {
-        let mut position = vec![0; program.blocks.len()];
-        for f in &program.functions {
-            for (i, b) in f.blocks.iter().enumerate() {
-                position[b.index()] = i;
-            }
-        }
-        let saves = program
-            .blocks
-            .iter()
-            .enumerate()
-            .map(|(b, data)| {
-                data.ops
-                    .iter()
-                    .enumerate()
-                    .map(|(i, op)| match op {
-                        Op::Call(call) => liveness
-                            .after_op(Block::new(b), i)
-                            .iter()
-                            .copied()
-                            .filter(|v| {
-                                !call.outs.contains(v) && program.var(*v).alloc == Allocation::Full
-                            })
-                            .collect(),
-                        _ => Vec::new(),
-                    })
-                    .collect()
-            })
-            .collect();
-        let dead_vectors = dead_vectors(program, liveness, STACKS);
-        Plan {
-            position,
-            saves,
-            dead_vectors,
-            counted: recursive_functions(program),
-        }
-    }
-}
 
 /// Runs `exec.program`'s entry function on every lane.
 pub(crate) fn run(
@@ -254,16 +203,21 @@ impl Activation<'_> {
             }
             stats.record(block.index(), lanes.len());
             let data = program.block(block);
-            for (i, op) in data.ops.iter().enumerate() {
-                match op {
-                    Op::Prim(prim) => exec.run_prim(prim, &lanes, block, stats)?,
-                    Op::Pop(_) => {}
-                    Op::Call(call) => self
-                        .call(exec, stats, call, &lanes, block, i, depth)
+            let steps = &self.plan.steps[block.index()];
+            for (op, step) in data.ops.iter().zip(steps) {
+                match (op, step) {
+                    (_, Step::Deferred) | (Op::Pop(_), _) => {}
+                    (Op::Prim(_), Step::Reading(prim)) => {
+                        exec.run_prim(prim, &lanes, block, stats)?
+                    }
+                    (Op::Prim(prim), _) => exec.run_prim(prim, &lanes, block, stats)?,
+                    (Op::Call(call), Step::Call(plan)) => self
+                        .call(exec, stats, (call, plan), &lanes, block, depth)
                         .map_err(|e| match per_lane {
                             true => e,
                             false => with_waiting(e, &waiting),
                         })?,
+                    (Op::Call(_), _) => unreachable!("every call has a call plan"),
                 }
             }
             for &v in &self.plan.dead_vectors[block.index()] {
@@ -289,41 +243,93 @@ impl Activation<'_> {
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Runs `call` (planned as `plan`) for `lanes`: the caller's live values held, the
+    /// arguments passed (a fused argument kernel run into the formals), the callee run on the
+    /// host stack, the results passed out and the held values restored.
     fn call(
         &self,
         exec: &mut Exec<'_>,
         stats: &mut Stats,
-        call: &CallOp,
+        (call, plan): (&CallOp, &CallPlan),
         lanes: &[usize],
         block: Block,
-        op_index: usize,
         depth: usize,
     ) -> Result<()> {
         let program = exec.program;
+        let callee = program.function(call.func);
+        // With an argument kernel fused, the caller's live values are held first (the kernel
+        // then writes formals that may be the caller's own variables). If holding them fails,
+        // the kernel and the call run as written, so the error is the one they give.
+        let mut held = None;
+        let (params, args): (&[Var], &[Var]) = match &plan.fused {
+            Some(fused) => match hold(exec, &plan.saves, lanes, block) {
+                Ok(saved) => {
+                    if let Err(e) = exec.run_prim(&fused.into_formals, lanes, block, stats) {
+                        give_back(exec, &plan.saves, lanes, saved, block)?;
+                        return Err(e);
+                    }
+                    held = Some(saved);
+                    (&fused.params, &fused.args)
+                }
+                Err(_) => {
+                    exec.run_prim(&fused.prim, lanes, block, stats)?;
+                    (&callee.params, &call.ins)
+                }
+            },
+            None => (&callee.params, &call.ins),
+        };
         let counted = self.plan.counted[call.func.index()];
         if counted && depth >= self.config.max_stack_depth {
             let function = function_name(program, call.func);
             let lane = lanes.first().copied().unwrap_or(0);
             return Err(limit_error(&function, lane, self.config.max_stack_depth));
         }
-        let callee = program.function(call.func);
         // The caller's live values are held before any formal is written (a self-call's
         // formals are the caller's own variables); vector rows are shared, not copied.
-        let saves = &self.plan.saves[block.index()][op_index];
-        let saved = saves
-            .iter()
-            .map(|&v| exec.storage.snapshot(v, lanes, block))
-            .collect::<Result<Vec<_>>>()?;
-        pass(exec, &callee.params, &call.ins, lanes, block)?;
+        let saved = match held {
+            Some(saved) => saved,
+            None => hold(exec, &plan.saves, lanes, block)?,
+        };
+        pass(exec, params, args, lanes, block)?;
         let depth = depth + usize::from(counted);
         let mut list = self.buffers.borrow_mut().list();
         list.extend_from_slice(lanes);
         on_enough_stack(|| self.run_function(exec, stats, call.func, list, depth))?;
-        pass(exec, &call.outs, &callee.returns, lanes, block)?;
-        for (&v, value) in saves.iter().zip(saved) {
-            exec.storage.restore(v, lanes, value, block)?;
-        }
-        Ok(())
+        pass(exec, &plan.outs, &plan.returns, lanes, block)?;
+        give_back(exec, &plan.saves, lanes, saved, block)
     }
+}
+
+/// Snapshots of `saves` at `lanes`; if one fails, those taken are given back first.
+fn hold(
+    exec: &mut Exec<'_>,
+    saves: &[Var],
+    lanes: &[usize],
+    block: Block,
+) -> Result<Vec<Snapshot>> {
+    let mut saved = Vec::with_capacity(saves.len());
+    for &v in saves {
+        match exec.storage.snapshot(v, lanes, block) {
+            Ok(s) => saved.push(s),
+            Err(e) => {
+                give_back(exec, &saves[..saved.len()], lanes, saved, block)?;
+                return Err(e);
+            }
+        }
+    }
+    Ok(saved)
+}
+
+/// Restores snapshots `saved` of `saves` at `lanes`.
+fn give_back(
+    exec: &mut Exec<'_>,
+    saves: &[Var],
+    lanes: &[usize],
+    saved: Vec<Snapshot>,
+    block: Block,
+) -> Result<()> {
+    for (&v, value) in saves.iter().zip(saved) {
+        exec.storage.restore(v, lanes, value, block)?;
+    }
+    Ok(())
 }
