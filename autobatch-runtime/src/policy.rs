@@ -118,6 +118,7 @@ pub(crate) struct Waiting {
 
 impl Waiting {
     /// A list holding `lanes`, which are in lane order.
+    #[cfg(test)]
     pub(crate) fn new(lanes: Vec<usize>) -> Waiting {
         let sorted = lanes.len();
         Waiting { lanes, sorted }

@@ -43,7 +43,7 @@ pub(crate) fn run(
         lane_steps,
         buffers: RefCell::default(),
     };
-    let run = activation.run_function(exec, stats, main, lanes, 0);
+    let run = activation.run_function(exec, stats, main, &lanes, 0);
     run.map_err(|e| match e {
         RuntimeError::StepBudget {
             budget, mut lanes, ..
@@ -114,6 +114,48 @@ fn with_waiting(e: RuntimeError, waiting: &[Waiting]) -> RuntimeError {
     }
 }
 
+/// The lanes a block runs: the entry block's are the caller's, every other block's a list of
+/// its own.
+enum Lanes {
+    Entry,
+    Own(Vec<usize>),
+}
+
+/// Splits `lanes` (in order) into those whose condition holds, written to `then_`, and the
+/// others, written to `else_`, both in order. Branch-free: each lane is written to both lists
+/// and only the count of the side it belongs to advances, so unpredictable conditions cost no
+/// mispredictions.
+fn partition_into(
+    lanes: &[usize],
+    conditions: &[bool],
+    then_: &mut Vec<usize>,
+    else_: &mut Vec<usize>,
+) {
+    let n = lanes.len();
+    then_.clear();
+    else_.clear();
+    then_.reserve(n);
+    else_.reserve(n);
+    let (then_at, else_at) = (then_.as_mut_ptr(), else_.as_mut_ptr());
+    let (mut t, mut e) = (0, 0);
+    for &lane in lanes {
+        let c = usize::from(conditions[lane]);
+        // SAFETY: `t` and `e` count the lanes before this one that went each way, so both are
+        // below `n`, within the capacity reserved for each list.
+        unsafe {
+            then_at.add(t).write(lane);
+            else_at.add(e).write(lane);
+        }
+        t += c;
+        e += 1 - c;
+    }
+    // SAFETY: the loop wrote the first `t` and `e` elements of the lists' capacities.
+    unsafe {
+        then_.set_len(t);
+        else_.set_len(e);
+    }
+}
+
 struct Activation<'a> {
     plan: &'a Plan,
     config: &'a Config,
@@ -166,28 +208,37 @@ impl Buffers {
 }
 
 impl Activation<'_> {
+    /// Runs `func` from its entry block for `entry` (sorted lanes): the entry block runs on
+    /// the caller's list itself (a branch there splits it into new lists, so a call copies no
+    /// lane list), every later block on the lanes waiting there.
     fn run_function(
         &self,
         exec: &mut Exec<'_>,
         stats: &mut Stats,
         func: FuncId,
-        lanes: Vec<usize>,
+        entry: &[usize],
         depth: usize,
     ) -> Result<()> {
-        if lanes.is_empty() {
+        if entry.is_empty() {
             return Ok(());
         }
         let program = exec.program;
         let blocks = &program.function(func).blocks;
         let mut waiting: Vec<Waiting> = blocks.iter().map(|_| Waiting::default()).collect();
         let mut pending: BTreeSet<usize> = BTreeSet::new();
-        waiting[0] = Waiting::new(lanes);
-        pending.insert(0);
+        let mut entering = Some(entry);
         let budget = self.config.step_budget.unwrap_or(u64::MAX);
-        while let Some(pos) = pending.pop_first() {
+        loop {
+            let pos = match entering {
+                Some(_) => 0,
+                None => match pending.pop_first() {
+                    Some(pos) => pos,
+                    None => break,
+                },
+            };
             let per_lane = self.lane_steps.borrow().is_some();
             if !per_lane && stats.steps >= budget {
-                let lanes = Vec::new();
+                let lanes = entering.map_or_else(Vec::new, <[usize]>::to_vec);
                 let running = 0;
                 let out_of_steps = RuntimeError::StepBudget {
                     budget,
@@ -197,9 +248,16 @@ impl Activation<'_> {
                 return Err(with_waiting(out_of_steps, &waiting));
             }
             let block = blocks[pos];
-            let lanes = waiting[pos].take(&mut self.buffers.borrow_mut().scratch);
+            let mut list = match entering {
+                Some(_) => Lanes::Entry,
+                None => Lanes::Own(waiting[pos].take(&mut self.buffers.borrow_mut().scratch)),
+            };
+            let lanes: &[usize] = match (&list, entering.take()) {
+                (Lanes::Own(own), _) => own,
+                (Lanes::Entry, entry) => entry.unwrap_or_default(),
+            };
             if let Some(steps) = self.lane_steps.borrow_mut().as_mut() {
-                steps.run(&lanes)?;
+                steps.run(lanes)?;
             }
             stats.record(block.index(), lanes.len());
             let data = program.block(block);
@@ -208,11 +266,11 @@ impl Activation<'_> {
                 match (op, step) {
                     (_, Step::Deferred) | (Op::Pop(_), _) => {}
                     (Op::Prim(_), Step::Reading(prim)) => {
-                        exec.run_prim(prim, &lanes, block, stats)?
+                        exec.run_prim(prim, lanes, block, stats)?
                     }
-                    (Op::Prim(prim), _) => exec.run_prim(prim, &lanes, block, stats)?,
+                    (Op::Prim(prim), _) => exec.run_prim(prim, lanes, block, stats)?,
                     (Op::Call(call), Step::Call(plan)) => self
-                        .call(exec, stats, (call, plan), &lanes, block, depth)
+                        .call(exec, stats, (call, plan), lanes, block, depth)
                         .map_err(|e| match per_lane {
                             true => e,
                             false => with_waiting(e, &waiting),
@@ -221,20 +279,49 @@ impl Activation<'_> {
                 }
             }
             for &v in &self.plan.dead_vectors[block.index()] {
-                exec.storage.release_rows(v, &lanes);
+                exec.storage.release_rows(v, lanes);
             }
             let mut buffers = self.buffers.borrow_mut();
             let position = |target: &Block| self.plan.position[target.index()];
+            // The entry block's lanes are the caller's: a goto copies them into a new list.
+            let own = |list: &mut Lanes, buffers: &mut Buffers| match std::mem::replace(
+                list,
+                Lanes::Entry,
+            ) {
+                Lanes::Own(own) => own,
+                Lanes::Entry => {
+                    let mut own = buffers.list();
+                    own.extend_from_slice(entry);
+                    own
+                }
+            };
             match &data.term {
-                Terminator::Goto(t) => buffers.send(lanes, position(t), &mut waiting, &mut pending),
+                Terminator::Goto(t) => {
+                    let lanes = own(&mut list, &mut buffers);
+                    buffers.send(lanes, position(t), &mut waiting, &mut pending)
+                }
                 Terminator::Branch { cond, then_, else_ } => {
-                    let conditions = exec.storage.conditions(*cond, &lanes, block)?;
-                    let (mut yes, mut no) = (lanes, buffers.list());
-                    partition_lanes(&mut yes, conditions, &mut no);
+                    let conditions = exec.storage.conditions(*cond, lanes, block)?;
+                    let (yes, no) = match list {
+                        Lanes::Own(mut yes) => {
+                            let mut no = buffers.list();
+                            partition_lanes(&mut yes, conditions, &mut no);
+                            (yes, no)
+                        }
+                        Lanes::Entry => {
+                            let (mut yes, mut no) = (buffers.list(), buffers.list());
+                            partition_into(entry, conditions, &mut yes, &mut no);
+                            (yes, no)
+                        }
+                    };
                     buffers.send(yes, position(then_), &mut waiting, &mut pending);
                     buffers.send(no, position(else_), &mut waiting, &mut pending);
                 }
-                Terminator::Return => buffers.keep(lanes),
+                Terminator::Return => {
+                    if let Lanes::Own(own) = list {
+                        buffers.keep(own)
+                    }
+                }
                 Terminator::PushGoto { .. } | Terminator::IndirectGoto => {
                     unreachable!("a verified high-level program has no lowered terminators")
                 }
@@ -262,7 +349,7 @@ impl Activation<'_> {
         // the kernel and the call run as written, so the error is the one they give.
         let mut held = None;
         let (params, args): (&[Var], &[Var]) = match &plan.fused {
-            Some(fused) => match hold(exec, &plan.saves, lanes, block) {
+            Some(fused) => match hold(exec, plan, lanes, block) {
                 Ok(saved) => {
                     if let Err(e) = exec.run_prim(&fused.into_formals, lanes, block, stats) {
                         give_back(exec, &plan.saves, lanes, saved, block)?;
@@ -288,31 +375,30 @@ impl Activation<'_> {
         // formals are the caller's own variables); vector rows are shared, not copied.
         let saved = match held {
             Some(saved) => saved,
-            None => hold(exec, &plan.saves, lanes, block)?,
+            None => hold(exec, plan, lanes, block)?,
         };
         pass(exec, params, args, lanes, block)?;
         let depth = depth + usize::from(counted);
-        let mut list = self.buffers.borrow_mut().list();
-        list.extend_from_slice(lanes);
-        on_enough_stack(|| self.run_function(exec, stats, call.func, list, depth))?;
+        on_enough_stack(|| self.run_function(exec, stats, call.func, lanes, depth))?;
         pass(exec, &plan.outs, &plan.returns, lanes, block)?;
         give_back(exec, &plan.saves, lanes, saved, block)
     }
 }
 
-/// Snapshots of `saves` at `lanes`; if one fails, those taken are given back first.
+/// Snapshots of `plan`'s saves at `lanes` (each held from its source: itself, or the return
+/// variable that still holds its value); if one fails, those taken are given back first.
 fn hold(
     exec: &mut Exec<'_>,
-    saves: &[Var],
+    plan: &CallPlan,
     lanes: &[usize],
     block: Block,
 ) -> Result<Vec<Snapshot>> {
-    let mut saved = Vec::with_capacity(saves.len());
-    for &v in saves {
+    let mut saved = Vec::with_capacity(plan.saves.len());
+    for &v in &plan.sources {
         match exec.storage.snapshot(v, lanes, block) {
             Ok(s) => saved.push(s),
             Err(e) => {
-                give_back(exec, &saves[..saved.len()], lanes, saved, block)?;
+                give_back(exec, &plan.saves[..saved.len()], lanes, saved, block)?;
                 return Err(e);
             }
         }

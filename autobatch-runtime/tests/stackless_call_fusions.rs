@@ -1,8 +1,8 @@
 //! The calls where stackless may leave out an argument or result copy, and the calls next to
 //! them where it must not: an argument kernel's temporary read again after the call, formals
 //! passed permuted (`f(b, a)` in `f(a, b)`), an argument kernel reading a formal another
-//! argument writes, a result read after a later call, a result read twice, nested calls
-//! (Ackermann). Each against the scalar function, the reference interpreter and the full VM,
+//! argument writes, a result read after a later call, a result read twice, a result read
+//! between two calls or passed on to the next one, nested calls (Ackermann). Each against the scalar function, the reference interpreter and the full VM,
 //! bit for bit, on proptest batches.
 
 use autobatch_runtime::ndarray::Array1;
@@ -84,6 +84,30 @@ fn results(n: i64) -> i64 {
         (s * s) % 1_000_003 + r + s
     } else {
         n + 2
+    }
+}
+
+/// A result read by a kernel between the call and the next one (it must be copied out, not
+/// held from the return variable until the next call).
+#[autobatch]
+fn read_between(n: i64) -> i64 {
+    if n > 1 {
+        let r = read_between(n - 1);
+        let s = read_between(n - 2 + r % 2);
+        r * 3 + s
+    } else {
+        n + 1
+    }
+}
+
+/// A result passed straight to the next call and read after it.
+#[autobatch]
+fn passed_on(x: i64, k: i64) -> i64 {
+    if k > 0 {
+        let r = passed_on(x + 1, k - 1);
+        r + passed_on(r, k - 1)
+    } else {
+        x % 1000
     }
 }
 
@@ -194,6 +218,18 @@ proptest! {
     fn results_read_twice_and_across_a_call(ns in prop::collection::vec(-2i64..15, 1..300)) {
         let expected = vec![ns.iter().map(|&n| results(n)).collect()];
         agree(results::executable().unwrap(), &[ns], expected)?;
+    }
+
+    #[test]
+    fn results_read_between_calls_or_passed_on(
+        xs in prop::collection::vec((-2i64..14, -50i64..50, 0i64..9), 1..300)
+    ) {
+        let ns: Vec<i64> = xs.iter().map(|x| x.0).collect();
+        let expected = vec![ns.iter().map(|&n| read_between(n)).collect()];
+        agree(read_between::executable().unwrap(), &[ns], expected)?;
+        let inputs = vec![xs.iter().map(|x| x.1).collect(), xs.iter().map(|x| x.2).collect()];
+        let expected = vec![xs.iter().map(|&(_, x, k)| passed_on(x, k)).collect()];
+        agree(passed_on::executable().unwrap(), &inputs, expected)?;
     }
 
     #[test]

@@ -37,6 +37,9 @@ pub(crate) enum Step {
 pub(crate) struct CallPlan {
     /// Variables to save around the call (live across it and FULL).
     pub(crate) saves: Vec<Var>,
+    /// Where each save's value is held from: the variable itself, or for a result of an
+    /// earlier call that was not copied out, the callee's return variable still holding it.
+    pub(crate) sources: Vec<Var>,
     /// The argument kernel run inside the call, if any.
     pub(crate) fused: Option<Fused>,
     /// The results copied out, as (output, callee return variable) pairs (all but those read
@@ -143,6 +146,7 @@ fn block_steps(program: &Program, liveness: &Liveness, b: Block, fusions: Fusion
                     .map(|(_, (&o, &r))| (o, r))
                     .unzip();
                 Step::Call(Box::new(CallPlan {
+                    sources: saves.clone(),
                     saves,
                     fused: None,
                     outs,
@@ -155,6 +159,11 @@ fn block_steps(program: &Program, liveness: &Liveness, b: Block, fusions: Fusion
             },
         })
         .collect();
+    if fusions.results {
+        for i in 0..ops.len() {
+            held_in_place(program, b, i, &mut steps);
+        }
+    }
     if fusions.arguments {
         for i in 1..ops.len() {
             let (Op::Prim(written), Op::Call(call)) = (&ops[i - 1], &ops[i]) else {
@@ -173,6 +182,65 @@ fn block_steps(program: &Program, liveness: &Liveness, b: Block, fusions: Fusion
         }
     }
     steps
+}
+
+/// Results of the call at op `i` of `b` that the next call saves, held there from the callee's
+/// return variable instead of copied out first: a result whose only use before the next call
+/// is that save (no op between reads or writes it, the next call does not take it as an
+/// argument), and whose return variable nothing writes before the save (no op between writes
+/// it; this call neither saves nor writes it in the caller).
+fn held_in_place(program: &Program, b: Block, i: usize, steps: &mut [Step]) {
+    let ops = &program.block(b).ops;
+    let Op::Call(call) = &ops[i] else { return };
+    let Some(j) = (i + 1..ops.len()).find(|&j| !matches!(ops[j], Op::Prim(_))) else {
+        return;
+    };
+    let Op::Call(next) = &ops[j] else { return };
+    let between = |v: Var, write_only: bool| {
+        ops[i + 1..j].iter().any(|op| match op {
+            Op::Prim(p) => p.outs.contains(&v) || (!write_only && p.ins.contains(&v)),
+            _ => true,
+        }) || steps[i + 1..j].iter().any(|s| match s {
+            Step::Reading(p) => p.outs.contains(&v) || (!write_only && p.ins.contains(&v)),
+            _ => false,
+        })
+    };
+    let returns = &program.function(call.func).returns;
+    let (Step::Call(this), Step::Call(after)) = (&steps[i], &steps[j]) else {
+        return;
+    };
+    let mut held = Vec::new();
+    for (&out, &ret) in this.outs.iter().zip(&this.returns) {
+        let Some(s) = after.saves.iter().position(|&v| v == out) else {
+            continue;
+        };
+        let provable = out != ret
+            && returns.contains(&ret)
+            && call.outs.iter().filter(|&&o| o == out).count() == 1
+            && !call.outs.contains(&ret)
+            && !this.saves.contains(&ret)
+            && !next.ins.contains(&out)
+            && !between(out, false)
+            && !between(ret, true)
+            && after.sources[s] == out
+            && program.var(ret).alloc != Allocation::Null
+            && program.var(out).ty == program.var(ret).ty;
+        if provable {
+            held.push((out, ret, s));
+        }
+    }
+    for (out, ret, s) in held {
+        if let Step::Call(this) = &mut steps[i] {
+            let k = this.outs.iter().position(|&o| o == out);
+            if let Some(k) = k {
+                this.outs.remove(k);
+                this.returns.remove(k);
+            }
+        }
+        if let Step::Call(after) = &mut steps[j] {
+            after.sources[s] = ret;
+        }
+    }
 }
 
 /// Variables to save around the call at op `i` of `b`: live after it, FULL, and not written
@@ -309,7 +377,8 @@ mod tests {
     }
 
     /// A short picture of steps: `p` op, `d` deferred, `r` reading in place, `c`/`C` a call
-    /// without/with a fused argument kernel, then the results it still copies.
+    /// without/with a fused argument kernel, then the results it still copies, `h` if it
+    /// holds a save from a return variable.
     fn shape(steps: &[Step]) -> String {
         steps
             .iter()
@@ -319,7 +388,8 @@ mod tests {
                 Step::Reading(_) => "r".to_string(),
                 Step::Call(c) => {
                     let kind = if c.fused.is_some() { "C" } else { "c" };
-                    format!("{kind}{}", c.outs.len())
+                    let held = if c.sources != c.saves { "h" } else { "" };
+                    format!("{kind}{}{held}", c.outs.len())
                 }
             })
             .collect::<Vec<_>>()
@@ -336,11 +406,12 @@ mod tests {
     }
 
     /// Fibonacci's recursive block: both argument kernels run into the formal, the second
-    /// result is read in place; the first (read after the second call) is copied.
+    /// result is read in place, the first is held across the second call straight from the
+    /// return variable.
     #[test]
     fn fibonacci_fuses_both_arguments_and_the_last_result() {
         let all = steps(fibonacci(), "recur", Fusions::ALL);
-        assert_eq!(shape(&all), "d C1 d C0 r");
+        assert_eq!(shape(&all), "d C0 d C0h r");
         let none = Fusions {
             arguments: false,
             results: false,
