@@ -97,3 +97,31 @@ impl ColumnPool {
         self.list = columns;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn i64s(pool: &mut ColumnPool, rows: usize) -> Vec<Column> {
+        pool.columns(std::iter::once(TensorType::scalar(DType::I64)), rows, 0)
+    }
+
+    /// A column that shrank grows back over the values it held (no zero-fill); one a kernel
+    /// replaced grows from its own elements only, zero-filled past them.
+    #[test]
+    fn columns_grow_back_over_known_values_only() {
+        let mut pool = ColumnPool::default();
+        let mut c = i64s(&mut pool, 8);
+        c[0].as_slice_mut::<i64>().unwrap().fill(7);
+        pool.recycle(c);
+        let c = i64s(&mut pool, 3);
+        assert_eq!(c[0].rows(), 3);
+        pool.recycle(c);
+        let mut c = i64s(&mut pool, 8);
+        assert_eq!(c[0].as_slice::<i64>().unwrap(), &[7; 8]);
+        c[0] = Column::from_scalars(&[5i64, 5]);
+        pool.recycle(c);
+        let c = i64s(&mut pool, 8);
+        assert_eq!(c[0].as_slice::<i64>().unwrap(), &[5, 5, 0, 0, 0, 0, 0, 0]);
+    }
+}

@@ -16,7 +16,7 @@ use crate::error::{function_name, Result, RuntimeError};
 use crate::exec::Exec;
 use crate::policy::{partition_lanes, LaneSteps, Waiting};
 use crate::stats::Stats;
-use crate::storage::{Snapshot, Stacks};
+use crate::storage::{each_lane_below, Snapshot, Stacks};
 use autobatch_ir::{Block, CallOp, FuncId, Op, Terminator, Var};
 pub(crate) use plan::Plan;
 use plan::{CallPlan, Step};
@@ -138,17 +138,18 @@ fn partition_into(
     else_.reserve(n);
     let (then_at, else_at) = (then_.as_mut_ptr(), else_.as_mut_ptr());
     let (mut t, mut e) = (0, 0);
-    for &lane in lanes {
-        let c = usize::from(conditions[lane]);
-        // SAFETY: `t` and `e` count the lanes before this one that went each way, so both are
-        // below `n`, within the capacity reserved for each list.
+    each_lane_below(lanes, conditions.len(), |_, lane| {
+        // SAFETY: `each_lane_below` passes lanes below `conditions.len()`; `t` and `e` count
+        // the lanes before this one that went each way, so both are below `n`, within the
+        // capacity reserved for each list.
+        let c = usize::from(unsafe { *conditions.get_unchecked(lane) });
         unsafe {
             then_at.add(t).write(lane);
             else_at.add(e).write(lane);
         }
         t += c;
         e += 1 - c;
-    }
+    });
     // SAFETY: the loop wrote the first `t` and `e` elements of the lists' capacities.
     unsafe {
         then_.set_len(t);
