@@ -124,7 +124,9 @@ enum Lanes {
 /// Splits `lanes` (in order) into those whose condition holds, written to `then_`, and the
 /// others, written to `else_`, both in order. Branch-free: each lane is written to both lists
 /// and only the count of the side it belongs to advances, so unpredictable conditions cost no
-/// mispredictions.
+/// mispredictions. Not inlined: its loop then compiles the same whatever the interpreter's
+/// loop around it holds.
+#[inline(never)]
 fn partition_into(
     lanes: &[usize],
     conditions: &[bool],
@@ -364,7 +366,7 @@ impl Activation<'_> {
                     (&callee.params, &call.ins)
                 }
             },
-            None => (&callee.params, &call.ins),
+            None => (&callee.params, &plan.args),
         };
         let counted = self.plan.counted[call.func.index()];
         if counted && depth >= self.config.max_stack_depth {

@@ -111,6 +111,20 @@ fn passed_on(x: i64, k: i64) -> i64 {
     }
 }
 
+/// A result passed straight to the call right after it and read after that one too (it
+/// must be copied out, not only passed on from the return variable).
+#[autobatch]
+fn adjacent(x: i64, k: i64) -> i64 {
+    if k > 0 {
+        let km1 = k - 1;
+        let r = adjacent(x + 1, km1);
+        let s = adjacent(r, km1);
+        s * 3 + r
+    } else {
+        x % 1000
+    }
+}
+
 /// Tuple results swapped on the way out, arguments swapped on the way in.
 #[autobatch]
 fn swapped(a: i64, b: i64, k: i64) -> (i64, i64) {
@@ -230,6 +244,8 @@ proptest! {
         let inputs = vec![xs.iter().map(|x| x.1).collect(), xs.iter().map(|x| x.2).collect()];
         let expected = vec![xs.iter().map(|&(_, x, k)| passed_on(x, k)).collect()];
         agree(passed_on::executable().unwrap(), &inputs, expected)?;
+        let expected = vec![xs.iter().map(|&(_, x, k)| adjacent(x, k)).collect()];
+        agree(adjacent::executable().unwrap(), &inputs, expected)?;
     }
 
     #[test]

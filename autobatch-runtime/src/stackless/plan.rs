@@ -1,14 +1,16 @@
 //! What stackless decides once per program: block positions, the values saved around each
 //! call, and which copies around a call it can leave out.
 //!
-//! Two copies per call are avoidable when they provably change nothing a lane computes:
+//! Copies around a call are avoidable when they provably change nothing a lane computes:
 //!
 //! - **Arguments computed into formals.** A kernel that runs just before a call and writes only
 //!   that call's argument temporaries can write the callee's formals instead, once the values
 //!   the call saves are held (a self-call's formals are the caller's own variables): then the
 //!   arguments are not copied. `n - 1` into `n`, in place, is the common case.
 //! - **Results read in place.** A call result read only by the kernel right after the call is
-//!   read where the callee left it, in its return variable, instead of being copied out first.
+//!   read where the callee left it, in its return variable, instead of being copied out first;
+//!   likewise a result the next call saves (held from the return variable) and a result the
+//!   call right after takes as an argument (passed from the return variable).
 //!
 //! Both keep every kernel run on the same lanes with the same values: only where a value is
 //! written or read changes, so `Stats` and every result are as without them.
@@ -40,6 +42,9 @@ pub(crate) struct CallPlan {
     /// Where each save's value is held from: the variable itself, or for a result of an
     /// earlier call that was not copied out, the callee's return variable still holding it.
     pub(crate) sources: Vec<Var>,
+    /// The variable each formal is passed from: the arguments, but for a result of the call
+    /// just before passed on as an argument, the return variable still holding it.
+    pub(crate) args: Vec<Var>,
     /// The argument kernel run inside the call, if any.
     pub(crate) fused: Option<Fused>,
     /// The results copied out, as (output, callee return variable) pairs (all but those read
@@ -148,6 +153,7 @@ fn block_steps(program: &Program, liveness: &Liveness, b: Block, fusions: Fusion
                 Step::Call(Box::new(CallPlan {
                     sources: saves.clone(),
                     saves,
+                    args: call.ins.clone(),
                     fused: None,
                     outs,
                     returns,
@@ -162,6 +168,9 @@ fn block_steps(program: &Program, liveness: &Liveness, b: Block, fusions: Fusion
     if fusions.results {
         for i in 0..ops.len() {
             held_in_place(program, b, i, &mut steps);
+        }
+        for i in 1..ops.len() {
+            passed_on(program, liveness, b, i, &mut steps);
         }
     }
     if fusions.arguments {
@@ -239,6 +248,53 @@ fn held_in_place(program: &Program, b: Block, i: usize, steps: &mut [Step]) {
         }
         if let Step::Call(after) = &mut steps[j] {
             after.sources[s] = ret;
+        }
+    }
+}
+
+/// Results of the call at op `i - 1` of `b` that the call right after it (op `i`) takes as an
+/// argument and nothing reads afterwards, passed there straight from the callee's return
+/// variable instead of copied out first (Ackermann's `A(m - 1, A(m, n - 1))`): the return
+/// variable keeps its value until then (the first call neither saves nor writes it in the
+/// caller, and nothing runs between).
+fn passed_on(program: &Program, liveness: &Liveness, b: Block, i: usize, steps: &mut [Step]) {
+    let ops = &program.block(b).ops;
+    let (Op::Call(call), Op::Call(next)) = (&ops[i - 1], &ops[i]) else {
+        return;
+    };
+    let (Step::Call(this), Step::Call(after)) = (&steps[i - 1], &steps[i]) else {
+        return;
+    };
+    let live_after = liveness.after_op(b, i);
+    let mut passed = Vec::new();
+    for (&out, &ret) in this.outs.iter().zip(&this.returns) {
+        let mut at = (0..next.ins.len()).filter(|&j| next.ins[j] == out);
+        let (Some(j), None) = (at.next(), at.next()) else {
+            continue;
+        };
+        let provable = out != ret
+            && after.fused.is_none()
+            && after.args[j] == out
+            && call.outs.iter().filter(|&&o| o == out).count() == 1
+            && !call.outs.contains(&ret)
+            && !this.saves.contains(&ret)
+            && !next.outs.contains(&out)
+            && !live_after.contains(&out)
+            && program.var(ret).alloc != Allocation::Null
+            && program.var(out).ty == program.var(ret).ty;
+        if provable {
+            passed.push((out, ret, j));
+        }
+    }
+    for (out, ret, j) in passed {
+        if let Step::Call(this) = &mut steps[i - 1] {
+            if let Some(k) = this.outs.iter().position(|&o| o == out) {
+                this.outs.remove(k);
+                this.returns.remove(k);
+            }
+        }
+        if let Step::Call(after) = &mut steps[i] {
+            after.args[j] = ret;
         }
     }
 }
