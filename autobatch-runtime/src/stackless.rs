@@ -14,7 +14,7 @@ use crate::config::Config;
 use crate::depth::{limit_error, on_enough_stack};
 use crate::error::{function_name, Result, RuntimeError};
 use crate::exec::Exec;
-use crate::policy::{partition_lanes, LaneSteps, Waiting};
+use crate::policy::{LaneSteps, Waiting};
 use crate::stats::Stats;
 use crate::storage::{each_lane_below, Snapshot, Stacks};
 use autobatch_ir::{Block, CallOp, FuncId, Op, Terminator, Var};
@@ -306,9 +306,10 @@ impl Activation<'_> {
                 Terminator::Branch { cond, then_, else_ } => {
                     let conditions = exec.storage.conditions(*cond, lanes, block)?;
                     let (yes, no) = match list {
-                        Lanes::Own(mut yes) => {
-                            let mut no = buffers.list();
-                            partition_lanes(&mut yes, conditions, &mut no);
+                        Lanes::Own(own) => {
+                            let (mut yes, mut no) = (buffers.list(), buffers.list());
+                            partition_into(&own, conditions, &mut yes, &mut no);
+                            buffers.keep(own);
                             (yes, no)
                         }
                         Lanes::Entry => {
