@@ -183,6 +183,41 @@ impl Column {
         with_array!(self, a => resize(a, rows))
     }
 
+    /// Like [`resized`](Self::resized), for an allocation whose first `initialised` elements
+    /// are known to hold values (written earlier, as [`ColumnPool`](crate::pool::ColumnPool)
+    /// records): rows it gains within them keep old values instead of being zero-filled
+    /// (a kernel overwrites every output row), so a pooled column that shrank grows back
+    /// without a memset.
+    pub(crate) fn regrown(self, rows: usize, initialised: usize) -> Column {
+        fn regrow<T: Element>(a: Array2<T>, rows: usize, initialised: usize) -> Column {
+            let width = a.ncols();
+            let (mut v, offset) = a.into_raw_vec_and_offset();
+            let len = rows * width;
+            if offset.unwrap_or(0) == 0 && len > v.len() && len <= initialised.min(v.capacity()) {
+                // SAFETY: `len` is within the capacity, and the elements from the length to
+                // `len` were written before (the caller's `initialised`: elements of this
+                // allocation given values and not freed since; `T` is `Copy`, so shortening the
+                // vector dropped nothing and left them as they were).
+                unsafe { v.set_len(len) };
+            } else {
+                v.resize(len, T::default());
+            }
+            T::column(
+                Array2::from_shape_vec((rows, width), v)
+                    .unwrap_or_else(|_| Array2::from_elem((rows, width), T::default())),
+            )
+        }
+        with_array!(self, a => regrow(a, rows, initialised))
+    }
+
+    /// The address of the first element and the elements it holds.
+    pub(crate) fn allocation(&self) -> (usize, usize) {
+        fn of<T: Element>(a: &Array2<T>) -> (usize, usize) {
+            (a.as_ptr() as usize, a.len())
+        }
+        with_array!(self, a => of(a))
+    }
+
     /// A column of scalars (width 1) from a slice.
     pub fn from_scalars<T: Element>(values: &[T]) -> Column {
         T::column(Array2::from_shape_fn((values.len(), 1), |(r, _)| values[r]))

@@ -8,75 +8,24 @@
 //! restored afterwards, so a call costs in proportion to its lanes, not to the batch. The host
 //! stack grows on demand, so recursion as deep as the configured limit runs on any thread.
 
+mod plan;
+
 use crate::config::Config;
-use crate::depth::{limit_error, on_enough_stack, recursive_functions};
+use crate::depth::{limit_error, on_enough_stack};
 use crate::error::{function_name, Result, RuntimeError};
 use crate::exec::Exec;
-use crate::policy::{dead_vectors, partition_lanes, LaneSteps, Waiting};
+use crate::policy::{LaneSteps, Waiting};
 use crate::stats::Stats;
-use crate::storage::Stacks;
-use autobatch_ir::passes::Liveness;
-use autobatch_ir::{Allocation, Block, CallOp, FuncId, HighProgram, Op, Terminator, Var};
+use crate::storage::{each_lane_below, Snapshot, Stacks};
+use autobatch_ir::{Block, CallOp, FuncId, Op, Terminator, Var};
+pub(crate) use plan::Plan;
+use plan::{CallPlan, Step};
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 
 /// Stackless keeps no saved frames in storage: every variable behaves as a register, and the
 /// values a call may overwrite are saved around it instead.
 pub(crate) const STACKS: Stacks = Stacks::Ignore;
-
-/// Per-program facts stackless needs: block positions and per-call save sets.
-#[derive(Clone, Debug)]
-pub(crate) struct Plan {
-    /// Position of each block in its function's block list.
-    position: Vec<usize>,
-    /// `saves[block][op]`: variables to save around the call at that op.
-    saves: Vec<Vec<Vec<Var>>>,
-    /// Per block: vector variables dead at its end, whose rows are released there.
-    dead_vectors: Vec<Vec<Var>>,
-    /// Per function: whether its calls count against the depth limit (it is recursive).
-    counted: Vec<bool>,
-}
-
-impl Plan {
-    /// Precomputes block positions and save sets for `program` (allocated).
-    pub(crate) fn new(program: &HighProgram, liveness: &Liveness) -> Plan {
-        let mut position = vec![0; program.blocks.len()];
-        for f in &program.functions {
-            for (i, b) in f.blocks.iter().enumerate() {
-                position[b.index()] = i;
-            }
-        }
-        let saves = program
-            .blocks
-            .iter()
-            .enumerate()
-            .map(|(b, data)| {
-                data.ops
-                    .iter()
-                    .enumerate()
-                    .map(|(i, op)| match op {
-                        Op::Call(call) => liveness
-                            .after_op(Block::new(b), i)
-                            .iter()
-                            .copied()
-                            .filter(|v| {
-                                !call.outs.contains(v) && program.var(*v).alloc == Allocation::Full
-                            })
-                            .collect(),
-                        _ => Vec::new(),
-                    })
-                    .collect()
-            })
-            .collect();
-        let dead_vectors = dead_vectors(program, liveness, STACKS);
-        Plan {
-            position,
-            saves,
-            dead_vectors,
-            counted: recursive_functions(program),
-        }
-    }
-}
 
 /// Runs `exec.program`'s entry function on every lane.
 pub(crate) fn run(
@@ -94,7 +43,7 @@ pub(crate) fn run(
         lane_steps,
         buffers: RefCell::default(),
     };
-    let run = activation.run_function(exec, stats, main, lanes, 0);
+    let run = activation.run_function(exec, stats, main, &lanes, 0);
     run.map_err(|e| match e {
         RuntimeError::StepBudget {
             budget, mut lanes, ..
@@ -165,6 +114,51 @@ fn with_waiting(e: RuntimeError, waiting: &[Waiting]) -> RuntimeError {
     }
 }
 
+/// The lanes a block runs: the entry block's are the caller's, every other block's a list of
+/// its own.
+enum Lanes {
+    Entry,
+    Own(Vec<usize>),
+}
+
+/// Splits `lanes` (in order) into those whose condition holds, written to `then_`, and the
+/// others, written to `else_`, both in order. Branch-free: each lane is written to both lists
+/// and only the count of the side it belongs to advances, so unpredictable conditions cost no
+/// mispredictions. Not inlined: its loop then compiles the same whatever the interpreter's
+/// loop around it holds.
+#[inline(never)]
+fn partition_into(
+    lanes: &[usize],
+    conditions: &[bool],
+    then_: &mut Vec<usize>,
+    else_: &mut Vec<usize>,
+) {
+    let n = lanes.len();
+    then_.clear();
+    else_.clear();
+    then_.reserve(n);
+    else_.reserve(n);
+    let (then_at, else_at) = (then_.as_mut_ptr(), else_.as_mut_ptr());
+    let (mut t, mut e) = (0, 0);
+    each_lane_below(lanes, conditions.len(), |_, lane| {
+        // SAFETY: `each_lane_below` passes lanes below `conditions.len()`; `t` and `e` count
+        // the lanes before this one that went each way, so both are below `n`, within the
+        // capacity reserved for each list.
+        let c = usize::from(unsafe { *conditions.get_unchecked(lane) });
+        unsafe {
+            then_at.add(t).write(lane);
+            else_at.add(e).write(lane);
+        }
+        t += c;
+        e += 1 - c;
+    });
+    // SAFETY: the loop wrote the first `t` and `e` elements of the lists' capacities.
+    unsafe {
+        then_.set_len(t);
+        else_.set_len(e);
+    }
+}
+
 struct Activation<'a> {
     plan: &'a Plan,
     config: &'a Config,
@@ -217,28 +211,37 @@ impl Buffers {
 }
 
 impl Activation<'_> {
+    /// Runs `func` from its entry block for `entry` (sorted lanes): the entry block runs on
+    /// the caller's list itself (a branch there splits it into new lists, so a call copies no
+    /// lane list), every later block on the lanes waiting there.
     fn run_function(
         &self,
         exec: &mut Exec<'_>,
         stats: &mut Stats,
         func: FuncId,
-        lanes: Vec<usize>,
+        entry: &[usize],
         depth: usize,
     ) -> Result<()> {
-        if lanes.is_empty() {
+        if entry.is_empty() {
             return Ok(());
         }
         let program = exec.program;
         let blocks = &program.function(func).blocks;
         let mut waiting: Vec<Waiting> = blocks.iter().map(|_| Waiting::default()).collect();
         let mut pending: BTreeSet<usize> = BTreeSet::new();
-        waiting[0] = Waiting::new(lanes);
-        pending.insert(0);
+        let mut entering = Some(entry);
         let budget = self.config.step_budget.unwrap_or(u64::MAX);
-        while let Some(pos) = pending.pop_first() {
+        loop {
+            let pos = match entering {
+                Some(_) => 0,
+                None => match pending.pop_first() {
+                    Some(pos) => pos,
+                    None => break,
+                },
+            };
             let per_lane = self.lane_steps.borrow().is_some();
             if !per_lane && stats.steps >= budget {
-                let lanes = Vec::new();
+                let lanes = entering.map_or_else(Vec::new, <[usize]>::to_vec);
                 let running = 0;
                 let out_of_steps = RuntimeError::StepBudget {
                     budget,
@@ -248,39 +251,81 @@ impl Activation<'_> {
                 return Err(with_waiting(out_of_steps, &waiting));
             }
             let block = blocks[pos];
-            let lanes = waiting[pos].take(&mut self.buffers.borrow_mut().scratch);
+            let mut list = match entering {
+                Some(_) => Lanes::Entry,
+                None => Lanes::Own(waiting[pos].take(&mut self.buffers.borrow_mut().scratch)),
+            };
+            let lanes: &[usize] = match (&list, entering.take()) {
+                (Lanes::Own(own), _) => own,
+                (Lanes::Entry, entry) => entry.unwrap_or_default(),
+            };
             if let Some(steps) = self.lane_steps.borrow_mut().as_mut() {
-                steps.run(&lanes)?;
+                steps.run(lanes)?;
             }
             stats.record(block.index(), lanes.len());
             let data = program.block(block);
-            for (i, op) in data.ops.iter().enumerate() {
-                match op {
-                    Op::Prim(prim) => exec.run_prim(prim, &lanes, block, stats)?,
-                    Op::Pop(_) => {}
-                    Op::Call(call) => self
-                        .call(exec, stats, call, &lanes, block, i, depth)
+            let steps = &self.plan.steps[block.index()];
+            for (op, step) in data.ops.iter().zip(steps) {
+                match (op, step) {
+                    (_, Step::Deferred) | (Op::Pop(_), _) => {}
+                    (Op::Prim(_), Step::Reading(prim)) => {
+                        exec.run_prim(prim, lanes, block, stats)?
+                    }
+                    (Op::Prim(prim), _) => exec.run_prim(prim, lanes, block, stats)?,
+                    (Op::Call(call), Step::Call(plan)) => self
+                        .call(exec, stats, (call, plan), lanes, block, depth)
                         .map_err(|e| match per_lane {
                             true => e,
                             false => with_waiting(e, &waiting),
                         })?,
+                    (Op::Call(_), _) => unreachable!("every call has a call plan"),
                 }
             }
             for &v in &self.plan.dead_vectors[block.index()] {
-                exec.storage.release_rows(v, &lanes);
+                exec.storage.release_rows(v, lanes);
             }
             let mut buffers = self.buffers.borrow_mut();
             let position = |target: &Block| self.plan.position[target.index()];
+            // The entry block's lanes are the caller's: a goto copies them into a new list.
+            let own = |list: &mut Lanes, buffers: &mut Buffers| match std::mem::replace(
+                list,
+                Lanes::Entry,
+            ) {
+                Lanes::Own(own) => own,
+                Lanes::Entry => {
+                    let mut own = buffers.list();
+                    own.extend_from_slice(entry);
+                    own
+                }
+            };
             match &data.term {
-                Terminator::Goto(t) => buffers.send(lanes, position(t), &mut waiting, &mut pending),
+                Terminator::Goto(t) => {
+                    let lanes = own(&mut list, &mut buffers);
+                    buffers.send(lanes, position(t), &mut waiting, &mut pending)
+                }
                 Terminator::Branch { cond, then_, else_ } => {
-                    let conditions = exec.storage.conditions(*cond, &lanes, block)?;
-                    let (mut yes, mut no) = (lanes, buffers.list());
-                    partition_lanes(&mut yes, conditions, &mut no);
+                    let conditions = exec.storage.conditions(*cond, lanes, block)?;
+                    let (yes, no) = match list {
+                        Lanes::Own(own) => {
+                            let (mut yes, mut no) = (buffers.list(), buffers.list());
+                            partition_into(&own, conditions, &mut yes, &mut no);
+                            buffers.keep(own);
+                            (yes, no)
+                        }
+                        Lanes::Entry => {
+                            let (mut yes, mut no) = (buffers.list(), buffers.list());
+                            partition_into(entry, conditions, &mut yes, &mut no);
+                            (yes, no)
+                        }
+                    };
                     buffers.send(yes, position(then_), &mut waiting, &mut pending);
                     buffers.send(no, position(else_), &mut waiting, &mut pending);
                 }
-                Terminator::Return => buffers.keep(lanes),
+                Terminator::Return => {
+                    if let Lanes::Own(own) = list {
+                        buffers.keep(own)
+                    }
+                }
                 Terminator::PushGoto { .. } | Terminator::IndirectGoto => {
                     unreachable!("a verified high-level program has no lowered terminators")
                 }
@@ -289,41 +334,92 @@ impl Activation<'_> {
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Runs `call` (planned as `plan`) for `lanes`: the caller's live values held, the
+    /// arguments passed (a fused argument kernel run into the formals), the callee run on the
+    /// host stack, the results passed out and the held values restored.
     fn call(
         &self,
         exec: &mut Exec<'_>,
         stats: &mut Stats,
-        call: &CallOp,
+        (call, plan): (&CallOp, &CallPlan),
         lanes: &[usize],
         block: Block,
-        op_index: usize,
         depth: usize,
     ) -> Result<()> {
         let program = exec.program;
+        let callee = program.function(call.func);
+        // With an argument kernel fused, the caller's live values are held first (the kernel
+        // then writes formals that may be the caller's own variables). If holding them fails,
+        // the kernel and the call run as written, so the error is the one they give.
+        let mut held = None;
+        let (params, args): (&[Var], &[Var]) = match &plan.fused {
+            Some(fused) => match hold(exec, plan, lanes, block) {
+                Ok(saved) => {
+                    if let Err(e) = exec.run_prim(&fused.into_formals, lanes, block, stats) {
+                        give_back(exec, &plan.saves, lanes, saved, block)?;
+                        return Err(e);
+                    }
+                    held = Some(saved);
+                    (&fused.params, &fused.args)
+                }
+                Err(_) => {
+                    exec.run_prim(&fused.prim, lanes, block, stats)?;
+                    (&callee.params, &call.ins)
+                }
+            },
+            None => (&callee.params, &plan.args),
+        };
         let counted = self.plan.counted[call.func.index()];
         if counted && depth >= self.config.max_stack_depth {
             let function = function_name(program, call.func);
             let lane = lanes.first().copied().unwrap_or(0);
             return Err(limit_error(&function, lane, self.config.max_stack_depth));
         }
-        let callee = program.function(call.func);
         // The caller's live values are held before any formal is written (a self-call's
         // formals are the caller's own variables); vector rows are shared, not copied.
-        let saves = &self.plan.saves[block.index()][op_index];
-        let saved = saves
-            .iter()
-            .map(|&v| exec.storage.snapshot(v, lanes, block))
-            .collect::<Result<Vec<_>>>()?;
-        pass(exec, &callee.params, &call.ins, lanes, block)?;
+        let saved = match held {
+            Some(saved) => saved,
+            None => hold(exec, plan, lanes, block)?,
+        };
+        pass(exec, params, args, lanes, block)?;
         let depth = depth + usize::from(counted);
-        let mut list = self.buffers.borrow_mut().list();
-        list.extend_from_slice(lanes);
-        on_enough_stack(|| self.run_function(exec, stats, call.func, list, depth))?;
-        pass(exec, &call.outs, &callee.returns, lanes, block)?;
-        for (&v, value) in saves.iter().zip(saved) {
-            exec.storage.restore(v, lanes, value, block)?;
-        }
-        Ok(())
+        on_enough_stack(|| self.run_function(exec, stats, call.func, lanes, depth))?;
+        pass(exec, &plan.outs, &plan.returns, lanes, block)?;
+        give_back(exec, &plan.saves, lanes, saved, block)
     }
+}
+
+/// Snapshots of `plan`'s saves at `lanes` (each held from its source: itself, or the return
+/// variable that still holds its value); if one fails, those taken are given back first.
+fn hold(
+    exec: &mut Exec<'_>,
+    plan: &CallPlan,
+    lanes: &[usize],
+    block: Block,
+) -> Result<Vec<Snapshot>> {
+    let mut saved = Vec::with_capacity(plan.saves.len());
+    for &v in &plan.sources {
+        match exec.storage.snapshot(v, lanes, block) {
+            Ok(s) => saved.push(s),
+            Err(e) => {
+                give_back(exec, &plan.saves[..saved.len()], lanes, saved, block)?;
+                return Err(e);
+            }
+        }
+    }
+    Ok(saved)
+}
+
+/// Restores snapshots `saved` of `saves` at `lanes`.
+fn give_back(
+    exec: &mut Exec<'_>,
+    saves: &[Var],
+    lanes: &[usize],
+    saved: Vec<Snapshot>,
+    block: Block,
+) -> Result<()> {
+    for (&v, value) in saves.iter().zip(saved) {
+        exec.storage.restore(v, lanes, value, block)?;
+    }
+    Ok(())
 }

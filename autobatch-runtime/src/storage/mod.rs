@@ -11,6 +11,8 @@ pub(crate) mod arena;
 pub(crate) mod leaf;
 mod rows;
 
+pub(crate) use rows::each_lane_below;
+
 use crate::column::{width_of, Column};
 use crate::error::{Result, RuntimeError};
 use arena::{Arena, ArenaView};

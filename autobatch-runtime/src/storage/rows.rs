@@ -93,7 +93,15 @@ pub(crate) fn gathered(src: &Column, lanes: &[usize]) -> Column {
 /// [`gathered`] for a width-1 column of `T`; `None` if it holds another type.
 fn collected<T: Element>(src: &Column, lanes: &[usize]) -> Option<Column> {
     let s = src.as_slice::<T>()?;
-    let values: Vec<T> = lanes.iter().map(|&l| s[l]).collect();
+    let mut values: Vec<T> = Vec::with_capacity(lanes.len());
+    let out = values.spare_capacity_mut();
+    // SAFETY: `each_lane_below` passes lanes below `s.len()` and positions below
+    // `lanes.len()`, within the capacity reserved.
+    each_lane_below(lanes, s.len(), |k, l| unsafe {
+        out.get_unchecked_mut(k).write(*s.get_unchecked(l));
+    });
+    // SAFETY: every position below `lanes.len()` was written just now.
+    unsafe { values.set_len(lanes.len()) };
     let array = ndarray::Array2::from_shape_vec((lanes.len(), 1), values).ok()?;
     Some(T::column(array))
 }
@@ -105,6 +113,37 @@ fn lane_out_of_range(lane: usize, rows: usize) -> ! {
     panic!("lane {lane} out of {rows} rows")
 }
 
+/// Calls `each(k, lanes[k])` for every position `k`, in order, once it has checked that the
+/// lanes are below `rows` (a lane at or past it panics), four lanes at a time: so `each`
+/// may index rows by lane, and positions below `lanes.len()`, without checks of its own.
+#[inline(always)]
+pub(crate) fn each_lane_below(lanes: &[usize], rows: usize, mut each: impl FnMut(usize, usize)) {
+    let mut chunks = lanes.chunks_exact(4);
+    let mut k = 0;
+    for c in &mut chunks {
+        // No lane exceeds the four ORed together: when that is below `rows`, so are they
+        // (else the largest decides).
+        if c[0] | c[1] | c[2] | c[3] >= rows {
+            let top = c[0].max(c[1]).max(c[2].max(c[3]));
+            if top >= rows {
+                lane_out_of_range(top, rows);
+            }
+        }
+        each(k, c[0]);
+        each(k + 1, c[1]);
+        each(k + 2, c[2]);
+        each(k + 3, c[3]);
+        k += 4;
+    }
+    for &l in chunks.remainder() {
+        if l >= rows {
+            lane_out_of_range(l, rows);
+        }
+        each(k, l);
+        k += 1;
+    }
+}
+
 /// The typed loop of [`copy`] for width-1 columns of `T`; `false` if they hold another type.
 #[inline]
 fn typed<T: Element>(dst: &mut Column, src: &Column, rows: Rows<'_>) -> bool {
@@ -113,25 +152,27 @@ fn typed<T: Element>(dst: &mut Column, src: &Column, rows: Rows<'_>) -> bool {
     };
     match rows {
         Rows::Scatter(lanes) => {
-            for (&l, &v) in lanes.iter().zip(&s[..lanes.len()]) {
-                d[l] = v;
-            }
+            let s = &s[..lanes.len()];
+            // SAFETY: `each_lane_below` passes lanes below `d.len()` and positions below
+            // `lanes.len()`, the length of `s`.
+            each_lane_below(lanes, d.len(), |k, l| unsafe {
+                *d.get_unchecked_mut(l) = *s.get_unchecked(k);
+            });
         }
         Rows::Gather(lanes) => {
-            for (out, &l) in d[..lanes.len()].iter_mut().zip(lanes) {
-                *out = s[l];
-            }
+            let d = &mut d[..lanes.len()];
+            // SAFETY: as for a scatter, the other way round.
+            each_lane_below(lanes, s.len(), |k, l| unsafe {
+                *d.get_unchecked_mut(k) = *s.get_unchecked(l);
+            });
         }
         Rows::Same(lanes) => {
-            // One bounds check per lane, against both columns at once.
+            // One check per four lanes, against both columns at once.
             let n = s.len().min(d.len());
-            let (d, s) = (&mut d[..n], &s[..n]);
-            for &l in lanes {
-                if l >= n {
-                    lane_out_of_range(l, n);
-                }
-                d[l] = s[l];
-            }
+            // SAFETY: `each_lane_below` passes lanes below `n`, within both columns.
+            each_lane_below(lanes, n, |_, l| unsafe {
+                *d.get_unchecked_mut(l) = *s.get_unchecked(l);
+            });
         }
         Rows::Push(st) => st.lanes.iter().for_each(|&l| d[st.below(l)] = s[l]),
         Rows::Pop(st) => st.lanes.iter().for_each(|&l| d[l] = s[st.at(l)]),
@@ -269,6 +310,26 @@ fn pop_counted_typed<T: Element>(
 mod tests {
     use super::*;
     use autobatch_ir::DType;
+
+    /// Every lane is visited once, in order, with its position, whether or not the lanes ORed
+    /// together pass the row count; a lane past the rows panics, in a chunk or in the rest.
+    #[test]
+    fn each_lane_below_visits_in_order_and_refuses_lanes_past_the_rows() {
+        for lanes in [vec![4, 1, 2, 3, 0, 4], vec![0, 1, 2, 3], vec![3], vec![]] {
+            let mut seen = Vec::new();
+            each_lane_below(&lanes, 5, |k, l| seen.push((k, l)));
+            let expected: Vec<(usize, usize)> = lanes.iter().copied().enumerate().collect();
+            assert_eq!(seen, expected);
+        }
+        for lanes in [
+            vec![0, 0, 0, 5],
+            vec![1, 2, 3, 4, 5],
+            vec![4, 4, 4, 4, 0, 9],
+        ] {
+            let caught = std::panic::catch_unwind(|| each_lane_below(&lanes, 5, |_, _| {}));
+            assert!(caught.is_err(), "{lanes:?}");
+        }
+    }
 
     /// Every pattern moves the same rows through the typed loop (scalars) and the general one
     /// (vector rows), and refuses columns that do not match.
