@@ -6,7 +6,7 @@
 
 use crate::random::Key;
 use autobatch_ir::{DType, Shape, TensorType};
-use ndarray::{Array2, ArrayView1, ArrayView2};
+use ndarray::{s, Array2, ArrayView1, ArrayView2};
 use std::fmt::Debug;
 
 /// A typed column of rows, one per lane (or per active lane).
@@ -168,54 +168,30 @@ impl Column {
     }
 
     /// This column's allocation reused for `rows` rows (same dtype and width); it reallocates
-    /// only to grow. Rows it had keep their old values (a kernel overwrites every output row);
-    /// rows it gains are zero.
+    /// only to grow. Rows it had keep their old values (a kernel overwrites every output row),
+    /// and so do rows it held before it shrank: a column keeps every element its allocation
+    /// was given and shrinks by viewing fewer rows of them, so a pooled column that shrank
+    /// grows back without zero-filling. Only rows it never held are zero.
     pub(crate) fn resized(self, rows: usize) -> Column {
         fn resize<T: Element>(a: Array2<T>, rows: usize) -> Column {
             let width = a.ncols();
-            let (mut v, _) = a.into_raw_vec_and_offset();
-            v.resize(rows * width, T::default());
-            T::column(
-                Array2::from_shape_vec((rows, width), v)
-                    .unwrap_or_else(|_| Array2::from_elem((rows, width), T::default())),
-            )
+            let (mut v, offset) = a.into_raw_vec_and_offset();
+            // Elements before the first row (an array sliced from the front) are not rows.
+            v.drain(..offset.unwrap_or(0).min(v.len()));
+            if v.len() < rows * width {
+                v.resize(rows * width, T::default());
+            }
+            let held = match width {
+                0 => rows,
+                w => v.len() / w,
+            };
+            v.truncate(held * width);
+            let mut array = Array2::from_shape_vec((held, width), v)
+                .unwrap_or_else(|_| Array2::from_elem((rows, width), T::default()));
+            array.slice_collapse(s![..rows, ..]);
+            T::column(array)
         }
         with_array!(self, a => resize(a, rows))
-    }
-
-    /// Like [`resized`](Self::resized), for an allocation whose first `initialised` elements
-    /// are known to hold values (written earlier, as [`ColumnPool`](crate::pool::ColumnPool)
-    /// records): rows it gains within them keep old values instead of being zero-filled
-    /// (a kernel overwrites every output row), so a pooled column that shrank grows back
-    /// without a memset.
-    pub(crate) fn regrown(self, rows: usize, initialised: usize) -> Column {
-        fn regrow<T: Element>(a: Array2<T>, rows: usize, initialised: usize) -> Column {
-            let width = a.ncols();
-            let (mut v, offset) = a.into_raw_vec_and_offset();
-            let len = rows * width;
-            if offset.unwrap_or(0) == 0 && len > v.len() && len <= initialised.min(v.capacity()) {
-                // SAFETY: `len` is within the capacity, and the elements from the length to
-                // `len` were written before (the caller's `initialised`: elements of this
-                // allocation given values and not freed since; `T` is `Copy`, so shortening the
-                // vector dropped nothing and left them as they were).
-                unsafe { v.set_len(len) };
-            } else {
-                v.resize(len, T::default());
-            }
-            T::column(
-                Array2::from_shape_vec((rows, width), v)
-                    .unwrap_or_else(|_| Array2::from_elem((rows, width), T::default())),
-            )
-        }
-        with_array!(self, a => regrow(a, rows, initialised))
-    }
-
-    /// The address of the first element and the elements it holds.
-    pub(crate) fn allocation(&self) -> (usize, usize) {
-        fn of<T: Element>(a: &Array2<T>) -> (usize, usize) {
-            (a.as_ptr() as usize, a.len())
-        }
-        with_array!(self, a => of(a))
     }
 
     /// A column of scalars (width 1) from a slice.
