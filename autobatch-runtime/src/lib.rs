@@ -53,8 +53,8 @@ pub use config::{
 };
 pub use error::{Result, RuntimeError};
 pub use kernel::{
-    output_slice, Context, ContextType, InputRows, Kernel, KernelError, LaneInputs, LaneOutputs,
-    OutputLeaf, ScalarsOut, VectorOut,
+    output_slice, Context, ContextType, DenseScalars, InputRows, Kernel, KernelError, LaneInputs,
+    LaneOutputs, LaneScalarsOut, OutputLeaf, ScalarsOut, VectorOut,
 };
 pub use ndarray;
 pub use random::Key;

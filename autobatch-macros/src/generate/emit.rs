@@ -15,12 +15,18 @@ use autobatch_ir::Allocation;
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::quote_spanned;
 
-/// An expression building a value of type `t` from input leaves starting at `*next`.
-fn read_value(rt: &Runtime, t: &Ty, next: &mut usize) -> TokenStream {
+/// An expression building a value of type `t` from input leaves starting at `*next`, each
+/// scalar leaf read by `scalar(leaf, index)` (vector rows always from the leaf's `InputRows`).
+fn read_value(
+    rt: &Runtime,
+    t: &Ty,
+    next: &mut usize,
+    scalar: &dyn Fn(usize) -> TokenStream,
+) -> TokenStream {
     let rtp = rt.path();
     match t {
         Ty::Tuple(items) => {
-            let parts = items.iter().map(|i| read_value(rt, i, next));
+            let parts = items.iter().map(|i| read_value(rt, i, next, scalar));
             quote!((#(#parts,)*))
         }
         Ty::Vector => {
@@ -29,9 +35,8 @@ fn read_value(rt: &Runtime, t: &Ty, next: &mut usize) -> TokenStream {
             quote!(#rtp::Vector::from_slice(#acc.row(__lane)))
         }
         _ => {
-            let acc = format_ident!("__i{}", *next);
             *next += 1;
-            quote!(#acc.scalar(__lane))
+            scalar(*next - 1)
         }
     }
 }
@@ -54,6 +59,9 @@ pub fn lane_kernel(
     let rtp = rt.path();
     let mut accessors = Vec::new();
     let mut bindings = Vec::new();
+    // The same bindings for the loop over scalars in place (`__fN`, see below).
+    let mut fast_bindings = Vec::new();
+    let mut fast_inputs = Vec::new();
     let mut next = 0;
     for (name, ty) in inputs {
         let ls = leaf_paths(ty, quote!());
@@ -62,10 +70,21 @@ pub fn lane_kernel(
             let el = rt.element_type(leaf);
             let idx = next + i;
             accessors.push(quote!(let #acc = __ins.rows::<#el>(#idx)?;));
+            let fast = format_ident!("__f{}", next + i);
+            fast_inputs.push(quote!(let ::std::option::Option::Some(#fast) = #acc.dense_scalars() else { break '__fast; };));
         }
         let rty = rt.rust_type(ty);
-        let value = read_value(rt, ty, &mut next);
+        let mut fast_next = next;
+        let value = read_value(rt, ty, &mut next, &|i| {
+            let acc = format_ident!("__i{i}");
+            quote!(#acc.scalar(__lane))
+        });
         bindings.push(quote!(let #name: #rty = #value;));
+        let fast_value = read_value(rt, ty, &mut fast_next, &|i| {
+            let fast = format_ident!("__f{i}");
+            quote!(#fast.get(__lane))
+        });
+        fast_bindings.push(quote!(let #name: #rty = #fast_value;));
     }
     let outs = leaf_paths(out_ty, quote!(__r));
     let out_names: Vec<_> = (0..outs.len()).map(|i| format_ident!("__o{i}")).collect();
@@ -88,15 +107,47 @@ pub fn lane_kernel(
             Ty::Vector => quote!(#o.store(__k, &#path)?;),
             _ => quote!(#o.set(__k, __lane, #path);),
         });
-    let out_ty = rt.rust_type(out_ty);
+    let out_ty_tokens = rt.rust_type(out_ty);
     let r = format_ident!("__r");
-    let result = quote_spanned!(span=> let #r: #out_ty = #body;);
+    let result = quote_spanned!(span=> let #r: #out_ty_tokens = #body;);
+    // Where every leaf is a scalar, and the interpreter holds the inputs in place and takes the
+    // outputs by lane (as it does for scalar variables), the loop runs over plain indexed loads
+    // and stores, deciding nothing per lane; anything else takes the general loop.
+    let all_scalar = !outs.iter().any(|(leaf, _)| matches!(leaf, Ty::Vector))
+        && !inputs
+            .iter()
+            .flat_map(|(_, ty)| leaf_paths(ty, quote!()))
+            .any(|(leaf, _)| matches!(leaf, Ty::Vector));
+    let fast = all_scalar.then(|| {
+        let writers: Vec<_> = (0..outs.len()).map(|i| format_ident!("__w{i}")).collect();
+        let fast_stores = outs
+            .iter()
+            .zip(&writers)
+            .map(|((_, path), w)| quote!(#w.set(__lane, #path);));
+        let fast_outputs = out_names.iter().zip(&writers).map(|(o, w)| {
+            quote!(let ::std::option::Option::Some(mut #w) = #o.by_lane() else { break '__fast; };)
+        });
+        quote! {
+            '__fast: {
+                #(#fast_inputs)*
+                #(#fast_outputs)*
+                for (__k, &__lane) in __ins.lanes().iter().enumerate() {
+                    __ins.at(__k);
+                    #(#fast_bindings)*
+                    #result
+                    #(#fast_stores)*
+                }
+                return ::std::result::Result::Ok(());
+            }
+        }
+    });
     quote! {
         #rtp::Kernel::lane_wise_in_place(|__ins: &#rtp::LaneInputs<'_>, __outs: &mut #rtp::LaneOutputs<'_>| -> ::std::result::Result<(), #rtp::KernelError> {
             #context
             #(#accessors)*
             let [#(#out_names),*] = __outs.leaves::<#n_outs>()?;
             #(#slices)*
+            #fast
             for (__k, &__lane) in __ins.lanes().iter().enumerate() {
                 __ins.at(__k);
                 // Every input of the lane is read here, before any output is written.

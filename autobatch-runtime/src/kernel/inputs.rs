@@ -182,7 +182,47 @@ enum Source<'a, T> {
     Shared(ArenaView, &'a [u32]),
 }
 
+/// An input leaf of scalars held in place, one element per lane ([`InputRows::dense_scalars`]):
+/// read by lane with one bounds check and no decision per read about where the rows are, so a
+/// kernel's lane loop over such leaves compiles to plain indexed loads.
+#[derive(Clone, Copy)]
+pub struct DenseScalars<'a, T> {
+    data: NonNull<T>,
+    len: usize,
+    rows: PhantomData<&'a [T]>,
+}
+
+impl<T: Copy> DenseScalars<'_, T> {
+    /// The scalar of `lane`.
+    ///
+    /// # Panics
+    /// If `lane` is past the leaf's rows.
+    #[inline(always)]
+    pub fn get(&self, lane: usize) -> T {
+        if lane >= self.len {
+            out_of_rows(lane, self.len);
+        }
+        // SAFETY: as in `InputRows::scalar`: `lane` is within the `len` elements from `data`,
+        // borrowed for the kernel call, read by value (a write of the same call through
+        // `ScalarsOut` or `LaneScalarsOut` aliases no reference).
+        unsafe { self.data.as_ptr().add(lane).read() }
+    }
+}
+
 impl<'a, T: Copy + 'static> InputRows<'a, T> {
+    /// The leaf as [`DenseScalars`] if its rows are scalars held in place (as the interpreters
+    /// hold every scalar variable), `None` for vector rows or a leaf with other rows.
+    pub fn dense_scalars(&self) -> Option<DenseScalars<'a, T>> {
+        match self.source {
+            Source::Dense { data, len, .. } if self.width == 1 => Some(DenseScalars {
+                data,
+                len,
+                rows: PhantomData,
+            }),
+            _ => None,
+        }
+    }
+
     /// The scalar of `lane` (the first element of its row).
     #[inline(always)]
     pub fn scalar(&self, lane: usize) -> T {

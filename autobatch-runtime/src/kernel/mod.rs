@@ -30,8 +30,8 @@ mod outputs;
 
 pub use context::{Context, ContextType};
 pub use error::KernelError;
-pub use inputs::{InputRows, LaneInputs};
-pub use outputs::{output_slice, LaneOutputs, OutputLeaf, ScalarsOut, VectorOut};
+pub use inputs::{DenseScalars, InputRows, LaneInputs};
+pub use outputs::{output_slice, LaneOutputs, LaneScalarsOut, OutputLeaf, ScalarsOut, VectorOut};
 pub(crate) use outputs::{typed_mut, FreshRows, LaneRows, OutLeaf};
 
 use crate::column::{Column, Element};

@@ -165,6 +165,44 @@ impl<'a, T: Element> ScalarsOut<'a, T> {
     }
 }
 
+impl<T: Element> ScalarsOut<'_, T> {
+    /// This leaf's writer by lane if it writes straight into the interpreter's storage (where
+    /// the row is the lane's own), `None` if it writes row `k` of a dense column: a kernel's
+    /// lane loop over such writers decides nothing per write.
+    pub fn by_lane(&mut self) -> Option<LaneScalarsOut<'_, T>> {
+        self.by_lane.then_some(LaneScalarsOut {
+            data: self.data,
+            len: self.len,
+            rows: PhantomData,
+        })
+    }
+}
+
+/// A scalar output leaf written straight into the interpreter's storage by lane
+/// ([`ScalarsOut::by_lane`]).
+pub struct LaneScalarsOut<'a, T> {
+    data: NonNull<T>,
+    len: usize,
+    rows: PhantomData<&'a mut [T]>,
+}
+
+impl<T: Element> LaneScalarsOut<'_, T> {
+    /// Writes `value` for `lane`.
+    ///
+    /// # Panics
+    /// If `lane` is past the leaf's rows.
+    #[inline(always)]
+    pub fn set(&mut self, lane: usize, value: T) {
+        if lane >= self.len {
+            out_of_rows(lane, self.len);
+        }
+        // SAFETY: as in `ScalarsOut::set`: `lane` is within the `len` elements from `data`,
+        // storage's rows under `LaneRows`' guarantee (read meanwhile only by value, through the
+        // same kind of pointer); this writer mutably borrows the `ScalarsOut` it came from.
+        unsafe { self.data.as_ptr().add(lane).write(value) }
+    }
+}
+
 /// The outputs of one lane-wise kernel call, one leaf per output leaf; row `k` of each belongs
 /// to the `k`-th active lane. A kernel writes every row of every leaf (or fails).
 ///
