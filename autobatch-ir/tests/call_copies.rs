@@ -2,11 +2,12 @@
 //! guard on small hand-lowered programs, checked by a one-lane stack machine (every variable a
 //! stack, as the lowered program's pushes and pops treat it).
 
-use autobatch_ir::passes::remove_call_copies;
+use autobatch_ir::passes::{prepare, remove_call_copies, Allocations, Passes};
 use autobatch_ir::{
-    Allocation, Block, KernelId, KernelRef, LoweredProgram, Op, PrimOp, Program, ProgramBuilder,
-    Terminator, Type, Var,
+    Allocation, Block, DType, KernelId, KernelRef, LoweredProgram, Op, PrimOp, Program,
+    ProgramBuilder, Terminator, Type, Var,
 };
+use autobatch_testkit::conformance::{self, numbering};
 
 const K: KernelId = KernelId::new(0);
 
@@ -42,7 +43,11 @@ fn op(outs: &[Var], ins: &[Var], kernel: KernelRef, source: &str, in_place: &[Va
 /// its inputs plus the text's length.
 fn eval(source: &str, ins: &[i64]) -> Vec<i64> {
     match source {
-        "a - 1" => vec![ins[0] - 1],
+        "a - 1" | "n - 1" => vec![ins[0] - 1],
+        "n - 2" => vec![ins[0] - 2],
+        "n > 1" => vec![i64::from(ins[0] > 1)],
+        "x + y" => vec![ins[0] + ins[1]],
+        "1" => vec![1],
         "a > 0" => vec![i64::from(ins[0] > 0)],
         "a + b" => vec![ins[0] + ins[1]],
         "a * 3" => vec![ins[0] * 3],
@@ -346,4 +351,30 @@ fn program_inputs_and_outputs_and_values_read_twice_stay() {
     let p = b.finish_lowered(main).unwrap();
     // `t` is read twice: the kernel keeps writing it.
     assert_eq!(removed(&p, &[&[1, 2]]), p);
+}
+
+#[test]
+fn only_the_full_vms_program_changes() {
+    // Stackless runs `Prepared::high`: the pass never touches it.
+    let fib = conformance::fibonacci_function_calls(&mut numbering(), DType::I64);
+    let prepared = |call_copies: bool| {
+        let passes = Passes {
+            call_copies,
+            ..Passes::default()
+        };
+        prepare(fib.clone().into(), &passes, Allocations::Compute, |_| false).unwrap()
+    };
+    let (on, off) = (prepared(true), prepared(false));
+    assert_eq!(on.high, off.high);
+    assert_ne!(on.lowered, off.lowered);
+    assert_eq!(run(&on.lowered, &[7]), Ok(vec![21]));
+    for x in [0, 1, 2, 7] {
+        assert!(
+            run(&on.lowered, &[x]).is_ok(),
+            "{:?}\n{}",
+            run(&on.lowered, &[x]),
+            on.lowered
+        );
+        assert_eq!(run(&on.lowered, &[x]), run(&off.lowered, &[x]), "fib({x})");
+    }
 }
