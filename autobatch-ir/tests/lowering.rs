@@ -5,7 +5,7 @@ mod support;
 
 use autobatch_ir::passes::{
     allocate, fuse_pop_push, inline_calls, lower, prioritize_blocks, prioritize_blocks_deferring,
-    propagate_copies, simplify_blocks, InlineOptions,
+    propagate_copies, remove_call_copies, simplify_blocks, InlineOptions,
 };
 use autobatch_ir::{
     verify_high, verify_lowered, Block, DType, FuncId, HighProgram, KernelId, KernelRef, Location,
@@ -47,7 +47,8 @@ fn full_pipeline(p: &HighProgram) -> LoweredProgram {
 }
 
 /// What the runtime prepares for the full VM, with every non-recursive call inlined: inline,
-/// simplify, propagate copies, simplify, allocate, lower, simplify, fuse, prioritize.
+/// simplify, propagate copies, simplify, allocate, lower, simplify, fuse, remove the copies
+/// around calls, prioritize.
 fn prepared(p: &HighProgram) -> LoweredProgram {
     let every = InlineOptions {
         max_ops: usize::MAX,
@@ -57,7 +58,7 @@ fn prepared(p: &HighProgram) -> LoweredProgram {
     verify_high_copy(&high)
         .unwrap_or_else(|e| panic!("simplified program does not verify:\n{e}\n{high}"));
     let low = simplify_blocks(&lower(&high).unwrap_or_else(|e| panic!("lowering failed: {e}")));
-    let out = prioritize_blocks(&fuse_pop_push(&low));
+    let out = prioritize_blocks(&remove_call_copies(&fuse_pop_push(&low)));
     verify(&out).unwrap_or_else(|e| panic!("prepared program does not verify:\n{e}\n{out}"));
     out
 }
@@ -372,6 +373,8 @@ fn check_runs(high: &HighProgram, cases: &[(Vec<Val>, Vec<Val>)]) -> Vec<Outcome
     check_structure(high, &low);
     let fused = fuse_pop_push(&low);
     let prio = prioritize_blocks(&fused);
+    let uncopied = remove_call_copies(&fused);
+    verify(&uncopied).unwrap_or_else(|e| panic!("call copies removed: does not verify:\n{e}"));
     let simple = simplify_blocks(&low);
     verify(&simple).unwrap_or_else(|e| panic!("simplified program does not verify:\n{e}"));
     assert!(simple.blocks.len() <= low.blocks.len());
@@ -382,9 +385,10 @@ fn check_runs(high: &HighProgram, cases: &[(Vec<Val>, Vec<Val>)]) -> Vec<Outcome
             ("lowered", &low),
             ("fused", &fused),
             ("prioritized", &prio),
+            ("fused, call copies removed", &uncopied),
             ("simplified", &simple),
             (
-                "inlined, copies propagated, simplified, fused, prioritized",
+                "inlined, copies propagated, simplified, fused, call copies removed, prioritized",
                 &whole,
             ),
         ] {

@@ -21,6 +21,7 @@ fn all_passes() -> Vec<Passes> {
                     inline: inline.clone(),
                     simplify,
                     copies,
+                    call_copies: copies,
                 });
             }
         }

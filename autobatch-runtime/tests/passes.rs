@@ -59,6 +59,13 @@ fn variants() -> Vec<(&'static str, Passes)> {
                 ..Passes::default()
             },
         ),
+        (
+            "default without call copies",
+            Passes {
+                call_copies: false,
+                ..Passes::default()
+            },
+        ),
         ("default", Passes::default()),
         (
             "inline everything",

@@ -2,6 +2,7 @@
 //! the pipeline that runs them in order.
 
 pub mod allocation;
+pub mod call_copies;
 pub mod calls;
 pub mod copies;
 pub mod fusion;
@@ -13,6 +14,7 @@ pub mod priority;
 pub mod simplify;
 
 pub use allocation::{allocate, allocations, allocations_with, is_tail_call, AllocationOptions};
+pub use call_copies::remove_call_copies;
 pub use calls::{recursive_entries, recursive_functions};
 pub use copies::propagate_copies;
 pub use fusion::fuse_pop_push;

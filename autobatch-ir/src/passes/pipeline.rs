@@ -6,6 +6,7 @@
 //! [`verifications`](crate::verify::verifications)).
 
 use crate::passes::allocation::allocate;
+use crate::passes::call_copies::remove_call_copies;
 use crate::passes::calls::recursive_entries;
 use crate::passes::copies::propagate_copies;
 use crate::passes::fusion::fuse_pop_push;
@@ -35,6 +36,10 @@ pub struct Passes {
     /// assignments ([`propagate_copies`]) in the high-level program, after inlining and
     /// simplification (which runs again afterwards).
     pub copies: bool,
+    /// Remove the copies lowering leaves around calls in the full VM's program
+    /// ([`remove_call_copies`]), after pop-push fusion: a kernel writes the formal it computes
+    /// an argument for, an op reads the return variable a result was copied out of.
+    pub call_copies: bool,
 }
 
 impl Default for Passes {
@@ -43,6 +48,7 @@ impl Default for Passes {
             inline: Some(InlineOptions::default()),
             simplify: true,
             copies: true,
+            call_copies: true,
         }
     }
 }
@@ -54,6 +60,7 @@ impl Passes {
             inline: None,
             simplify: false,
             copies: false,
+            call_copies: false,
         }
     }
 }
@@ -195,7 +202,13 @@ pub fn prepare(
             } else {
                 low
             };
-            let lowered = prioritize_blocks_deferring(&fuse_pop_push(&low), defer);
+            let fused = fuse_pop_push(&low);
+            let fused = if passes.call_copies {
+                remove_call_copies(&fused)
+            } else {
+                fused
+            };
+            let lowered = prioritize_blocks_deferring(&fused, defer);
             Ok(Prepared {
                 source: VerifiedSource::High(source),
                 high: Some(high),

@@ -65,6 +65,7 @@ pub fn variants(inline_all: bool) -> Vec<Passes> {
                     inline: inline.then_some(options),
                     simplify,
                     copies,
+                    call_copies: copies,
                 });
             }
         }
