@@ -72,7 +72,7 @@ pub struct Settings {
     pub target_accept: f64,
     /// Initial points are uniform in `[-init_radius, init_radius]` per coordinate (Stan's 2).
     pub init_radius: f64,
-    /// Full VM or stackless.
+    /// The interpreter (default: stackless, the faster on both shipped targets).
     pub mode: Mode,
     /// Keep every warmup transition (in [`Run::warmup`]) as well as the draws.
     pub save_warmup: bool,
@@ -97,7 +97,7 @@ impl Default for Settings {
             adapt_metric: true,
             target_accept: 0.8,
             init_radius: 2.0,
-            mode: Mode::FullVm,
+            mode: Mode::Stackless,
             save_warmup: false,
             threads: available_threads(),
             shard_size: None,

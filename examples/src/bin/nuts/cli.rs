@@ -34,7 +34,7 @@ impl TargetChoice {
 pub enum ModeChoice {
     /// The full VM: per-lane program counters, lanes meet across recursion depths.
     Vm,
-    /// Host recursion with active-lane masks.
+    /// Host recursion with active-lane masks (the faster on both targets).
     Stackless,
 }
 
@@ -72,7 +72,7 @@ pub struct Args {
     #[arg(long, default_value_t = Settings::default().seed, value_parser = seed)]
     pub seed: u64,
     /// Interpreter.
-    #[arg(long, value_enum, default_value_t = ModeChoice::Vm)]
+    #[arg(long, value_enum, default_value_t = ModeChoice::Stackless)]
     pub mode: ModeChoice,
     /// Maximum tree depth (at most 2^depth - 1 leapfrog steps per transition), 1 to 30.
     #[arg(long, default_value_t = Settings::default().max_depth, value_parser = tree_depth)]
