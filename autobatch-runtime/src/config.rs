@@ -181,12 +181,13 @@ pub const MIN_SHARD_LANES: usize = 256;
 /// variables within [`SHARD_BYTES`]. Programs with a large state per lane (NUTS in 100
 /// dimensions: over 64 KiB of variables per chain, so 1 MiB holds a dozen chains) gain from
 /// shards smaller than the batch but lose below this, where each block execution serves too
-/// few lanes to pay for its dispatch and a batched kernel's matrix products get short.
-/// Stackless on the 100-d Gaussian, 1,000 chains, 30 draws, one thread, in runs interleaved
-/// on a loaded machine: shards of 333 chains (three, the most a floor of 256 gave) took
-/// 4.7-5.5 s, shards of 167-200 chains 4.3-4.9 s and of 64 chains 5.9-6.4 s; the full VM
-/// earlier ran at 0.478, 0.518, 0.495 and 0.462 M gradients/s in shards of 64, 128, 256 and
-/// 1,000 chains (`cargo bench -p autobatch-examples --bench nuts`, its shard-size sweep).
+/// few lanes to pay for its dispatch and a batched kernel's matrix products get short. On the
+/// 100-d Gaussian, 1,000 chains, one thread, quiet machine (`cargo bench -p autobatch-examples
+/// --bench nuts`, its shard-size sweep), stackless ran at 0.706, 0.787, 0.805 and 0.715 M
+/// gradients/s in shards of 64, 128, 256 and 1,000 chains, and at 0.811 by default (7 shards
+/// of 143); the full VM at 0.513, 0.576, 0.571, 0.541 and 0.568. The floor of 256 this
+/// replaced cut 1,000 chains into 3 shards of 333: 0.750 against 0.798 in shards of 143
+/// (`nuts --mode stackless --threads 1 --no-adapt --warmup 0 --draws 100 --shard-size N`).
 pub const MIN_CACHE_SHARD_LANES: usize = 128;
 
 /// The lane state (bytes of variables, summed over a shard's lanes) that makes a shard worth
