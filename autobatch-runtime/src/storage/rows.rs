@@ -197,40 +197,15 @@ pub(crate) fn push_copy(
     if rows.width() != 1 || rows.dtype() != src.dtype() || src.width() != 1 {
         return None;
     }
-    push_copy_typed::<i64>(
-        rows,
-        saved,
-        src,
-        (stacked.0, &mut *stacked.1, stacked.2),
-        cap,
-    )
-    .or_else(|| {
-        push_copy_typed::<f64>(
-            rows,
-            saved,
-            src,
-            (stacked.0, &mut *stacked.1, stacked.2),
-            cap,
-        )
-    })
-    .or_else(|| {
-        push_copy_typed::<i32>(
-            rows,
-            saved,
-            src,
-            (stacked.0, &mut *stacked.1, stacked.2),
-            cap,
-        )
-    })
-    .or_else(|| {
-        push_copy_typed::<bool>(
-            rows,
-            saved,
-            src,
-            (stacked.0, &mut *stacked.1, stacked.2),
-            cap,
-        )
-    })
+    // The element types scalar variables take most (others go through push and copy).
+    macro_rules! first_of {
+        ($($t:ty),*) => {
+            None $(.or_else(|| {
+                push_copy_typed::<$t>(rows, saved, src, (stacked.0, &mut *stacked.1, stacked.2), cap)
+            }))*
+        };
+    }
+    first_of!(i64, f64, i32, bool)
 }
 
 /// [`push_copy`] for columns of `T`; `None` if they hold another type.
