@@ -5,7 +5,7 @@
 use crate::config::Config;
 use crate::error::{Result, RuntimeError};
 use crate::storage::leaf::Leaf;
-use crate::storage::Stacks;
+use crate::storage::{each_lane_below, Stacks};
 use autobatch_ir::passes::Liveness;
 use autobatch_ir::{Allocation, Block, Program, Var};
 
@@ -43,40 +43,42 @@ pub(crate) fn dead_vectors(program: &Program, live: &Liveness, stacks: Stacks) -
         .collect()
 }
 
-/// Splits `lanes` by their branch `conditions` (indexed by lane), in order: `lanes` keeps the
-/// lanes going to `then`, `else_` receives those going to `else` (what it held is dropped).
-/// Branch-free: each lane is written to both sides and only the side its condition picks
-/// advances, so unpredictable conditions cost no mispredictions; the `then` side is written
-/// over `lanes` itself (at or before the lane read), so no lane list is copied afterwards.
-// Not inlined: inlined into the stackless interpreter's loop the partition's loop compiled to
-// 20% more instructions (fibonacci, callgrind).
-// Stackless now splits into new lists (`stackless::partition_into`, lanes checked four at a
-// time); this stays for any interpreter that splits in place.
-#[cfg_attr(not(test), allow(dead_code))]
+/// Splits `lanes` (in order) into those whose condition holds, written to `then_`, and the
+/// others, written to `else_`, both in order. Branch-free: each lane is written to both lists
+/// and only the count of the side it belongs to advances, so unpredictable conditions cost no
+/// mispredictions. Not inlined: its loop then compiles the same whatever the interpreter's
+/// loop around it holds.
 #[inline(never)]
-pub(crate) fn partition_lanes(lanes: &mut Vec<usize>, conditions: &[bool], else_: &mut Vec<usize>) {
-    else_.clear();
-    else_.reserve(lanes.len());
+pub(crate) fn partition_into(
+    lanes: &[usize],
+    conditions: &[bool],
+    then_: &mut Vec<usize>,
+    else_: &mut Vec<usize>,
+) {
     let n = lanes.len();
-    let spare = &mut else_.spare_capacity_mut()[..n];
-    let (then_at, else_at) = (lanes.as_mut_ptr(), spare.as_mut_ptr());
+    then_.clear();
+    else_.clear();
+    then_.reserve(n);
+    else_.reserve(n);
+    let (then_at, else_at) = (then_.as_mut_ptr(), else_.as_mut_ptr());
     let (mut t, mut e) = (0, 0);
-    for i in 0..n {
-        // SAFETY: `t` and `e` count the lanes before `i` that went each way, so both are at
-        // most `i`, below `n`, the length of `lanes` and of `spare`; `lanes[t]` is written
-        // after `lanes[i]` is read (they are the same element when `t == i`).
+    each_lane_below(lanes, conditions.len(), |_, lane| {
+        // SAFETY: `each_lane_below` passes lanes below `conditions.len()`; `t` and `e` count
+        // the lanes before this one that went each way, so both are below `n`, within the
+        // capacity reserved for each list.
+        let c = usize::from(unsafe { *conditions.get_unchecked(lane) });
         unsafe {
-            let lane = *then_at.add(i);
-            let c = usize::from(conditions[lane]);
-            *then_at.add(t) = lane;
-            (*else_at.add(e)).write(lane);
-            t += c;
-            e += 1 - c;
+            then_at.add(t).write(lane);
+            else_at.add(e).write(lane);
         }
+        t += c;
+        e += 1 - c;
+    });
+    // SAFETY: the loop wrote the first `t` and `e` elements of the lists' capacities.
+    unsafe {
+        then_.set_len(t);
+        else_.set_len(e);
     }
-    lanes.truncate(t);
-    // SAFETY: the loop wrote the first `e` elements of `else_`'s spare capacity.
-    unsafe { else_.set_len(e) };
 }
 
 /// Writes sorted `a` and sorted `b` (no lane in both) into `out` in lane order, replacing what
@@ -207,16 +209,15 @@ impl LaneSteps {
 
 #[cfg(test)]
 mod tests {
-    use super::{merge_sorted, partition_lanes, Waiting};
+    use super::{merge_sorted, partition_into, Waiting};
 
     #[test]
     fn partitions_keep_lane_order_and_merges_restore_it() {
         let conditions = [true, false, false, true, true, false];
-        let (mut t, mut f) = (vec![0, 1, 3, 4, 5], vec![9]);
-        partition_lanes(&mut t, &conditions, &mut f);
+        let (mut t, mut f) = (vec![7], vec![9]);
+        partition_into(&[0, 1, 3, 4, 5], &conditions, &mut t, &mut f);
         assert_eq!((&t[..], &f[..]), (&[0, 3, 4][..], &[1, 5][..]));
-        let mut t = Vec::new();
-        partition_lanes(&mut t, &conditions, &mut f);
+        partition_into(&[], &conditions, &mut t, &mut f);
         assert!(t.is_empty() && f.is_empty());
 
         let mut out = vec![7];

@@ -14,9 +14,9 @@ use crate::config::Config;
 use crate::depth::{limit_error, on_enough_stack};
 use crate::error::{function_name, Result, RuntimeError};
 use crate::exec::Exec;
-use crate::policy::{LaneSteps, Waiting};
+use crate::policy::{partition_into, LaneSteps, Waiting};
 use crate::stats::Stats;
-use crate::storage::{each_lane_below, Snapshot, Stacks};
+use crate::storage::{Snapshot, Stacks};
 use autobatch_ir::{Block, CallOp, FuncId, Op, Terminator, Var};
 pub(crate) use plan::Plan;
 use plan::{CallPlan, Step};
@@ -119,44 +119,6 @@ fn with_waiting(e: RuntimeError, waiting: &[Waiting]) -> RuntimeError {
 enum Lanes {
     Entry,
     Own(Vec<usize>),
-}
-
-/// Splits `lanes` (in order) into those whose condition holds, written to `then_`, and the
-/// others, written to `else_`, both in order. Branch-free: each lane is written to both lists
-/// and only the count of the side it belongs to advances, so unpredictable conditions cost no
-/// mispredictions. Not inlined: its loop then compiles the same whatever the interpreter's
-/// loop around it holds.
-#[inline(never)]
-fn partition_into(
-    lanes: &[usize],
-    conditions: &[bool],
-    then_: &mut Vec<usize>,
-    else_: &mut Vec<usize>,
-) {
-    let n = lanes.len();
-    then_.clear();
-    else_.clear();
-    then_.reserve(n);
-    else_.reserve(n);
-    let (then_at, else_at) = (then_.as_mut_ptr(), else_.as_mut_ptr());
-    let (mut t, mut e) = (0, 0);
-    each_lane_below(lanes, conditions.len(), |_, lane| {
-        // SAFETY: `each_lane_below` passes lanes below `conditions.len()`; `t` and `e` count
-        // the lanes before this one that went each way, so both are below `n`, within the
-        // capacity reserved for each list.
-        let c = usize::from(unsafe { *conditions.get_unchecked(lane) });
-        unsafe {
-            then_at.add(t).write(lane);
-            else_at.add(e).write(lane);
-        }
-        t += c;
-        e += 1 - c;
-    });
-    // SAFETY: the loop wrote the first `t` and `e` elements of the lists' capacities.
-    unsafe {
-        then_.set_len(t);
-        else_.set_len(e);
-    }
 }
 
 struct Activation<'a> {
