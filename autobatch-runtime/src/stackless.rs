@@ -267,19 +267,11 @@ impl Activation<'_> {
                 }
                 Terminator::Branch { cond, then_, else_ } => {
                     let conditions = exec.storage.conditions(*cond, lanes, block)?;
-                    let (yes, no) = match list {
-                        Lanes::Own(own) => {
-                            let (mut yes, mut no) = (buffers.list(), buffers.list());
-                            partition_into(&own, conditions, &mut yes, &mut no);
-                            buffers.keep(own);
-                            (yes, no)
-                        }
-                        Lanes::Entry => {
-                            let (mut yes, mut no) = (buffers.list(), buffers.list());
-                            partition_into(entry, conditions, &mut yes, &mut no);
-                            (yes, no)
-                        }
-                    };
+                    let (mut yes, mut no) = (buffers.list(), buffers.list());
+                    partition_into(lanes, conditions, &mut yes, &mut no);
+                    if let Lanes::Own(own) = list {
+                        buffers.keep(own);
+                    }
                     buffers.send(yes, position(then_), &mut waiting, &mut pending);
                     buffers.send(no, position(else_), &mut waiting, &mut pending);
                 }

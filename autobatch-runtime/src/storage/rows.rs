@@ -180,6 +180,17 @@ fn typed<T: Element>(dst: &mut Column, src: &Column, rows: Rows<'_>) -> bool {
     true
 }
 
+/// `$f::<T>(args)` for the element types scalar variables take most, the first that applies
+/// (`None` if none does: other types go the general way, a push and a copy).
+macro_rules! first_typed {
+    ($f:ident($($arg:expr),* $(,)?)) => {
+        None.or_else(|| $f::<i64>($($arg),*))
+            .or_else(|| $f::<f64>($($arg),*))
+            .or_else(|| $f::<i32>($($arg),*))
+            .or_else(|| $f::<bool>($($arg),*))
+    };
+}
+
 /// A push of current rows into saved frames fused with the copy that overwrites them (`v =
 /// from` on a stacked `v`) and with the count of the frame: for each lane in turn, its depth
 /// goes up by one, its current row of `rows` is saved at the frame the new depth counts, and
@@ -197,15 +208,13 @@ pub(crate) fn push_copy(
     if rows.width() != 1 || rows.dtype() != src.dtype() || src.width() != 1 {
         return None;
     }
-    // The element types scalar variables take most (others go through push and copy).
-    macro_rules! first_of {
-        ($($t:ty),*) => {
-            None $(.or_else(|| {
-                push_copy_typed::<$t>(rows, saved, src, (stacked.0, &mut *stacked.1, stacked.2), cap)
-            }))*
-        };
-    }
-    first_of!(i64, f64, i32, bool)
+    first_typed!(push_copy_typed(
+        rows,
+        saved,
+        src,
+        (stacked.0, &mut *stacked.1, stacked.2),
+        cap
+    ))
 }
 
 /// [`push_copy`] for columns of `T`; `None` if they hold another type.
@@ -250,10 +259,7 @@ pub(crate) fn pop_counted(
     if rows.width() != 1 || rows.dtype() != saved.dtype() || saved.width() != 1 {
         return None;
     }
-    pop_counted_typed::<i64>(rows, saved, (lanes, &mut *depth, batch))
-        .or_else(|| pop_counted_typed::<f64>(rows, saved, (lanes, &mut *depth, batch)))
-        .or_else(|| pop_counted_typed::<i32>(rows, saved, (lanes, &mut *depth, batch)))
-        .or_else(|| pop_counted_typed::<bool>(rows, saved, (lanes, &mut *depth, batch)))
+    first_typed!(pop_counted_typed(rows, saved, (lanes, &mut *depth, batch)))
 }
 
 /// [`pop_counted`] for columns of `T`; `None` if they hold another type.
