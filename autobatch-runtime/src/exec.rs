@@ -7,19 +7,22 @@ use crate::column::{width_of, Column};
 use crate::error::{Result, RuntimeError};
 use crate::kernel::{
     BatchedFn, Context, FreshRows, Kernel, KernelError, LaneInputs, LaneOutputs, LaneRows,
-    LaneWiseFn, OutLeaf,
+    LaneWiseFn, OutLeaf, SplitLanes,
 };
 use crate::panics::catch_quietly;
 use crate::pool::ColumnPool;
 use crate::stats::Stats;
 use crate::storage::leaf::{Leaf, LeafView};
 use crate::storage::Storage;
-use autobatch_ir::{Block, KernelRef, PrimOp, Program, Shape, TensorType, Var};
+use autobatch_ir::{Block, DType, KernelRef, PrimOp, Program, Shape, TensorType, Var};
 use smallvec::SmallVec;
 use std::borrow::Cow;
 use std::cell::Cell;
 use std::ptr::NonNull;
 use std::time::Instant;
+
+/// The lane lists of a branch's two sides (its first target's, then its second's).
+pub(crate) type Sides<'a> = (&'a mut Vec<usize>, &'a mut Vec<usize>);
 
 /// Runs the ops of one program on one batch's storage.
 pub(crate) struct Exec<'p> {
@@ -84,8 +87,24 @@ impl<'p> Exec<'p> {
         if op.kernel == KernelRef::Assign && self.only_self_copies(op) {
             return self.assign(op, lanes, block);
         }
+        match self.kernel(op, block)? {
+            Some((id, Kernel::LaneWise(f))) => self
+                .run_lane_wise(op, (id, f.as_ref(), false), lanes, block, stats, None)
+                .map(drop),
+            Some((id, Kernel::LaneWiseInPlace(f))) => self
+                .run_lane_wise(op, (id, f.as_ref(), true), lanes, block, stats, None)
+                .map(drop),
+            Some((id, Kernel::Batched(f))) => {
+                self.run_dense(op, Some((id, f.as_ref())), lanes, block, stats)
+            }
+            None => self.run_dense(op, None, lanes, block, stats),
+        }
+    }
+
+    /// The kernel `op` runs (none for an assignment), with its index in the kernel table.
+    fn kernel(&self, op: &PrimOp, block: Block) -> Result<Option<(usize, &'p Kernel)>> {
         let kernels = self.kernels;
-        let kernel = match op.kernel {
+        Ok(match op.kernel {
             KernelRef::Assign => None,
             KernelRef::User(id) => Some((
                 id.index(),
@@ -98,18 +117,45 @@ impl<'p> Exec<'p> {
                         table: kernels.len(),
                     })?,
             )),
-        };
-        match kernel {
-            Some((id, Kernel::LaneWise(f))) => {
-                self.run_lane_wise(op, (id, f.as_ref(), false), lanes, block, stats)
+        })
+    }
+
+    /// Runs `op`, the last op of a block that branches on its output `cond` (a `bool` read by
+    /// the branch alone, written once by `op`, not read by it), on `lanes`. A lane-wise kernel
+    /// that can splits the lanes by their condition as it computes it, into `yes` and `no`
+    /// (`true` returned): the condition is neither written nor read back. Otherwise `op` runs
+    /// as [`run_prim`](Self::run_prim) runs it (`false` returned) and the caller splits the
+    /// lanes by `cond`.
+    pub(crate) fn run_branch(
+        &mut self,
+        (op, cond): (&PrimOp, Var),
+        lanes: &[usize],
+        block: Block,
+        stats: &mut Stats,
+        lists: Sides<'_>,
+    ) -> Result<bool> {
+        let condition = [TensorType::scalar(DType::Bool)];
+        let storage = &self.storage;
+        let at = op.outs.iter().position(|&v| v == cond);
+        let leaf = at
+            .filter(|_| storage.types(cond) == condition && !op.ins.contains(&cond))
+            .map(|at| {
+                let before = &op.outs[..at];
+                before
+                    .iter()
+                    .map(|&v| storage.types(v).len())
+                    .sum::<usize>()
+            });
+        match (self.kernel(op, block)?, leaf) {
+            (Some((id, Kernel::LaneWise(f))), Some(leaf)) => {
+                let split = Some((leaf, lists));
+                self.run_lane_wise(op, (id, f.as_ref(), false), lanes, block, stats, split)
             }
-            Some((id, Kernel::LaneWiseInPlace(f))) => {
-                self.run_lane_wise(op, (id, f.as_ref(), true), lanes, block, stats)
+            (Some((id, Kernel::LaneWiseInPlace(f))), Some(leaf)) => {
+                let split = Some((leaf, lists));
+                self.run_lane_wise(op, (id, f.as_ref(), true), lanes, block, stats, split)
             }
-            Some((id, Kernel::Batched(f))) => {
-                self.run_dense(op, Some((id, f.as_ref())), lanes, block, stats)
-            }
-            None => self.run_dense(op, None, lanes, block, stats),
+            _ => self.run_prim(op, lanes, block, stats).map(|()| false),
         }
     }
 
@@ -204,7 +250,10 @@ impl<'p> Exec<'p> {
     /// ([`OutputLeaf::scalars`](crate::OutputLeaf::scalars)) and they are no input (any, for
     /// an in-place kernel: it reads a lane's inputs before writing there), else into dense
     /// columns then scattered; `f64` vector outputs written in place into fresh arena rows that
-    /// the output variables then take over (no staging copy).
+    /// the output variables then take over (no staging copy). With `split` (a branch
+    /// condition's output leaf and two lists), the kernel may send the lanes to the lists by
+    /// that leaf's value instead of writing it ([`OutputLeaf::scalars`] then
+    /// [`ScalarsOut::split`](crate::ScalarsOut::split)); `true` if it did.
     fn run_lane_wise(
         &mut self,
         op: &PrimOp,
@@ -212,7 +261,8 @@ impl<'p> Exec<'p> {
         lanes: &[usize],
         block: Block,
         stats: &mut Stats,
-    ) -> Result<()> {
+        split: Option<(usize, Sides<'_>)>,
+    ) -> Result<bool> {
         let n = lanes.len();
         // Per output leaf: written in place (shared leaves of variables that keep them), or
         // writable by lane (dense scalar leaves of a variable that appears once among the
@@ -277,6 +327,9 @@ impl<'p> Exec<'p> {
         }
         let wrote: SmallVec<[Cell<bool>; 16]> = targets.iter().map(|_| Cell::new(false)).collect();
         let progress = Cell::new(0usize);
+        let used = Cell::new(false);
+        let split_leaf = split.as_ref().map(|&(leaf, _)| leaf);
+        let mut split_lists = split.map(|(_, lists)| lists);
         let result = {
             let mut inputs: SmallVec<[LeafView<'_>; 16]> = SmallVec::new();
             for &v in &op.ins {
@@ -295,17 +348,30 @@ impl<'p> Exec<'p> {
             let leaves = in_place
                 .iter()
                 .zip(targets.iter().zip(&wrote))
-                .map(|(&fresh, (&target, wrote))| {
+                .enumerate()
+                .map(|(i, (&fresh, (&target, wrote)))| {
+                    let split = split_lists.take_if(|_| split_leaf == Some(i));
                     let next = if fresh {
                         rows.next()
                             .map(|handles| OutLeaf::Fresh(FreshRows::new(view, handles)))
                     } else {
-                        dense.next().map(|c| match target {
+                        dense.next().map(|c| match (split, target) {
+                            // A branch condition: the kernel may split the lanes by it.
+                            (Some((yes, no)), _) => OutLeaf::Split(
+                                c,
+                                SplitLanes {
+                                    lanes,
+                                    progress: &progress,
+                                    yes,
+                                    no,
+                                    used: &used,
+                                },
+                            ),
                             // The rows belong to an output that is no other output leaf and
                             // no input, or an input read by value only (`by_lane`,
                             // `LeafView::InPlace`), and storage is only read meanwhile.
-                            Some(rows) => OutLeaf::Lanes(LaneRows::new(rows, c, wrote)),
-                            None => OutLeaf::Dense(c),
+                            (None, Some(rows)) => OutLeaf::Lanes(LaneRows::new(rows, c, wrote)),
+                            (None, None) => OutLeaf::Dense(c),
                         })
                     };
                     // With no lanes there are no fresh rows: an empty leaf stands in.
@@ -331,27 +397,35 @@ impl<'p> Exec<'p> {
         // written by lane are in place already).
         let mut dense = columns.iter();
         let mut rows = fresh.chunks_exact(n.max(1));
-        let mut flags = in_place.iter().zip(&wrote);
+        let mut flags = in_place.iter().zip(&wrote).enumerate();
+        // The branch condition the kernel split the lanes by is not written.
+        let unwritten = split_leaf.filter(|_| used.get());
         for (&v, &pushed) in op.outs.iter().zip(&pushed) {
             if !self.storage.is_null(v) && !op.is_in_place(v) && !pushed {
                 self.storage.push(v, lanes, block)?;
             }
+            let mut split_by = false;
             for leaf in 0..self.storage.types(v).len() {
-                let (fresh, wrote) = flags.next().map_or((false, false), |(&f, w)| (f, w.get()));
+                let (i, fresh, wrote) = flags
+                    .next()
+                    .map_or((0, false, false), |(i, (&f, w))| (i, f, w.get()));
+                split_by |= unwritten == Some(i);
                 if fresh {
                     let handles = rows.next().unwrap_or(&[]);
                     self.storage.install(v, leaf, lanes, handles);
                 } else if let Some(c) = dense.next() {
-                    if !wrote {
+                    if !wrote && unwritten != Some(i) {
                         self.storage.scatter(v, leaf, lanes, c, block)?;
                     }
                 }
             }
-            self.storage.mark_written(v, lanes);
+            if !split_by {
+                self.storage.mark_written(v, lanes);
+            }
         }
         self.fresh = fresh;
         self.pool.recycle(columns);
-        Ok(())
+        Ok(unwritten.is_some())
     }
 
     /// Runs an assignment that permutes its own variables (through dense copies) or a batched

@@ -54,7 +54,7 @@ pub use config::{
 pub use error::{Result, RuntimeError};
 pub use kernel::{
     output_slice, Context, ContextType, DenseScalars, InputRows, Kernel, KernelError, LaneInputs,
-    LaneOutputs, LaneScalarsOut, OutputLeaf, ScalarsOut, VectorOut,
+    LaneOutputs, LaneScalarsOut, LaneSplit, OutputLeaf, ScalarsOut, VectorOut,
 };
 pub use ndarray;
 pub use random::Key;

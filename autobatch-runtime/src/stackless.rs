@@ -227,20 +227,34 @@ impl Activation<'_> {
             stats.record(block.index(), lanes.len());
             let data = program.block(block);
             let steps = &self.plan.steps[block.index()];
-            for (op, step) in data.ops.iter().zip(steps) {
-                match (op, step) {
-                    (_, Step::Deferred) | (Op::Pop(_), _) => {}
-                    (Op::Prim(_), Step::Reading(prim)) => {
+            // The branch's lanes, if its condition's kernel split them as it ran.
+            let mut split = None;
+            let splits = self.plan.split[block.index()];
+            for (i, (op, step)) in data.ops.iter().zip(steps).enumerate() {
+                match (op, step, splits) {
+                    (Op::Prim(prim), _, Some(cond)) if i + 1 == data.ops.len() => {
+                        let mut buffers = self.buffers.borrow_mut();
+                        let (mut yes, mut no) = (buffers.list(), buffers.list());
+                        let lists = (&mut yes, &mut no);
+                        if exec.run_branch((prim, cond), lanes, block, stats, lists)? {
+                            split = Some((yes, no));
+                        } else {
+                            buffers.keep(yes);
+                            buffers.keep(no);
+                        }
+                    }
+                    (_, Step::Deferred, _) | (Op::Pop(_), _, _) => {}
+                    (Op::Prim(_), Step::Reading(prim), _) => {
                         exec.run_prim(prim, lanes, block, stats)?
                     }
-                    (Op::Prim(prim), _) => exec.run_prim(prim, lanes, block, stats)?,
-                    (Op::Call(call), Step::Call(plan)) => self
+                    (Op::Prim(prim), _, _) => exec.run_prim(prim, lanes, block, stats)?,
+                    (Op::Call(call), Step::Call(plan), _) => self
                         .call(exec, stats, (call, plan), lanes, block, depth)
                         .map_err(|e| match per_lane {
                             true => e,
                             false => with_waiting(e, &waiting),
                         })?,
-                    (Op::Call(_), _) => unreachable!("every call has a call plan"),
+                    (Op::Call(_), _, _) => unreachable!("every call has a call plan"),
                 }
             }
             for &v in &self.plan.dead_vectors[block.index()] {
@@ -266,9 +280,15 @@ impl Activation<'_> {
                     buffers.send(lanes, position(t), &mut waiting, &mut pending)
                 }
                 Terminator::Branch { cond, then_, else_ } => {
-                    let conditions = exec.storage.conditions(*cond, lanes, block)?;
-                    let (mut yes, mut no) = (buffers.list(), buffers.list());
-                    partition_into(lanes, conditions, &mut yes, &mut no);
+                    let (yes, no) = match split {
+                        Some(lists) => lists,
+                        None => {
+                            let conditions = exec.storage.conditions(*cond, lanes, block)?;
+                            let (mut yes, mut no) = (buffers.list(), buffers.list());
+                            partition_into(lanes, conditions, &mut yes, &mut no);
+                            (yes, no)
+                        }
+                    };
                     if let Lanes::Own(own) = list {
                         buffers.keep(own);
                     }

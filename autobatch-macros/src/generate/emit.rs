@@ -11,7 +11,7 @@ use super::translate::{CalleeSpec, KernelSpec, Record, Step};
 use super::vectorise::vector_kernel;
 use crate::parse::ast::{Func, Signature, Ty};
 use crate::parse::context::ContextParam;
-use autobatch_ir::Allocation;
+use autobatch_ir::{Allocation, DType};
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::quote_spanned;
 
@@ -120,16 +120,46 @@ pub fn lane_kernel(
             .any(|(leaf, _)| matches!(leaf, Ty::Vector));
     let fast = all_scalar.then(|| {
         let writers: Vec<_> = (0..outs.len()).map(|i| format_ident!("__w{i}")).collect();
-        let fast_stores = outs
+        let fast_stores: Vec<_> = outs
             .iter()
             .zip(&writers)
-            .map(|((_, path), w)| quote!(#w.set(__lane, #path);));
-        let fast_outputs = out_names.iter().zip(&writers).map(|(o, w)| {
-            quote!(let ::std::option::Option::Some(mut #w) = #o.by_lane() else { break '__fast; };)
-        });
+            .map(|((_, path), w)| quote!(#w.set(__lane, #path);))
+            .collect();
+        let fast_outputs: Vec<_> = out_names
+            .iter()
+            .zip(&writers)
+            .map(|(o, w)| {
+                quote!(let ::std::option::Option::Some(mut #w) = #o.by_lane() else { break '__fast; };)
+            })
+            .collect();
+        // A branch condition (the last output leaf, a `bool`: a block's condition is computed
+        // last) that the interpreter lets the kernel split the lanes by: each lane goes
+        // straight to its side of the branch (no condition written and read back), the other
+        // outputs are written by lane as below.
+        let last = outs.len().checked_sub(1);
+        let split = last
+            .filter(|&l| matches!(outs[l].0, Ty::Scalar(DType::Bool)))
+            .map(|l| {
+                let (o, (_, condition)) = (&out_names[l], &outs[l]);
+                let (others, other_stores) = (&fast_outputs[..l], &fast_stores[..l]);
+                quote! {
+                    if let ::std::option::Option::Some(__s) = #o.split() {
+                        #(#others)*
+                        // Moved in: the loop then reads its own copies, which no store aliases.
+                        __s.each(move |__lane| {
+                            #(#fast_bindings)*
+                            #result
+                            #(#other_stores)*
+                            #condition
+                        });
+                        return ::std::result::Result::Ok(());
+                    }
+                }
+            });
         quote! {
             '__fast: {
                 #(#fast_inputs)*
+                #split
                 #(#fast_outputs)*
                 for (__k, &__lane) in __ins.lanes().iter().enumerate() {
                     __ins.at(__k);

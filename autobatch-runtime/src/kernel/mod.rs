@@ -4,7 +4,9 @@
 //!   writes its outputs through [`LaneOutputs`] (row `k` belongs to `lanes[k]`): dense columns,
 //!   or, for `f64` vector outputs, rows of the interpreter's vector storage written in place.
 //!   Scalar outputs written through [`ScalarsOut`] (position `k` and its lane) go straight into
-//!   the interpreter's storage where it can, with no copy after the kernel.
+//!   the interpreter's storage where it can, with no copy after the kernel. A `bool` output
+//!   that only a branch reads may instead send each lane to its side of the branch
+//!   ([`ScalarsOut::split`], [`LaneSplit::each`]), where the interpreter offers it.
 //!   The `#[autobatch]` macro generates these from the user's own Rust expressions.
 //! * A **lane-wise in-place** kernel is a lane-wise kernel that, at each active position, reads
 //!   every input it needs for that lane before it writes any output of that lane: its scalar
@@ -31,8 +33,10 @@ mod outputs;
 pub use context::{Context, ContextType};
 pub use error::KernelError;
 pub use inputs::{DenseScalars, InputRows, LaneInputs};
-pub use outputs::{output_slice, LaneOutputs, LaneScalarsOut, OutputLeaf, ScalarsOut, VectorOut};
-pub(crate) use outputs::{typed_mut, FreshRows, LaneRows, OutLeaf};
+pub use outputs::{
+    output_slice, LaneOutputs, LaneScalarsOut, LaneSplit, OutputLeaf, ScalarsOut, VectorOut,
+};
+pub(crate) use outputs::{typed_mut, FreshRows, LaneRows, OutLeaf, SplitLanes};
 
 use crate::column::{Column, Element};
 use std::fmt;
@@ -48,6 +52,16 @@ pub(crate) fn scalar_elements<T: Element>(column: &Column) -> Option<(NonNull<T>
         return None;
     }
     NonNull::new(array.as_ptr().cast_mut()).map(|p| (p, array.len()))
+}
+
+/// `value` as a branch condition: itself if it is a `bool` (the only type
+/// [`ScalarsOut::split`] splits lanes by), else `false`.
+#[inline(always)]
+fn holds<O: Element>(value: O) -> bool {
+    (&value as &dyn std::any::Any)
+        .downcast_ref::<bool>()
+        .copied()
+        .unwrap_or(false)
 }
 
 /// A lane-wise kernel body: reads inputs at the active lanes, writes one row per active lane
@@ -138,11 +152,16 @@ impl Kernel {
         })
     }
 
-    /// A lane-wise kernel mapping one scalar input to one scalar output.
+    /// A lane-wise kernel mapping one scalar input to one scalar output (a `bool` branch
+    /// condition splits the lanes as it is computed, where the interpreter lets it).
     pub fn map1<A: Element, O: Element>(f: impl Fn(A) -> O + Send + Sync + 'static) -> Kernel {
         Kernel::lane_wise_in_place(move |ins, outs| {
             let a = ins.rows::<A>(0)?;
             let mut out = outs.scalars::<O>(0)?;
+            if let Some(split) = out.split() {
+                split.each(|lane| holds(f(a.scalar(lane))));
+                return Ok(());
+            }
             for (k, &lane) in ins.lanes().iter().enumerate() {
                 ins.at(k);
                 out.set(k, lane, f(a.scalar(lane)));
@@ -151,13 +170,18 @@ impl Kernel {
         })
     }
 
-    /// A lane-wise kernel mapping two scalar inputs to one scalar output.
+    /// A lane-wise kernel mapping two scalar inputs to one scalar output (a `bool` branch
+    /// condition splits the lanes as it is computed, where the interpreter lets it).
     pub fn map2<A: Element, B: Element, O: Element>(
         f: impl Fn(A, B) -> O + Send + Sync + 'static,
     ) -> Kernel {
         Kernel::lane_wise_in_place(move |ins, outs| {
             let (a, b) = (ins.rows::<A>(0)?, ins.rows::<B>(1)?);
             let mut out = outs.scalars::<O>(0)?;
+            if let Some(split) = out.split() {
+                split.each(|lane| holds(f(a.scalar(lane), b.scalar(lane))));
+                return Ok(());
+            }
             for (k, &lane) in ins.lanes().iter().enumerate() {
                 ins.at(k);
                 out.set(k, lane, f(a.scalar(lane), b.scalar(lane)));

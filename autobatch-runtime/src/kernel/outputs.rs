@@ -1,6 +1,7 @@
 //! What a kernel writes: [`LaneOutputs`] (a lane-wise kernel's output leaves: dense columns,
-//! fresh vector rows written in place, or storage's own scalar rows written by lane),
-//! [`VectorOut`], [`ScalarsOut`], and typed access to dense outputs.
+//! fresh vector rows written in place, storage's own scalar rows written by lane, or a branch
+//! condition's two lane lists), [`VectorOut`], [`ScalarsOut`], [`LaneSplit`], and typed access
+//! to dense outputs.
 
 use super::error::KernelError;
 use super::inputs::out_of_rows;
@@ -9,6 +10,7 @@ use crate::column::{Column, Element};
 use crate::storage::arena::ArenaView;
 use crate::vector::Vector;
 use smallvec::SmallVec;
+use std::any::TypeId;
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
@@ -116,6 +118,33 @@ pub(crate) enum OutLeaf<'a> {
     Fresh(FreshRows<'a>),
     /// Storage's scalar rows, row `lane` for each active lane (or the stand-in dense column).
     Lanes(LaneRows<'a>),
+    /// A branch condition: the active lanes sent to the two sides of the branch (or the
+    /// stand-in dense column of `bool`s, row `k` for the `k`-th active lane).
+    Split(&'a mut Column, SplitLanes<'a>),
+}
+
+/// Where a branch condition's kernel sends the active lanes ([`ScalarsOut::split`]): the lanes
+/// whose condition holds to `yes`, the others to `no`, both in lane order; `used` records that
+/// the kernel did so (else it wrote the stand-in column).
+pub(crate) struct SplitLanes<'a> {
+    pub(crate) lanes: &'a [usize],
+    pub(crate) progress: &'a Cell<usize>,
+    pub(crate) yes: &'a mut Vec<usize>,
+    pub(crate) no: &'a mut Vec<usize>,
+    pub(crate) used: &'a Cell<bool>,
+}
+
+impl SplitLanes<'_> {
+    /// The same lists for a shorter time (this value is unusable meanwhile).
+    fn reborrow(&mut self) -> SplitLanes<'_> {
+        SplitLanes {
+            lanes: self.lanes,
+            progress: self.progress,
+            yes: self.yes,
+            no: self.no,
+            used: self.used,
+        }
+    }
 }
 
 impl<'a> OutLeaf<'a> {
@@ -124,7 +153,18 @@ impl<'a> OutLeaf<'a> {
         match self {
             OutLeaf::Dense(c) => Ok(c),
             OutLeaf::Lanes(rows) => Ok(rows.dense),
+            OutLeaf::Split(c, _) => Ok(c),
             other => Err(other),
+        }
+    }
+
+    /// The same leaf for a shorter time (this value is unusable meanwhile).
+    fn reborrow(&mut self) -> OutLeaf<'_> {
+        match self {
+            OutLeaf::Dense(c) => OutLeaf::Dense(c),
+            OutLeaf::Fresh(f) => OutLeaf::Fresh(f.reborrow()),
+            OutLeaf::Lanes(rows) => OutLeaf::Lanes(rows.reborrow()),
+            OutLeaf::Split(c, lists) => OutLeaf::Split(c, lists.reborrow()),
         }
     }
 }
@@ -137,6 +177,8 @@ pub struct ScalarsOut<'a, T> {
     /// Elements from `data` on.
     len: usize,
     by_lane: bool,
+    /// A branch condition's lane lists, which [`split`](Self::split) fills instead.
+    split: Option<SplitLanes<'a>>,
     rows: PhantomData<&'a mut [T]>,
 }
 
@@ -147,6 +189,7 @@ impl<'a, T: Element> ScalarsOut<'a, T> {
             len: data.len(),
             data: NonNull::from(data).cast(),
             by_lane: false,
+            split: None,
             rows: PhantomData,
         }
     }
@@ -175,6 +218,64 @@ impl<T: Element> ScalarsOut<'_, T> {
             len: self.len,
             rows: PhantomData,
         })
+    }
+}
+
+impl<T: Element> ScalarsOut<'_, T> {
+    /// This leaf's lane lists if it is a `bool` branch condition the interpreter lets the
+    /// kernel split lanes by (the condition is read by the branch alone), `None` otherwise:
+    /// then no condition is written and read back, and no lane list is split afterwards.
+    pub fn split(&mut self) -> Option<LaneSplit<'_>> {
+        if TypeId::of::<T>() != TypeId::of::<bool>() {
+            return None;
+        }
+        self.split.as_mut().map(|lists| LaneSplit(lists.reborrow()))
+    }
+}
+
+/// A branch condition's kernel sending each active lane to the side of the branch its
+/// condition names ([`ScalarsOut::split`]).
+pub struct LaneSplit<'a>(SplitLanes<'a>);
+
+impl LaneSplit<'_> {
+    /// Sends every active lane, in order, to the branch's first target if `cond(lane)` holds
+    /// and to its second otherwise, recording each position as it is computed (a panic in
+    /// `cond` is attributed to its lane). Branch-free: each lane is written to both lists and
+    /// only the count of its side advances.
+    #[inline(always)]
+    pub fn each(self, mut cond: impl FnMut(usize) -> bool) {
+        let SplitLanes {
+            lanes,
+            progress,
+            yes,
+            no,
+            used,
+        } = self.0;
+        let n = lanes.len();
+        yes.clear();
+        no.clear();
+        yes.reserve(n);
+        no.reserve(n);
+        let (yes_at, no_at) = (yes.as_mut_ptr(), no.as_mut_ptr());
+        let (mut t, mut e) = (0, 0);
+        for (k, &lane) in lanes.iter().enumerate() {
+            progress.set(k);
+            let c = usize::from(cond(lane));
+            // SAFETY: `t` and `e` count the lanes before this one that went each way, so both
+            // are below `n`, within the capacity reserved for each list.
+            unsafe {
+                yes_at.add(t).write(lane);
+                no_at.add(e).write(lane);
+            }
+            t += c;
+            e += 1 - c;
+        }
+        // SAFETY: the loop wrote the first `t` and `e` elements of the lists' capacities.
+        unsafe {
+            yes.set_len(t);
+            no.set_len(e);
+        }
+        used.set(true);
     }
 }
 
@@ -255,13 +356,7 @@ impl<'a> LaneOutputs<'a> {
             self.leaves.as_mut_slice().try_into().map_err(|_| {
                 KernelError::whole(format!("expected {N} output leaves, found {found}"))
             })?;
-        Ok(leaves.each_mut().map(|leaf| {
-            OutputLeaf(match leaf {
-                OutLeaf::Dense(c) => OutLeaf::Dense(c),
-                OutLeaf::Fresh(f) => OutLeaf::Fresh(f.reborrow()),
-                OutLeaf::Lanes(rows) => OutLeaf::Lanes(rows.reborrow()),
-            })
-        }))
+        Ok(leaves.each_mut().map(|leaf| OutputLeaf(leaf.reborrow())))
     }
 
     /// Output leaf `i` as a dense column; vector rows written in place have none (write
@@ -270,6 +365,7 @@ impl<'a> LaneOutputs<'a> {
         match self.leaves.get_mut(i) {
             Some(OutLeaf::Dense(c)) => Ok(c),
             Some(OutLeaf::Lanes(rows)) => Ok(rows.dense),
+            Some(OutLeaf::Split(c, _)) => Ok(c),
             Some(OutLeaf::Fresh(_)) => Err(KernelError::whole(format!(
                 "kernel output {i} is written in place; write it with `vectors`"
             ))),
@@ -288,12 +384,7 @@ impl<'a> LaneOutputs<'a> {
             .leaves
             .get_mut(i)
             .ok_or_else(|| KernelError::whole(format!("kernel output {i} is missing")))?;
-        let leaf = match leaf {
-            OutLeaf::Dense(c) => OutLeaf::Dense(c),
-            OutLeaf::Fresh(f) => OutLeaf::Fresh(f.reborrow()),
-            OutLeaf::Lanes(rows) => OutLeaf::Lanes(rows.reborrow()),
-        };
-        OutputLeaf(leaf).scalars()
+        OutputLeaf(leaf.reborrow()).scalars()
     }
 }
 
@@ -335,9 +426,14 @@ impl<'a> OutputLeaf<'a> {
                     data,
                     len,
                     by_lane: true,
+                    split: None,
                     rows: PhantomData,
                 })
             }
+            OutLeaf::Split(c, lists) => Ok(ScalarsOut {
+                split: Some(lists),
+                ..ScalarsOut::by_position(typed_mut::<T>(c, None)?)
+            }),
             other => Ok(ScalarsOut::by_position(OutputLeaf(other).slice::<T>()?)),
         }
     }
@@ -444,5 +540,44 @@ mod tests {
             }
         }
         assert_eq!(dense[0].as_slice::<i64>(), Some(&[20, 21][..]));
+    }
+
+    /// A branch condition's leaf splits the lanes in order (`yes` holds the lanes whose
+    /// condition holds) and says so; only a `bool` writer splits, and a leaf that is no
+    /// branch condition offers no split; a kernel that does not split writes the stand-in
+    /// column by position.
+    #[test]
+    fn a_condition_leaf_splits_lanes_in_order() {
+        let lanes = [0usize, 2, 3, 5, 6];
+        let progress = Cell::new(0);
+        let (mut yes, mut no) = (vec![9], vec![9, 9]);
+        let used = Cell::new(false);
+        let mut stand_in = Column::zeros(DType::Bool, lanes.len(), 1);
+        let lists = SplitLanes {
+            lanes: &lanes,
+            progress: &progress,
+            yes: &mut yes,
+            no: &mut no,
+            used: &used,
+        };
+        let mut outs =
+            LaneOutputs::from_leaves([OutLeaf::Split(&mut stand_in, lists)].into_iter().collect());
+        assert!(outs.scalars::<i64>(0).is_err());
+        assert!(outs.scalars::<u8>(0).is_err());
+        let mut out = outs.scalars::<bool>(0).unwrap();
+        let split = out.split().unwrap();
+        split.each(|lane| lane % 3 == 0);
+        drop(outs);
+        assert!(used.get());
+        assert_eq!((yes, no), (vec![0, 3, 6], vec![2, 5]));
+        assert_eq!(progress.get(), lanes.len() - 1);
+
+        let mut dense = [Column::zeros(DType::Bool, 2, 1)];
+        let mut outs = LaneOutputs::new(&mut dense);
+        let mut out = outs.scalars::<bool>(0).unwrap();
+        assert!(out.split().is_none());
+        out.set(1, 7, true);
+        drop(outs);
+        assert_eq!(dense[0].as_slice::<bool>(), Some(&[false, true][..]));
     }
 }

@@ -12,12 +12,17 @@
 //!   likewise a result the next call saves (held from the return variable) and a result the
 //!   call right after takes as an argument (passed from the return variable).
 //!
-//! Both keep every kernel run on the same lanes with the same values: only where a value is
+//! - **Conditions split as computed.** A block's last kernel writing the `bool` its branch
+//!   reads as its last output, which nothing else reads (not live after the block), splits the
+//!   lanes into the branch's two lists as it computes each condition: the condition is neither
+//!   written nor read back.
+//!
+//! All keep every kernel run on the same lanes with the same values: only where a value is
 //! written or read changes, so `Stats` and every result are as without them.
 
 use crate::policy::dead_vectors;
 use autobatch_ir::passes::Liveness;
-use autobatch_ir::{Allocation, Block, CallOp, HighProgram, Op, PrimOp, Program, Var};
+use autobatch_ir::{Allocation, Block, CallOp, HighProgram, Op, PrimOp, Program, Terminator, Var};
 
 /// What stackless does at one op of a block.
 #[derive(Clone, Debug)]
@@ -77,6 +82,9 @@ pub(crate) struct Plan {
     pub(crate) dead_vectors: Vec<Vec<Var>>,
     /// Per function: whether its calls count against the depth limit (it is recursive).
     pub(crate) counted: Vec<bool>,
+    /// Per block: the branch condition its last op computes and splits the block's lanes by
+    /// as it does ([`Exec::run_branch`](crate::exec::Exec::run_branch)), if it may.
+    pub(crate) split: Vec<Option<Var>>,
 }
 
 /// Fusion switches, for tests that compare the plan with and without them.
@@ -84,12 +92,14 @@ pub(crate) struct Plan {
 pub(crate) struct Fusions {
     pub(crate) arguments: bool,
     pub(crate) results: bool,
+    pub(crate) conditions: bool,
 }
 
 impl Fusions {
     pub(crate) const ALL: Fusions = Fusions {
         arguments: true,
         results: true,
+        conditions: true,
     };
 }
 
@@ -111,16 +121,42 @@ impl Plan {
                 position[b.index()] = i;
             }
         }
-        let steps = (0..program.blocks.len())
+        let steps: Vec<Vec<Step>> = (0..program.blocks.len())
             .map(|b| block_steps(program, liveness, Block::new(b), fusions))
+            .collect();
+        let split = (0..program.blocks.len())
+            .map(|b| {
+                let b_steps = &steps[b];
+                splits(program, liveness, Block::new(b), b_steps).filter(|_| fusions.conditions)
+            })
             .collect();
         Plan {
             position,
             steps,
             dead_vectors: dead_vectors(program, liveness, super::STACKS),
             counted: crate::depth::recursive_functions(program),
+            split,
         }
     }
+}
+
+/// The condition of block `b`'s branch (with `steps`) if the block ends with a kernel, run as
+/// written, that writes it once, as its last output (where `#[autobatch]` kernels put it), does
+/// not read it, and leaves it to the branch alone (nothing reads it after the block, so it
+/// need never be written).
+fn splits(program: &Program, liveness: &Liveness, b: Block, steps: &[Step]) -> Option<Var> {
+    let data = program.block(b);
+    let Terminator::Branch { cond, .. } = data.term else {
+        return None;
+    };
+    let (Some(Op::Prim(prim)), Some(Step::Op)) = (data.ops.last(), steps.last()) else {
+        return None;
+    };
+    let provable = prim.outs.last() == Some(&cond)
+        && prim.outs.iter().filter(|&&v| v == cond).count() == 1
+        && !prim.ins.contains(&cond)
+        && !liveness.block(b).live_out.contains(&cond);
+    provable.then_some(cond)
 }
 
 /// The steps of block `b`.
@@ -471,6 +507,7 @@ mod tests {
         let none = Fusions {
             arguments: false,
             results: false,
+            conditions: false,
         };
         assert_eq!(shape(&steps(fibonacci(), "recur", none)), "p c1 p c1 p");
     }
@@ -530,6 +567,59 @@ mod tests {
                 expected,
                 "{permute}"
             );
+        }
+    }
+
+    /// The blocks of `program` whose lanes split as their condition is computed, by name.
+    fn split_blocks(program: HighProgram, fusions: Fusions) -> Vec<String> {
+        let exe = Executable::new(program, Vec::new()).expect("a valid program");
+        let (high, _) = exe.high.as_ref().expect("a high-level program");
+        let live = autobatch_ir::passes::liveness(high);
+        let plan = Plan::with_fusions(high, &live, fusions);
+        (0..high.blocks.len())
+            .filter(|&b| plan.split[b].is_some())
+            .map(|b| high.block(Block::new(b)).name.clone())
+            .collect()
+    }
+
+    /// Fibonacci's condition is read by its branch alone: that block splits (not with the
+    /// fusion off). A condition read again after the branch, or computed by a kernel that
+    /// also reads it, or not last among the kernel's outputs, is not split.
+    #[test]
+    fn only_a_condition_left_to_its_branch_is_split() {
+        assert_eq!(split_blocks(fibonacci(), Fusions::ALL), ["enter_fib"]);
+        let off = Fusions {
+            conditions: false,
+            ..Fusions::ALL
+        };
+        assert!(split_blocks(fibonacci(), off).is_empty());
+        for case in ["read after", "read by its kernel", "not last"] {
+            let mut b = ProgramBuilder::new();
+            let (x, y) = (b.var("x", Type::I64), b.var("y", Type::I64));
+            let c = b.var("c", Type::BOOL);
+            let f = b.function("f");
+            b.signature(f, &[x], &[y]);
+            let (e, yes, no) = (b.block(f, "e"), b.block(f, "yes"), b.block(f, "no"));
+            match case {
+                "read by its kernel" => {
+                    b.prim(e, &[c], &[x], KernelId::new(0), "x > 0");
+                    b.prim(e, &[c], &[x, c], KernelId::new(1), "x > 1 && c");
+                }
+                "not last" => b.prim(e, &[c, y], &[x], KernelId::new(0), "(x > 0, x)"),
+                _ => b.prim(e, &[c], &[x], KernelId::new(0), "x > 0"),
+            }
+            b.branch(e, c, yes, no);
+            let reads = if case == "read after" {
+                vec![x, c]
+            } else {
+                vec![x]
+            };
+            b.prim(yes, &[y], &reads, KernelId::new(2), "x");
+            b.ret(yes);
+            b.prim(no, &[y], &[x], KernelId::new(3), "-x");
+            b.ret(no);
+            let program = b.finish(f).expect("a valid program");
+            assert!(split_blocks(program, Fusions::ALL).is_empty(), "{case}");
         }
     }
 }
