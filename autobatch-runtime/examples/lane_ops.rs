@@ -128,7 +128,11 @@ fn main() {
             "ackermann" => ackermann::executable(),
             other => panic!("no lowered program printed for {other}"),
         };
-        println!("{}", exe.expect("links").lowered());
+        let exe = exe.expect("links");
+        if let Some(high) = exe.program() {
+            println!("{high}");
+        }
+        println!("{}", exe.lowered());
         return;
     }
     let mut times = Vec::with_capacity(reps);

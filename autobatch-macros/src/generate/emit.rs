@@ -59,7 +59,8 @@ pub fn lane_kernel(
     let rtp = rt.path();
     let mut accessors = Vec::new();
     let mut bindings = Vec::new();
-    // The same bindings for the loop over scalars in place (`__fN`, see below).
+    // The same bindings for the loop over scalars in place (from the lane's values `__lvN` of
+    // the leaves `__fN`, see below).
     let mut fast_bindings = Vec::new();
     let mut fast_inputs = Vec::new();
     let mut next = 0;
@@ -81,8 +82,8 @@ pub fn lane_kernel(
         });
         bindings.push(quote!(let #name: #rty = #value;));
         let fast_value = read_value(rt, ty, &mut fast_next, &|i| {
-            let fast = format_ident!("__f{i}");
-            quote!(#fast.get(__lane))
+            let value = format_ident!("__lv{i}");
+            quote!(#value)
         });
         fast_bindings.push(quote!(let #name: #rty = #fast_value;));
     }
@@ -119,19 +120,46 @@ pub fn lane_kernel(
             .flat_map(|(_, ty)| leaf_paths(ty, quote!()))
             .any(|(leaf, _)| matches!(leaf, Ty::Vector));
     let fast = all_scalar.then(|| {
-        let writers: Vec<_> = (0..outs.len()).map(|i| format_ident!("__w{i}")).collect();
-        let fast_stores: Vec<_> = outs
-            .iter()
-            .zip(&writers)
-            .map(|((_, path), w)| quote!(#w.set(__lane, #path);))
+        // The leaves, and a lane's values, as the runtime's loop takes them: nested pairs
+        // ending in `()`.
+        let nest = |items: &[TokenStream]| {
+            items
+                .iter()
+                .rev()
+                .fold(quote!(()), |rest, item| quote!((#item, #rest)))
+        };
+        let n_in = fast_inputs.len();
+        let reads = nest(
+            &(0..n_in)
+                .map(|i| {
+                    let f = format_ident!("__f{i}");
+                    quote!(#f)
+                })
+                .collect::<Vec<_>>(),
+        );
+        let values = nest(
+            &(0..n_in)
+                .map(|i| {
+                    let v = format_ident!("__lv{i}");
+                    quote!(#v)
+                })
+                .collect::<Vec<_>>(),
+        );
+        let writers: Vec<TokenStream> = (0..outs.len())
+            .map(|i| {
+                let w = format_ident!("__w{i}");
+                quote!(#w)
+            })
             .collect();
         let fast_outputs: Vec<_> = out_names
             .iter()
             .zip(&writers)
             .map(|(o, w)| {
-                quote!(let ::std::option::Option::Some(mut #w) = #o.by_lane() else { break '__fast; };)
+                quote!(let ::std::option::Option::Some(#w) = #o.by_lane() else { break '__fast; };)
             })
             .collect();
+        let paths: Vec<TokenStream> = outs.iter().map(|(_, path)| path.clone()).collect();
+        let (writes, results) = (nest(&writers), nest(&paths));
         // A branch condition (the last output leaf, a `bool`: a block's condition is computed
         // last) that the interpreter lets the kernel split the lanes by: each lane goes
         // straight to its side of the branch (no condition written and read back), the other
@@ -140,17 +168,16 @@ pub fn lane_kernel(
         let split = last
             .filter(|&l| matches!(outs[l].0, Ty::Scalar(DType::Bool)))
             .map(|l| {
-                let (o, (_, condition)) = (&out_names[l], &outs[l]);
-                let (others, other_stores) = (&fast_outputs[..l], &fast_stores[..l]);
+                let (o, condition) = (&out_names[l], &paths[l]);
+                let others = &fast_outputs[..l];
+                let (writes, results) = (nest(&writers[..l]), nest(&paths[..l]));
                 quote! {
                     if let ::std::option::Option::Some(__s) = #o.split() {
                         #(#others)*
-                        // Moved in: the loop then reads its own copies, which no store aliases.
-                        __s.each(move |__lane| {
+                        #rtp::split_lanes(__s, #reads, #writes, move |#values| {
                             #(#fast_bindings)*
                             #result
-                            #(#other_stores)*
-                            #condition
+                            (#results, #condition)
                         });
                         return ::std::result::Result::Ok(());
                     }
@@ -161,12 +188,12 @@ pub fn lane_kernel(
                 #(#fast_inputs)*
                 #split
                 #(#fast_outputs)*
-                for (__k, &__lane) in __ins.lanes().iter().enumerate() {
-                    __ins.at(__k);
+                // Moved in: the loop reads its own copies, which no store aliases.
+                #rtp::each_lane(__ins, #reads, #writes, move |#values| {
                     #(#fast_bindings)*
                     #result
-                    #(#fast_stores)*
-                }
+                    #results
+                });
                 return ::std::result::Result::Ok(());
             }
         }

@@ -1,9 +1,11 @@
 //! What only the code `#[autobatch]` and `#[primitive]` generate uses: the linker that builds
 //! one program from many functions, conversions for the typed `batch` entry points, and the
-//! helpers generated kernels call. Reached only through `crate::__private`.
+//! helpers generated kernels call (their lane loops among them). Reached only through
+//! `crate::__private`.
 
 mod batched;
 mod convert;
+mod lanes;
 mod link;
 mod quad;
 mod scratch;
@@ -13,6 +15,7 @@ pub use batched::{
     batched_input, batched_input_vectors, batched_output, batched_output_vectors, out_leaf,
 };
 pub use convert::{input, input_vectors, output, output_vectors, vector_row, vector_rows, Batched};
+pub use lanes::{each_lane, split_lanes, Reads, Writes};
 pub use link::{Callee, Linker};
 pub use quad::{sum_onto, F64x4, F64x4Avx, Four, Quad};
 pub use scratch::Scratch;
@@ -68,6 +71,8 @@ mod tests {
             rt::cpu(),
             |c: rt::Avx2Fma| rt::with_avx2(c, |_| ()),
             rt::sum_onto(0.0, 1.0),
+            |ins: &rt::LaneInputs<'_>| rt::each_lane(ins, (), (), |()| ()),
+            |s: crate::LaneSplit<'_>| rt::split_lanes(s, (), (), |()| ((), true)),
         );
         assert_eq!(rt::PREFETCH_AHEAD, crate::prefetch::PREFETCH_AHEAD);
     }

@@ -193,6 +193,21 @@ pub struct DenseScalars<'a, T> {
 }
 
 impl<T: Copy> DenseScalars<'_, T> {
+    /// The number of rows (one scalar per lane, lanes `0..len`).
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The scalar of `lane`, unchecked.
+    ///
+    /// # Safety
+    /// `lane` is below [`len`](Self::len).
+    #[inline(always)]
+    pub(crate) unsafe fn read_unchecked(&self, lane: usize) -> T {
+        // SAFETY: as in `get`, the caller having checked the bound.
+        unsafe { self.data.as_ptr().add(lane).read() }
+    }
+
     /// The scalar of `lane`.
     ///
     /// # Panics

@@ -8,6 +8,7 @@ use super::inputs::out_of_rows;
 use super::scalar_elements;
 use crate::column::{Column, Element};
 use crate::storage::arena::ArenaView;
+use crate::storage::each_lane_below;
 use crate::vector::Vector;
 use smallvec::SmallVec;
 use std::any::TypeId;
@@ -243,7 +244,14 @@ impl LaneSplit<'_> {
     /// `cond` is attributed to its lane). Branch-free: each lane is written to both lists and
     /// only the count of its side advances.
     #[inline(always)]
-    pub fn each(self, mut cond: impl FnMut(usize) -> bool) {
+    pub fn each(self, cond: impl FnMut(usize) -> bool) {
+        self.each_below(usize::MAX, cond);
+    }
+
+    /// [`each`](Self::each), once every lane is checked to be below `rows` (four at a time;
+    /// a lane past them panics), so `cond` may index rows by lane without checks of its own.
+    #[inline(always)]
+    pub(crate) fn each_below(self, rows: usize, mut cond: impl FnMut(usize) -> bool) {
         let SplitLanes {
             lanes,
             progress,
@@ -258,7 +266,7 @@ impl LaneSplit<'_> {
         no.reserve(n);
         let (yes_at, no_at) = (yes.as_mut_ptr(), no.as_mut_ptr());
         let (mut t, mut e) = (0, 0);
-        for (k, &lane) in lanes.iter().enumerate() {
+        each_lane_below(lanes, rows, |k, lane| {
             progress.set(k);
             let c = usize::from(cond(lane));
             // SAFETY: `t` and `e` count the lanes before this one that went each way, so both
@@ -269,7 +277,7 @@ impl LaneSplit<'_> {
             }
             t += c;
             e += 1 - c;
-        }
+        });
         // SAFETY: the loop wrote the first `t` and `e` elements of the lists' capacities.
         unsafe {
             yes.set_len(t);
@@ -288,6 +296,21 @@ pub struct LaneScalarsOut<'a, T> {
 }
 
 impl<T: Element> LaneScalarsOut<'_, T> {
+    /// The number of rows (lanes `0..len`).
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Writes `value` for `lane`, unchecked.
+    ///
+    /// # Safety
+    /// `lane` is below [`len`](Self::len).
+    #[inline(always)]
+    pub(crate) unsafe fn write_unchecked(&mut self, lane: usize, value: T) {
+        // SAFETY: as in `set`, the caller having checked the bound.
+        unsafe { self.data.as_ptr().add(lane).write(value) }
+    }
+
     /// Writes `value` for `lane`.
     ///
     /// # Panics
