@@ -108,6 +108,28 @@ fn a_kernel_panic_fails_its_lanes_only() {
     }
 }
 
+/// Lanes that reach the division together: the panic is attributed to the lane whose divisor
+/// is zero, not to the first lane of the kernel call.
+#[test]
+fn a_kernel_panic_among_other_lanes_of_one_call_names_its_lane() {
+    let exe = risky::executable().unwrap();
+    let inputs = [i64s(&[2, 2, 2, 2, 2, 2]), i64s(&[7, 5, 3, 0, -2, 0])];
+    for mode in [Mode::Stackless, Mode::FullVm] {
+        check(
+            exe,
+            &inputs,
+            &isolated(mode),
+            &[3, 5],
+            |e| matches!(e, RuntimeError::Kernel { message, .. } if message.contains("divide by zero")),
+        );
+        let plain = Config::with_mode(mode);
+        match exe.run(&inputs, &plain) {
+            Err(RuntimeError::Kernel { lane, .. }) => assert_eq!(lane, 3, "{mode:?}"),
+            other => panic!("{mode:?}: {other:?}"),
+        }
+    }
+}
+
 #[test]
 fn a_batched_kernel_panic_fails_the_lane_at_fault_only() {
     let exe = batched_risky::executable().unwrap();

@@ -92,9 +92,9 @@ impl<T: Element, W: Writes> Writes for (LaneScalarsOut<'_, T>, W) {
     }
 }
 
-/// Runs `body` on the values of every active lane of `ins`, in order (each position recorded
-/// as it is computed, so a panic is attributed to its lane), writing what it returns. A lane
-/// past the rows of a leaf panics.
+/// Runs `body` on the values of every active lane of `ins`, in order (the position being
+/// computed is recorded if a panic unwinds, so the panic is attributed to its lane), writing
+/// what it returns. A lane past the rows of a leaf panics.
 #[inline(always)]
 pub fn each_lane<R: Reads, W: Writes>(
     ins: &LaneInputs<'_>,
@@ -103,8 +103,9 @@ pub fn each_lane<R: Reads, W: Writes>(
     mut body: impl FnMut(R::Values) -> W::Values,
 ) {
     let rows = reads.rows().min(writes.rows());
+    let mut at = ins.position();
     each_lane_below(ins.lanes(), rows, |k, lane| {
-        ins.at(k);
+        at.k = k;
         // SAFETY: `each_lane_below` passes lanes below `rows`, the fewest rows of any leaf.
         let values = unsafe { reads.read(lane) };
         let out = body(values);

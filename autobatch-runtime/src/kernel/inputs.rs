@@ -149,6 +149,35 @@ impl<'a> LaneInputs<'a> {
     pub fn at(&self, k: usize) {
         self.progress.set(k);
     }
+
+    /// The position a lane loop is computing, recorded for panic attribution when the loop
+    /// ends or a panic unwinds out of it (see [`Position`]).
+    pub(crate) fn position(&self) -> Position<'a> {
+        Position::new(self.progress)
+    }
+}
+
+/// The active position a lane loop is computing, written to the kernel call's progress cell
+/// when this value is dropped: when the loop ends, or when a panic in it unwinds. Between the
+/// two it may live in a register, so a loop whose body cannot panic stores no position per
+/// lane (a loop calling [`LaneInputs::at`] stores one).
+pub(crate) struct Position<'a> {
+    cell: &'a Cell<usize>,
+    /// The position being computed.
+    pub(crate) k: usize,
+}
+
+impl<'a> Position<'a> {
+    pub(crate) fn new(cell: &'a Cell<usize>) -> Self {
+        Position { cell, k: 0 }
+    }
+}
+
+impl Drop for Position<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        self.cell.set(self.k);
+    }
 }
 
 /// The panic of a row past the end of a kernel's rows (like a slice index's, its values passed

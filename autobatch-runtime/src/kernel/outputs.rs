@@ -4,7 +4,7 @@
 //! to dense outputs.
 
 use super::error::KernelError;
-use super::inputs::out_of_rows;
+use super::inputs::{out_of_rows, Position};
 use super::scalar_elements;
 use crate::column::{Column, Element};
 use crate::storage::arena::ArenaView;
@@ -266,8 +266,9 @@ impl LaneSplit<'_> {
         no.reserve(n);
         let (yes_at, no_at) = (yes.as_mut_ptr(), no.as_mut_ptr());
         let (mut t, mut e) = (0, 0);
+        let mut at = Position::new(progress);
         each_lane_below(lanes, rows, |k, lane| {
-            progress.set(k);
+            at.k = k;
             let c = usize::from(cond(lane));
             // SAFETY: `t` and `e` count the lanes before this one that went each way, so both
             // are below `n`, within the capacity reserved for each list.
