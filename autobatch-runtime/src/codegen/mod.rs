@@ -1,21 +1,20 @@
 //! What only the code `#[autobatch]` and `#[primitive]` generate uses: the linker that builds
 //! one program from many functions, conversions for the typed `batch` entry points, and the
-//! helpers generated kernels call (their lane loops among them). Reached only through
-//! `crate::__private`.
+//! helpers generated kernels call (and the kernel module's lane loops, re-exported). Reached
+//! only through `crate::__private`.
 
 mod batched;
 mod convert;
-mod lanes;
 mod link;
 mod quad;
 mod scratch;
 mod simd;
 
+pub use crate::kernel::{each_lane, split_lanes, Reads, Writes};
 pub use batched::{
     batched_input, batched_input_vectors, batched_output, batched_output_vectors, out_leaf,
 };
 pub use convert::{input, input_vectors, output, output_vectors, vector_row, vector_rows, Batched};
-pub use lanes::{each_lane, split_lanes, Reads, Writes};
 pub use link::{Callee, Linker};
 pub use quad::{sum_onto, F64x4, F64x4Avx, Four, Quad};
 pub use scratch::Scratch;

@@ -28,11 +28,13 @@
 mod context;
 mod error;
 mod inputs;
+mod lanes;
 mod outputs;
 
 pub use context::{Context, ContextType};
 pub use error::KernelError;
 pub use inputs::{DenseScalars, InputRows, LaneInputs};
+pub use lanes::{each_lane, split_lanes, Reads, Writes};
 pub use outputs::{
     output_slice, LaneOutputs, LaneScalarsOut, LaneSplit, OutputLeaf, ScalarsOut, VectorOut,
 };
@@ -62,6 +64,36 @@ fn holds<O: Element>(value: O) -> bool {
         .downcast_ref::<bool>()
         .copied()
         .unwrap_or(false)
+}
+
+/// The lane loop of the builder's one-output kernels: output 0 of every active lane is
+/// `value(lane)`, or `dense(values)` of the lane's values of `dense` (inputs held in place)
+/// through the unchecked loops of [`lanes`] where storage takes the output by lane or the
+/// interpreter lets a `bool` condition split the lanes.
+fn map_lanes<R: Reads, O: Element>(
+    ins: &LaneInputs<'_>,
+    outs: &mut LaneOutputs<'_>,
+    dense: Option<R>,
+    value: impl Fn(usize) -> O,
+    fast: impl Fn(R::Values) -> O,
+) -> Result<(), KernelError> {
+    let mut out = outs.scalars::<O>(0)?;
+    if let Some(split) = out.split() {
+        match dense {
+            Some(reads) => split_lanes(split, reads, (), |v| ((), holds(fast(v)))),
+            None => split.each(|lane| holds(value(lane))),
+        }
+        return Ok(());
+    }
+    if let (Some(reads), Some(by_lane)) = (dense, out.by_lane()) {
+        each_lane(ins, reads, (by_lane, ()), |v| (fast(v), ()));
+        return Ok(());
+    }
+    for (k, &lane) in ins.lanes().iter().enumerate() {
+        ins.at(k);
+        out.set(k, lane, value(lane));
+    }
+    Ok(())
 }
 
 /// A lane-wise kernel body: reads inputs at the active lanes, writes one row per active lane
@@ -144,11 +176,7 @@ impl Kernel {
     /// ([`lane_wise_in_place`](Self::lane_wise_in_place)).
     pub fn constant<O: Element>(value: O) -> Kernel {
         Kernel::lane_wise_in_place(move |ins, outs| {
-            let mut out = outs.scalars::<O>(0)?;
-            for (k, &lane) in ins.lanes().iter().enumerate() {
-                out.set(k, lane, value);
-            }
-            Ok(())
+            map_lanes(ins, outs, Some(()), |_| value, |()| value)
         })
     }
 
@@ -157,16 +185,8 @@ impl Kernel {
     pub fn map1<A: Element, O: Element>(f: impl Fn(A) -> O + Send + Sync + 'static) -> Kernel {
         Kernel::lane_wise_in_place(move |ins, outs| {
             let a = ins.rows::<A>(0)?;
-            let mut out = outs.scalars::<O>(0)?;
-            if let Some(split) = out.split() {
-                split.each(|lane| holds(f(a.scalar(lane))));
-                return Ok(());
-            }
-            for (k, &lane) in ins.lanes().iter().enumerate() {
-                ins.at(k);
-                out.set(k, lane, f(a.scalar(lane)));
-            }
-            Ok(())
+            let dense = a.dense_scalars().map(|a| (a, ()));
+            map_lanes(ins, outs, dense, |lane| f(a.scalar(lane)), |(a, ())| f(a))
         })
     }
 
@@ -177,16 +197,10 @@ impl Kernel {
     ) -> Kernel {
         Kernel::lane_wise_in_place(move |ins, outs| {
             let (a, b) = (ins.rows::<A>(0)?, ins.rows::<B>(1)?);
-            let mut out = outs.scalars::<O>(0)?;
-            if let Some(split) = out.split() {
-                split.each(|lane| holds(f(a.scalar(lane), b.scalar(lane))));
-                return Ok(());
-            }
-            for (k, &lane) in ins.lanes().iter().enumerate() {
-                ins.at(k);
-                out.set(k, lane, f(a.scalar(lane), b.scalar(lane)));
-            }
-            Ok(())
+            let dense = a.dense_scalars().zip(b.dense_scalars());
+            let dense = dense.map(|(a, b)| (a, (b, ())));
+            let general = |lane| f(a.scalar(lane), b.scalar(lane));
+            map_lanes(ins, outs, dense, general, |(a, (b, ()))| f(a, b))
         })
     }
 

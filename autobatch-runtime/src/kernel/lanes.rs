@@ -1,12 +1,12 @@
-//! The lane loop of generated kernels whose leaves are all scalars held in place: the active
-//! lanes are checked against the fewest rows of any leaf four at a time, and every read and
-//! write then indexes its rows without a check of its own.
+//! The lane loops of kernels whose leaves are all scalars held in place (generated kernels and
+//! the builder's maps): the active lanes are checked against the fewest rows of any leaf four
+//! at a time, and every read and write then indexes its rows without a check of its own.
 //!
 //! Leaves come as nested pairs ending in `()`, `(first, (second, ()))`, so one impl covers
 //! every number of them; the values of a lane come the same way.
 
+use super::{DenseScalars, LaneInputs, LaneScalarsOut, LaneSplit};
 use crate::column::Element;
-use crate::kernel::{DenseScalars, LaneInputs, LaneScalarsOut, LaneSplit};
 use crate::storage::each_lane_below;
 
 /// Input leaves read by lane: `()`, or a [`DenseScalars`] and more.
