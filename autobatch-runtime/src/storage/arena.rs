@@ -130,11 +130,14 @@ impl Arena {
     /// pages where the system allows: rows are read in random order, and with 4 KiB pages
     /// nearly every row of a large arena is also a TLB miss (measured on 800-byte rows of a
     /// 40 MB buffer, prefetched: 56 -> 37 ns a row).
+    ///
+    /// The new buffer is allocated zeroed (`calloc`: a large one is fresh pages the system
+    /// zeroes as they are first touched, not a pass over every element), so growing costs the
+    /// copy of the rows in use, not a write of the whole buffer.
     fn grow(&mut self, rows: usize) {
-        let mut data = Vec::with_capacity(rows * self.width);
-        crate::prefetch::advise_huge_pages(data.spare_capacity_mut());
-        data.extend_from_slice(&self.data);
-        data.resize(rows * self.width, 0.0);
+        let mut data = vec![0.0; rows * self.width];
+        crate::prefetch::advise_huge_pages(&mut data);
+        data[..self.data.len()].copy_from_slice(&self.data);
         self.data = data;
     }
 
