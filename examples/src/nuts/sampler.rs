@@ -149,12 +149,23 @@ pub fn build_tree(
             key,
         );
     }
-    let p_init_end = first.end.p.clone();
-    // The second half, extending from the end of the first.
+    // The second half, extending from the end of the first (whose momentum the U-turn
+    // checks read afterwards: kept in place rather than copied aside).
     let (second, key) = if depth == 1 {
-        (leapfrog(shared, first.end, eps, minv.clone(), h0), key)
+        (
+            leapfrog(shared, first.end.clone(), eps, minv.clone(), h0),
+            key,
+        )
     } else {
-        build_tree(shared, depth - 1, first.end, eps, minv.clone(), h0, key)
+        build_tree(
+            shared,
+            depth - 1,
+            first.end.clone(),
+            eps,
+            minv.clone(),
+            h0,
+            key,
+        )
     };
     let accept = first.accept_sum + second.accept_sum;
     let n = first.n_leapfrog + second.n_leapfrog;
@@ -185,10 +196,10 @@ pub fn build_tree(
     let rho = &first.rho + &second.rho;
     let ps_begin = &minv * &first.p_begin;
     let ps_end = &minv * &second.end.p;
-    let ps_init_end = &minv * &p_init_end;
+    let ps_init_end = &minv * &first.end.p;
     let ps_final_begin = &minv * &second.p_begin;
     let rho_left = &first.rho + &second.p_begin;
-    let rho_right = &second.rho + &p_init_end;
+    let rho_right = &second.rho + &first.end.p;
     let persist = ps_begin.dot(&rho) > 0.0
         && ps_end.dot(&rho) > 0.0
         && ps_begin.dot(&rho_left) > 0.0
