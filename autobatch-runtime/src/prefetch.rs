@@ -39,8 +39,9 @@ pub fn prefetch<T>(data: &[T]) {
 
 /// Asks the operating system to back `region` with huge pages (Linux transparent huge pages in
 /// `madvise` mode; elsewhere, or where refused, nothing happens). Call it before the memory is
-/// first written: pages already touched keep their size.
-pub(crate) fn advise_huge_pages<T>(region: &mut [std::mem::MaybeUninit<T>]) {
+/// first written (a fresh zeroed allocation, whose pages are not touched yet): pages already
+/// touched keep their size.
+pub(crate) fn advise_huge_pages<T>(region: &mut [T]) {
     #[cfg(target_os = "linux")]
     {
         const PAGE: usize = 4096;

@@ -29,10 +29,10 @@ pub(crate) const ZERO: u32 = 0;
 /// * the buffer is neither reallocated nor touched through the `Arena` while any slice built
 ///   from this view lives (the interpreter holds no other access to the arena during the call);
 /// * rows read are the rows named by the inputs' handles; rows written are the *fresh* rows
-///   allocated for this call ([`Arena::alloc_fresh`]), which no variable holds, so no row is
+///   allocated for this call ([`Arena::alloc_fresh_many`]), which no variable holds, so no row is
 ///   both read and written, and each fresh row is handed to exactly one output position.
 ///
-/// Every handle comes from [`Arena::alloc_fresh`], so it names a row of the buffer; the bounds
+/// Every handle comes from [`Arena::alloc_fresh_many`], so it names a row of the buffer; the bounds
 /// check in [`row`](Self::row) and [`row_mut`](Self::row_mut) stays in release builds all
 /// the same, because what it guards is an `unsafe` access. It can only fire inside a kernel
 /// call, whose panics the interpreter catches and reports as a
@@ -118,6 +118,7 @@ impl Arena {
     }
 
     /// A new handle (count 1) holding a copy of `value` (exactly `width` elements).
+    #[cfg(test)]
     pub(crate) fn alloc(&mut self, value: &[f64]) -> u32 {
         let h = self.alloc_fresh();
         let start = h as usize * self.width;
@@ -129,16 +130,20 @@ impl Arena {
     /// pages where the system allows: rows are read in random order, and with 4 KiB pages
     /// nearly every row of a large arena is also a TLB miss (measured on 800-byte rows of a
     /// 40 MB buffer, prefetched: 56 -> 37 ns a row).
+    ///
+    /// The new buffer is allocated zeroed (`calloc`: a large one is fresh pages the system
+    /// zeroes as they are first touched, not a pass over every element), so growing costs the
+    /// copy of the rows in use, not a write of the whole buffer.
     fn grow(&mut self, rows: usize) {
-        let mut data = Vec::with_capacity(rows * self.width);
-        crate::prefetch::advise_huge_pages(data.spare_capacity_mut());
-        data.extend_from_slice(&self.data);
-        data.resize(rows * self.width, 0.0);
+        let mut data = vec![0.0; rows * self.width];
+        crate::prefetch::advise_huge_pages(&mut data);
+        data[..self.data.len()].copy_from_slice(&self.data);
         self.data = data;
     }
 
-    /// A new handle (count 1) whose row holds unspecified values, for a kernel to fill: the
-    /// row is not held by any variable until the caller installs it.
+    /// A new handle (count 1) whose row holds unspecified values: one row at a time, the
+    /// reference [`alloc_fresh_many`](Self::alloc_fresh_many) is tested against.
+    #[cfg(test)]
     pub(crate) fn alloc_fresh(&mut self) -> u32 {
         let h = match self.free.take_lowest() {
             Some(h) => h,
@@ -148,11 +153,41 @@ impl Arena {
                     self.grow(2 * h);
                 }
                 self.counts.push(0);
+                self.free.cover(h as u32);
                 h as u32
             }
         };
         self.counts[h as usize] = 1;
         h
+    }
+
+    /// Appends `count` new handles (count 1 each, rows of unspecified values, for a kernel to
+    /// fill: no variable holds them until the caller installs them) to `out`: the lowest free
+    /// rows, rising, then new rows past every row made so far. These are the handles `count`
+    /// one-row allocations would give, in the same order (the tests check it against such a
+    /// reference), with the free rows taken word by word from the bitmap instead of one
+    /// search each.
+    pub(crate) fn alloc_fresh_many(&mut self, count: usize, out: &mut Vec<u32>) {
+        let start = out.len();
+        self.free.take_lowest_into(count, out);
+        for &h in &out[start..] {
+            self.counts[h as usize] = 1;
+        }
+        let first = self.counts.len();
+        let need = first + (count - (out.len() - start));
+        if need > first {
+            // The capacity `alloc_fresh` would reach: doubled each time it is full.
+            let mut capacity = self.capacity();
+            if need > capacity {
+                while capacity < need {
+                    capacity *= 2;
+                }
+                self.grow(capacity);
+            }
+            self.counts.resize(need, 1);
+            self.free.cover(need as u32 - 1);
+            out.extend(first as u32..need as u32);
+        }
     }
 
     /// The rows as a raw view for one kernel call (see [`ArenaView`] for the contract).
@@ -165,6 +200,7 @@ impl Arena {
     }
 
     /// One more holder of `h`.
+    #[inline(always)]
     pub(crate) fn retain(&mut self, h: u32) {
         if h != ZERO {
             self.counts[h as usize] += 1;
@@ -172,6 +208,7 @@ impl Arena {
     }
 
     /// One holder fewer of `h`; the row is reused once nothing holds it.
+    #[inline(always)]
     pub(crate) fn release(&mut self, h: u32) {
         if h == ZERO {
             return;
@@ -183,19 +220,51 @@ impl Arena {
         }
     }
 
-    /// Makes `slot` hold `h`: retains `h` before releasing what `slot` held, so assigning a
-    /// handle to itself keeps it alive.
+    /// Makes `slot` hold `h`, letting go of what it held. A slot that holds `h` already is
+    /// left alone: retaining and releasing the same row would change no count.
+    #[inline]
     pub(crate) fn assign(&mut self, slot: &mut u32, h: u32) {
-        self.retain(h);
-        self.release(*slot);
-        *slot = h;
+        if *slot != h {
+            self.retain(h);
+            self.release(std::mem::replace(slot, h));
+        }
+    }
+
+    /// Makes `slot` take over `h`, whose hold passes with it (no count changes for `h`),
+    /// letting go of what `slot` held. Taking over the handle the slot holds already gives
+    /// back the surplus hold.
+    #[inline]
+    pub(crate) fn take_over(&mut self, slot: &mut u32, h: u32) {
+        self.release(std::mem::replace(slot, h));
     }
 
     /// Makes `slot` hold a new row with `value`, releasing what it held.
+    #[cfg(test)]
     pub(crate) fn store(&mut self, slot: &mut u32, value: &[f64]) {
         let h = self.alloc(value);
         self.release(*slot);
         *slot = h;
+    }
+
+    /// Makes `slots[lanes[k]]` hold a new row with row `k` of `data` (rows of `width`
+    /// elements; lanes past its rows are left alone), releasing what each held: the new rows
+    /// are allocated together ([`alloc_fresh_many`](Self::alloc_fresh_many)), then filled,
+    /// then installed.
+    pub(crate) fn store_rows(&mut self, slots: &mut [u32], lanes: &[usize], data: &[f64]) {
+        // Zero-length vectors have no rows to store.
+        let Some(rows) = data.len().checked_div(self.width) else {
+            return;
+        };
+        let lanes = &lanes[..lanes.len().min(rows)];
+        let mut fresh = Vec::with_capacity(lanes.len());
+        self.alloc_fresh_many(lanes.len(), &mut fresh);
+        for (&h, row) in fresh.iter().zip(data.chunks_exact(self.width)) {
+            let start = h as usize * self.width;
+            self.data[start..start + self.width].copy_from_slice(row);
+        }
+        for (&lane, &h) in lanes.iter().zip(&fresh) {
+            self.take_over(&mut slots[lane], h);
+        }
     }
 
     /// A dense `[lanes.len(), width]` column of the rows `handles[lane]` for each of `lanes`,
@@ -256,19 +325,55 @@ mod free {
     }
 
     impl FreeRows {
-        /// Marks row `h` free (it must not be free already).
-        pub(super) fn insert(&mut self, h: u32) {
-            let (w, bit) = (h as usize / 64, h % 64);
+        /// Makes room for rows up to `h`, so that [`insert`](Self::insert) of any of them
+        /// needs no growth (called as the arena makes each new row).
+        pub(super) fn cover(&mut self, h: u32) {
+            let w = h as usize / 64;
             if w >= self.words.len() {
                 self.words.resize(w + 1, 0);
                 self.summary.resize(w / 64 + 1, 0);
             }
+        }
+
+        /// Marks row `h` free (it must not be free already, and [`cover`](Self::cover)ed).
+        #[inline(always)]
+        pub(super) fn insert(&mut self, h: u32) {
+            let (w, bit) = (h as usize / 64, h % 64);
             self.words[w] |= 1 << bit;
             self.summary[w / 64] |= 1 << (w % 64);
             self.first = self.first.min(w / 64);
         }
 
+        /// Removes the lowest `count` free rows (all of them, if fewer are free) and appends
+        /// them to `out` in rising order.
+        pub(super) fn take_lowest_into(&mut self, mut count: usize, out: &mut Vec<u32>) {
+            let mut s = self.first;
+            while count > 0 && s < self.summary.len() {
+                let mut bits = self.summary[s];
+                while count > 0 && bits != 0 {
+                    let w = s * 64 + bits.trailing_zeros() as usize;
+                    let mut word = self.words[w];
+                    while count > 0 && word != 0 {
+                        out.push((w * 64) as u32 + word.trailing_zeros());
+                        word &= word - 1;
+                        count -= 1;
+                    }
+                    self.words[w] = word;
+                    if word == 0 {
+                        bits &= bits - 1;
+                    }
+                }
+                self.summary[s] = bits;
+                if bits == 0 {
+                    s += 1;
+                }
+            }
+            // Every summary word below `s` was emptied (or was empty).
+            self.first = s;
+        }
+
         /// Removes and returns the lowest free row, if any.
+        #[cfg(test)]
         pub(super) fn take_lowest(&mut self) -> Option<u32> {
             let (s, bits) = self
                 .summary
@@ -332,6 +437,79 @@ mod tests {
         // With none free, the next row is a new one past every row made so far.
         assert_eq!(a.alloc_fresh() as usize, a.peak() - 1);
         assert_eq!(a.peak(), 202);
+    }
+
+    /// An arena of `rows` one-element rows holding `i` each, with the rows of `free` (indices
+    /// into the handles) released again.
+    fn arena_with_holes(rows: usize, free: &[usize]) -> (Arena, Vec<u32>) {
+        let mut a = Arena::new(1);
+        let mut hs = vec![ZERO; rows];
+        for (i, h) in hs.iter_mut().enumerate() {
+            a.store(h, &[i as f64]);
+        }
+        for &i in free {
+            a.assign(&mut hs[i], ZERO);
+        }
+        (a, hs)
+    }
+
+    /// Bulk allocation gives the handles, counts, capacity and later allocations that one row
+    /// at a time gives: free rows in partial and whole bitmap words, across summary words, then
+    /// past the end, in counts short of, equal to and beyond what is free.
+    #[test]
+    fn bulk_allocation_is_one_row_at_a_time_in_one_pass() {
+        let free: Vec<usize> = (0..5000)
+            .filter(|i| (i * 7919) % 13 < 4 || (1000..1200).contains(i))
+            .collect();
+        for count in [
+            0,
+            1,
+            3,
+            64,
+            200,
+            free.len() - 1,
+            free.len(),
+            free.len() + 1,
+            9000,
+        ] {
+            let (mut one, _) = arena_with_holes(5000, &free);
+            let (mut many, _) = arena_with_holes(5000, &free);
+            let want: Vec<u32> = (0..count).map(|_| one.alloc_fresh()).collect();
+            let mut got = vec![7];
+            many.alloc_fresh_many(count, &mut got);
+            assert_eq!(&got[1..], &want[..], "count {count}");
+            assert_eq!(many.counts, one.counts, "count {count}");
+            assert_eq!(many.data.len(), one.data.len(), "count {count}");
+            assert_eq!(many.live(), one.live());
+            // Later allocations agree too (the bitmap and its summary were left alike).
+            let next: Vec<u32> = (0..300).map(|_| one.alloc_fresh()).collect();
+            let mut got = Vec::new();
+            many.alloc_fresh_many(300, &mut got);
+            assert_eq!(got, next, "after {count}");
+        }
+    }
+
+    /// Storing rows in bulk leaves each lane the value and the row counts that storing them
+    /// one by one leaves; lanes past the data's rows keep what they held.
+    #[test]
+    fn bulk_store_keeps_every_lane_s_value() {
+        let (mut a, mut hs) = arena_with_holes(300, &[3, 4, 70, 150]);
+        let (mut b, mut hs_b) = arena_with_holes(300, &[3, 4, 70, 150]);
+        let lanes = [9, 0, 299, 150, 64, 65, 5];
+        let data: Vec<f64> = (0..6).map(|k| 1000.0 + k as f64).collect();
+        a.store_rows(&mut hs, &lanes, &data);
+        for (&lane, &x) in lanes.iter().zip(&data) {
+            b.store(&mut hs_b[lane], &[x]);
+        }
+        let values = |a: &Arena, hs: &[u32]| hs.iter().map(|&h| a.row(h)[0]).collect::<Vec<_>>();
+        assert_eq!(values(&a, &hs), values(&b, &hs_b));
+        assert_eq!(values(&a, &hs)[5], 5.0, "lane 5 is past the data's rows");
+        assert_eq!(a.live(), b.live());
+        // Zero-length rows: nothing to store.
+        let mut z = Arena::new(0);
+        let mut slots = [ZERO; 2];
+        z.store_rows(&mut slots, &[0, 1], &[]);
+        assert_eq!((slots, z.live()), ([ZERO; 2], 1));
     }
 
     #[test]

@@ -186,10 +186,7 @@ impl Leaf {
                 let Some(data) = src.as_slice::<f64>().filter(|_| src.width() == width) else {
                     return false;
                 };
-                // Zero-length vectors have no rows to store (`max(1)` only keeps chunking legal).
-                for (&lane, row) in lanes.iter().zip(data.chunks_exact(width.max(1))) {
-                    arena.store(&mut rows[lane], row);
-                }
+                arena.store_rows(rows, lanes, data);
                 true
             }
         }
@@ -304,8 +301,7 @@ impl Leaf {
             (leaf @ Leaf::Dense { .. }, Held::Dense(c)) => leaf.scatter(arena, lanes, &c),
             (Leaf::Shared { rows, .. }, Held::Shared(handles)) => {
                 for (&l, h) in lanes.iter().zip(handles) {
-                    arena.release(rows[l]);
-                    rows[l] = h;
+                    arena.take_over(&mut rows[l], h);
                 }
                 true
             }

@@ -262,7 +262,7 @@ impl<'p> Storage<'p> {
         block: Block,
         lanes: &[usize],
     ) -> Result<()> {
-        out.extend((0..count).map(|_| self.arena.alloc_fresh()));
+        self.arena.alloc_fresh_many(count, out);
         self.check_memory(0, block, lanes, || self.variable(v))
     }
 

@@ -69,6 +69,55 @@ pub struct Tree {
     pub divergent: bool,
 }
 
+/// The subtree of depth 0: one leapfrog step of size `eps` from the end `start`, for a
+/// trajectory that started at energy `h0`.
+///
+/// A small function of its own so that the pipeline inlines it where [`build_tree()`] reaches
+/// depth 1: a subtree of two leaves then takes its two steps in its own activation, without a
+/// call (arguments and seven result vectors copied, the caller's live vectors held and given
+/// back) per step.
+#[autobatch]
+pub fn leapfrog(shared: &Shared, start: End, eps: f64, minv: Vector, h0: f64) -> Tree {
+    // The half-step momentum is computed again where the full step needs it (the same
+    // operations, so the same bits) rather than kept: a vector kept across the gradient is a
+    // row written, held and read back for every chain.
+    let q1 = &start.q + &(eps * &(&minv * &(&start.p + &((0.5 * eps) * &start.g))));
+    let (logp1, g1): (f64, Vector) = logp_grad(shared, &q1);
+    let p1 = &(&start.p + &((0.5 * eps) * &start.g)) + &((0.5 * eps) * &g1);
+    let h = -logp1 + 0.5 * p1.dot(&(&minv * &p1));
+    let log_weight = if h.is_nan() {
+        f64::NEG_INFINITY
+    } else {
+        h0 - h
+    };
+    let divergent = -log_weight > 1000.0;
+    let accept = if log_weight > 0.0 {
+        1.0
+    } else {
+        log_weight.exp()
+    };
+    Tree {
+        end: End {
+            q: q1.clone(),
+            p: p1.clone(),
+            g: g1.clone(),
+        },
+        proposal: Proposal {
+            q: q1,
+            logp: logp1,
+            g: g1,
+            h,
+        },
+        p_begin: p1.clone(),
+        rho: p1,
+        log_sum_weight: log_weight,
+        accept_sum: accept,
+        n_leapfrog: 1,
+        valid: !divergent,
+        divergent,
+    }
+}
+
 /// Builds a subtree of `2^depth` leapfrog steps of size `eps` from the end `start`, for a
 /// trajectory that started at energy `h0`; returns it with the advanced key. An invalid
 /// subtree is returned as soon as it is found.
@@ -83,49 +132,14 @@ pub fn build_tree(
     key: Key,
 ) -> (Tree, Key) {
     if depth == 0 {
-        // One leapfrog step, written out here rather than as a function: a call would copy
-        // every vector in and out. The half-step momentum is computed again where the full step
-        // needs it (the same operations, so the same bits) rather than kept: a vector kept
-        // across the gradient is a row written, held and read back for every chain.
-        let q1 = &start.q + &(eps * &(&minv * &(&start.p + &((0.5 * eps) * &start.g))));
-        let (logp1, g1): (f64, Vector) = logp_grad(shared, &q1);
-        let p1 = &(&start.p + &((0.5 * eps) * &start.g)) + &((0.5 * eps) * &g1);
-        let h = -logp1 + 0.5 * p1.dot(&(&minv * &p1));
-        let log_weight = if h.is_nan() {
-            f64::NEG_INFINITY
-        } else {
-            h0 - h
-        };
-        let divergent = -log_weight > 1000.0;
-        let accept = if log_weight > 0.0 {
-            1.0
-        } else {
-            log_weight.exp()
-        };
-        let leaf = Tree {
-            end: End {
-                q: q1.clone(),
-                p: p1.clone(),
-                g: g1.clone(),
-            },
-            proposal: Proposal {
-                q: q1,
-                logp: logp1,
-                g: g1,
-                h,
-            },
-            p_begin: p1.clone(),
-            rho: p1,
-            log_sum_weight: log_weight,
-            accept_sum: accept,
-            n_leapfrog: 1,
-            valid: !divergent,
-            divergent,
-        };
-        return (leaf, key);
+        return (leapfrog(shared, start, eps, minv, h0), key);
     }
     // The first half, extending from the given end.
-    let (first, key) = build_tree(shared, depth - 1, start, eps, minv.clone(), h0, key);
+    let (first, key) = if depth == 1 {
+        (leapfrog(shared, start, eps, minv.clone(), h0), key)
+    } else {
+        build_tree(shared, depth - 1, start, eps, minv.clone(), h0, key)
+    };
     if !first.valid {
         return (
             Tree {
@@ -135,9 +149,24 @@ pub fn build_tree(
             key,
         );
     }
-    let p_init_end = first.end.p.clone();
-    // The second half, extending from the end of the first.
-    let (second, key) = build_tree(shared, depth - 1, first.end, eps, minv.clone(), h0, key);
+    // The second half, extending from the end of the first (whose momentum the U-turn
+    // checks read afterwards: kept in place rather than copied aside).
+    let (second, key) = if depth == 1 {
+        (
+            leapfrog(shared, first.end.clone(), eps, minv.clone(), h0),
+            key,
+        )
+    } else {
+        build_tree(
+            shared,
+            depth - 1,
+            first.end.clone(),
+            eps,
+            minv.clone(),
+            h0,
+            key,
+        )
+    };
     let accept = first.accept_sum + second.accept_sum;
     let n = first.n_leapfrog + second.n_leapfrog;
     if !second.valid {
@@ -167,10 +196,10 @@ pub fn build_tree(
     let rho = &first.rho + &second.rho;
     let ps_begin = &minv * &first.p_begin;
     let ps_end = &minv * &second.end.p;
-    let ps_init_end = &minv * &p_init_end;
+    let ps_init_end = &minv * &first.end.p;
     let ps_final_begin = &minv * &second.p_begin;
     let rho_left = &first.rho + &second.p_begin;
-    let rho_right = &second.rho + &p_init_end;
+    let rho_right = &second.rho + &first.end.p;
     let persist = ps_begin.dot(&rho) > 0.0
         && ps_end.dot(&rho) > 0.0
         && ps_begin.dot(&rho_left) > 0.0
