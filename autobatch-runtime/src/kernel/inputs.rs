@@ -301,6 +301,7 @@ impl<'a, T: Copy + 'static> InputRows<'a, T> {
     ///
     /// [`Kernel::lane_wise_in_place`]: crate::Kernel::lane_wise_in_place
     #[inline]
+    #[inline(always)]
     pub fn row(&self, lane: usize) -> &'a [T] {
         match self.source {
             Source::Dense { by_value: true, .. } => {
