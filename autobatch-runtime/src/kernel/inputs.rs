@@ -300,7 +300,6 @@ impl<'a, T: Copy + 'static> InputRows<'a, T> {
     /// read it with [`scalar`](Self::scalar).
     ///
     /// [`Kernel::lane_wise_in_place`]: crate::Kernel::lane_wise_in_place
-    #[inline]
     #[inline(always)]
     pub fn row(&self, lane: usize) -> &'a [T] {
         match self.source {
