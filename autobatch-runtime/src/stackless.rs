@@ -21,7 +21,6 @@ use autobatch_ir::{Block, CallOp, FuncId, Op, Terminator, Var};
 pub(crate) use plan::Plan;
 use plan::{CallPlan, Step};
 use std::cell::RefCell;
-use std::collections::BTreeSet;
 
 /// Stackless keeps no saved frames in storage: every variable behaves as a register, and the
 /// values a call may overwrite are saved around it instead.
@@ -131,16 +130,63 @@ struct Activation<'a> {
     buffers: RefCell<Buffers>,
 }
 
+/// The positions of an activation's blocks that lanes wait at, lowest first: a bitset.
+#[derive(Default)]
+struct Pending(Vec<u64>);
+
+impl Pending {
+    /// Empty, for positions below `blocks`.
+    fn reset(&mut self, blocks: usize) {
+        self.0.clear();
+        self.0.resize(blocks.div_ceil(64), 0);
+    }
+
+    fn insert(&mut self, p: usize) {
+        self.0[p / 64] |= 1 << (p % 64);
+    }
+
+    /// Removes and returns the lowest position, if any.
+    fn pop_first(&mut self) -> Option<usize> {
+        let (i, word) = self.0.iter_mut().enumerate().find(|(_, w)| **w != 0)?;
+        let bit = word.trailing_zeros() as usize;
+        *word &= *word - 1;
+        Some(i * 64 + bit)
+    }
+}
+
+/// An activation's waiting lists (one per block) and pending positions, kept between
+/// activations for their allocations.
+#[derive(Default)]
+struct Frame {
+    waiting: Vec<Waiting>,
+    pending: Pending,
+}
+
 /// Lane lists no block waits with, and a merge's output, kept for their allocations: a
 /// step's list moves on to the block it goes to (split in place by a branch), so lanes are
-/// copied only when two lists meet.
+/// copied only when two lists meet. Activations' frames likewise (one per depth in use).
 #[derive(Default)]
 struct Buffers {
     spare: Vec<Vec<usize>>,
     scratch: Vec<usize>,
+    frames: Vec<Frame>,
 }
 
 impl Buffers {
+    /// A frame for an activation of a function with `blocks` blocks, no lanes waiting.
+    fn frame(&mut self, blocks: usize) -> Frame {
+        let mut frame = self.frames.pop().unwrap_or_default();
+        frame.waiting.clear();
+        frame.waiting.resize_with(blocks, Waiting::default);
+        frame.pending.reset(blocks);
+        frame
+    }
+
+    /// Keeps `frame`'s allocations for a later activation.
+    fn keep_frame(&mut self, frame: Frame) {
+        self.frames.push(frame);
+    }
+
     /// `lanes` now wait at `waiting[p]` with those already there, and `pending` holds `p`; a
     /// list left over is kept for reuse.
     fn send(
@@ -148,7 +194,7 @@ impl Buffers {
         lanes: Vec<usize>,
         p: usize,
         waiting: &mut [Waiting],
-        pending: &mut BTreeSet<usize>,
+        pending: &mut Pending,
     ) {
         if lanes.is_empty() {
             return self.keep(lanes);
@@ -189,8 +235,11 @@ impl Activation<'_> {
         }
         let program = exec.program;
         let blocks = &program.function(func).blocks;
-        let mut waiting: Vec<Waiting> = blocks.iter().map(|_| Waiting::default()).collect();
-        let mut pending: BTreeSet<usize> = BTreeSet::new();
+        let frame = self.buffers.borrow_mut().frame(blocks.len());
+        let Frame {
+            mut waiting,
+            mut pending,
+        } = frame;
         let mut entering = Some(entry);
         let budget = self.config.step_budget.unwrap_or(u64::MAX);
         loop {
@@ -305,6 +354,9 @@ impl Activation<'_> {
                 }
             }
         }
+        self.buffers
+            .borrow_mut()
+            .keep_frame(Frame { waiting, pending });
         Ok(())
     }
 
@@ -396,4 +448,24 @@ fn give_back(
         exec.storage.restore(v, lanes, value, block)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Pending;
+
+    /// Positions come out lowest first, each once, across words; a reset empties it.
+    #[test]
+    fn pending_positions_pop_lowest_first() {
+        let mut p = Pending::default();
+        p.reset(130);
+        for pos in [129, 3, 64, 3, 0, 70] {
+            p.insert(pos);
+        }
+        let order: Vec<usize> = std::iter::from_fn(|| p.pop_first()).collect();
+        assert_eq!(order, [0, 3, 64, 70, 129]);
+        p.insert(5);
+        p.reset(10);
+        assert_eq!(p.pop_first(), None);
+    }
 }
