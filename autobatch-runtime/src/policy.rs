@@ -61,23 +61,23 @@ pub(crate) fn partition_into(
     then_.reserve(n);
     else_.reserve(n);
     let (then_at, else_at) = (then_.as_mut_ptr(), else_.as_mut_ptr());
-    let (mut t, mut e) = (0, 0);
-    each_lane_below(lanes, conditions.len(), |_, lane| {
-        // SAFETY: `each_lane_below` passes lanes below `conditions.len()`; `t` and `e` count
-        // the lanes before this one that went each way, so both are below `n`, within the
-        // capacity reserved for each list.
+    // Lanes before position `k` that went to `then_`; the other `k - t` went to `else_`.
+    let mut t = 0;
+    each_lane_below(lanes, conditions.len(), |k, lane| {
+        // SAFETY: `each_lane_below` passes lanes below `conditions.len()`; `t` and `k - t`
+        // count the lanes before this one that went each way (`t <= k`), so both are below
+        // `n`, within the capacity reserved for each list.
         let c = usize::from(unsafe { *conditions.get_unchecked(lane) });
         unsafe {
             then_at.add(t).write(lane);
-            else_at.add(e).write(lane);
+            else_at.add(k - t).write(lane);
         }
         t += c;
-        e += 1 - c;
     });
-    // SAFETY: the loop wrote the first `t` and `e` elements of the lists' capacities.
+    // SAFETY: the loop wrote the first `t` and `n - t` elements of the lists' capacities.
     unsafe {
         then_.set_len(t);
-        else_.set_len(e);
+        else_.set_len(n - t);
     }
 }
 

@@ -265,24 +265,24 @@ impl LaneSplit<'_> {
         yes.reserve(n);
         no.reserve(n);
         let (yes_at, no_at) = (yes.as_mut_ptr(), no.as_mut_ptr());
-        let (mut t, mut e) = (0, 0);
+        // Lanes before position `k` that went to `yes`; the other `k - t` went to `no`.
+        let mut t = 0;
         let mut at = Position::new(progress);
         each_lane_below(lanes, rows, |k, lane| {
             at.k = k;
             let c = usize::from(cond(lane));
-            // SAFETY: `t` and `e` count the lanes before this one that went each way, so both
-            // are below `n`, within the capacity reserved for each list.
+            // SAFETY: `t` and `k - t` count the lanes before this one that went each way
+            // (`t <= k`), so both are below `n`, within the capacity reserved for each list.
             unsafe {
                 yes_at.add(t).write(lane);
-                no_at.add(e).write(lane);
+                no_at.add(k - t).write(lane);
             }
             t += c;
-            e += 1 - c;
         });
-        // SAFETY: the loop wrote the first `t` and `e` elements of the lists' capacities.
+        // SAFETY: the loop wrote the first `t` and `n - t` elements of the lists' capacities.
         unsafe {
             yes.set_len(t);
-            no.set_len(e);
+            no.set_len(n - t);
         }
         used.set(true);
     }
