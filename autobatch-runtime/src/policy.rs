@@ -5,7 +5,7 @@
 use crate::config::Config;
 use crate::error::{Result, RuntimeError};
 use crate::storage::leaf::Leaf;
-use crate::storage::{each_lane_below, Stacks};
+use crate::storage::{split_below, Stacks};
 use autobatch_ir::passes::Liveness;
 use autobatch_ir::{Allocation, Block, Program, Var};
 
@@ -44,10 +44,8 @@ pub(crate) fn dead_vectors(program: &Program, live: &Liveness, stacks: Stacks) -
 }
 
 /// Splits `lanes` (in order) into those whose condition holds, written to `then_`, and the
-/// others, written to `else_`, both in order. Branch-free: each lane is written to both lists
-/// and only the count of the side it belongs to advances, so unpredictable conditions cost no
-/// mispredictions. Not inlined: its loop then compiles the same whatever the interpreter's
-/// loop around it holds.
+/// others, written to `else_`, both in order (branch-free, see [`split_below`]). Not inlined:
+/// its loop then compiles the same whatever the interpreter's loop around it holds.
 #[inline(never)]
 pub(crate) fn partition_into(
     lanes: &[usize],
@@ -55,30 +53,10 @@ pub(crate) fn partition_into(
     then_: &mut Vec<usize>,
     else_: &mut Vec<usize>,
 ) {
-    let n = lanes.len();
-    then_.clear();
-    else_.clear();
-    then_.reserve(n);
-    else_.reserve(n);
-    let (then_at, else_at) = (then_.as_mut_ptr(), else_.as_mut_ptr());
-    // Lanes before position `k` that went to `then_`; the other `k - t` went to `else_`.
-    let mut t = 0;
-    each_lane_below(lanes, conditions.len(), |k, lane| {
-        // SAFETY: `each_lane_below` passes lanes below `conditions.len()`; `t` and `k - t`
-        // count the lanes before this one that went each way (`t <= k`), so both are below
-        // `n`, within the capacity reserved for each list.
-        let c = usize::from(unsafe { *conditions.get_unchecked(lane) });
-        unsafe {
-            then_at.add(t).write(lane);
-            else_at.add(k - t).write(lane);
-        }
-        t += c;
+    // SAFETY: `split_below` passes lanes below `conditions.len()`.
+    split_below(lanes, conditions.len(), (then_, else_), |_, lane| unsafe {
+        *conditions.get_unchecked(lane)
     });
-    // SAFETY: the loop wrote the first `t` and `n - t` elements of the lists' capacities.
-    unsafe {
-        then_.set_len(t);
-        else_.set_len(n - t);
-    }
 }
 
 /// Writes sorted `a` and sorted `b` (no lane in both) into `out` in lane order, replacing what

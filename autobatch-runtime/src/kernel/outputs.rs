@@ -8,7 +8,7 @@ use super::inputs::{out_of_rows, Position};
 use super::scalar_elements;
 use crate::column::{Column, Element};
 use crate::storage::arena::ArenaView;
-use crate::storage::each_lane_below;
+use crate::storage::split_below;
 use crate::vector::Vector;
 use smallvec::SmallVec;
 use std::any::TypeId;
@@ -259,31 +259,11 @@ impl LaneSplit<'_> {
             no,
             used,
         } = self.0;
-        let n = lanes.len();
-        yes.clear();
-        no.clear();
-        yes.reserve(n);
-        no.reserve(n);
-        let (yes_at, no_at) = (yes.as_mut_ptr(), no.as_mut_ptr());
-        // Lanes before position `k` that went to `yes`; the other `k - t` went to `no`.
-        let mut t = 0;
         let mut at = Position::new(progress);
-        each_lane_below(lanes, rows, |k, lane| {
+        split_below(lanes, rows, (yes, no), |k, lane| {
             at.k = k;
-            let c = usize::from(cond(lane));
-            // SAFETY: `t` and `k - t` count the lanes before this one that went each way
-            // (`t <= k`), so both are below `n`, within the capacity reserved for each list.
-            unsafe {
-                yes_at.add(t).write(lane);
-                no_at.add(k - t).write(lane);
-            }
-            t += c;
+            cond(lane)
         });
-        // SAFETY: the loop wrote the first `t` and `n - t` elements of the lists' capacities.
-        unsafe {
-            yes.set_len(t);
-            no.set_len(n - t);
-        }
         used.set(true);
     }
 }

@@ -11,7 +11,7 @@ pub(crate) mod arena;
 pub(crate) mod leaf;
 mod rows;
 
-pub(crate) use rows::each_lane_below;
+pub(crate) use rows::{each_lane_below, split_below};
 
 use crate::column::{width_of, Column};
 use crate::error::{Result, RuntimeError};

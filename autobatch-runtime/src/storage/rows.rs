@@ -1,4 +1,5 @@
-//! Row copies between dense columns by lane list (scatter, gather, same lane, push, pop): one
+//! Row copies between dense columns by lane list (scatter, gather, same lane, push, pop) and
+//! lane-list splits by condition: one
 //! typed loop per pattern for scalar leaves, the interpreters' commonest work per lane-op, and
 //! `Column::copy_rows` for everything else.
 
@@ -141,6 +142,43 @@ pub(crate) fn each_lane_below(lanes: &[usize], rows: usize, mut each: impl FnMut
         }
         each(k, l);
         k += 1;
+    }
+}
+
+/// Splits `lanes` (in order) into those for which `holds(k, lanes[k])` is true, written to
+/// `yes`, and the others, written to `no`, both in order, replacing what they held; lanes are
+/// checked below `rows` as [`each_lane_below`] checks them, so `holds` may index rows by lane
+/// without checks of its own. Branch-free: each lane is written to both lists and only the
+/// count of its side advances, so unpredictable conditions cost no mispredictions.
+#[inline(always)]
+pub(crate) fn split_below(
+    lanes: &[usize],
+    rows: usize,
+    (yes, no): (&mut Vec<usize>, &mut Vec<usize>),
+    mut holds: impl FnMut(usize, usize) -> bool,
+) {
+    let n = lanes.len();
+    yes.clear();
+    no.clear();
+    yes.reserve(n);
+    no.reserve(n);
+    let (yes_at, no_at) = (yes.as_mut_ptr(), no.as_mut_ptr());
+    // Lanes before position `k` that went to `yes`; the other `k - t` went to `no`.
+    let mut t = 0;
+    each_lane_below(lanes, rows, |k, lane| {
+        let c = usize::from(holds(k, lane));
+        // SAFETY: `t` and `k - t` count the lanes before this one that went each way
+        // (`t <= k`), so both are below `n`, within the capacity reserved for each list.
+        unsafe {
+            yes_at.add(t).write(lane);
+            no_at.add(k - t).write(lane);
+        }
+        t += c;
+    });
+    // SAFETY: the loop wrote the first `t` and `n - t` elements of the lists' capacities.
+    unsafe {
+        yes.set_len(t);
+        no.set_len(n - t);
     }
 }
 
