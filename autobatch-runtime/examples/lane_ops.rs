@@ -3,8 +3,9 @@
 //!
 //! `cargo build --release -p autobatch-runtime --example lane_ops`, then
 //! `valgrind --tool=callgrind target/release/examples/lane_ops fib vm` (workloads `fib`,
-//! `collatz`, `fib-macro`, `ackermann`; modes `vm`, `sl`, `rust`, and `lowered`, which prints the full VM's program). It prints the lane-ops the run made (the
-//! lanes over every kernel and assignment run) so instructions per lane-op can be read off.
+//! `collatz`, `fib-macro`, `ackermann`; modes `vm`, `sl`, `rust`, and `lowered`, which prints
+//! the program stackless runs and the one the full VM runs). It prints the lane-ops the run made
+//! (the lanes over every kernel and assignment run) so instructions per lane-op can be read off.
 
 use autobatch_runtime::ir::{DType, KernelId};
 use autobatch_runtime::ndarray::Array1;
