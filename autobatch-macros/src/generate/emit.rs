@@ -174,7 +174,7 @@ pub fn lane_kernel(
                 quote! {
                     if let ::std::option::Option::Some(__s) = #o.split() {
                         #(#others)*
-                        #rtp::split_lanes(__s, #reads, #writes, move |#values| {
+                        #rtp::split_lanes(__s, #reads, #writes, #[inline(always)] move |#values| {
                             #(#fast_bindings)*
                             #result
                             (#results, #condition)
@@ -189,7 +189,7 @@ pub fn lane_kernel(
                 #split
                 #(#fast_outputs)*
                 // Moved in: the loop reads its own copies, which no store aliases.
-                #rtp::each_lane(__ins, #reads, #writes, move |#values| {
+                #rtp::each_lane(__ins, #reads, #writes, #[inline(always)] move |#values| {
                     #(#fast_bindings)*
                     #result
                     #results

@@ -104,14 +104,21 @@ pub fn each_lane<R: Reads, W: Writes>(
 ) {
     let rows = reads.rows().min(writes.rows());
     let mut at = ins.position();
-    each_lane_below(ins.lanes(), rows, |k, lane| {
-        at.k = k;
-        // SAFETY: `each_lane_below` passes lanes below `rows`, the fewest rows of any leaf.
-        let values = unsafe { reads.read(lane) };
-        let out = body(values);
-        // SAFETY: as for the reads.
-        unsafe { writes.write(lane, out) }
-    });
+    // Inlined at each of the loop's unrolled calls, with the body (the generated kernels
+    // mark theirs so too): a call per lane would cost more than most bodies.
+    each_lane_below(
+        ins.lanes(),
+        rows,
+        #[inline(always)]
+        |k, lane| {
+            at.k = k;
+            // SAFETY: `each_lane_below` passes lanes below `rows`, the fewest rows of any leaf.
+            let values = unsafe { reads.read(lane) };
+            let out = body(values);
+            // SAFETY: as for the reads.
+            unsafe { writes.write(lane, out) }
+        },
+    );
 }
 
 /// [`each_lane`] for a kernel whose last output is a branch condition it splits the lanes by
@@ -124,14 +131,18 @@ pub fn split_lanes<R: Reads, W: Writes>(
     mut body: impl FnMut(R::Values) -> (W::Values, bool),
 ) {
     let rows = reads.rows().min(writes.rows());
-    split.each_below(rows, |lane| {
-        // SAFETY: `each_below` passes lanes below `rows`, the fewest rows of any leaf.
-        let values = unsafe { reads.read(lane) };
-        let (out, condition) = body(values);
-        // SAFETY: as for the reads.
-        unsafe { writes.write(lane, out) };
-        condition
-    });
+    split.each_below(
+        rows,
+        #[inline(always)]
+        |lane| {
+            // SAFETY: `each_below` passes lanes below `rows`, the fewest rows of any leaf.
+            let values = unsafe { reads.read(lane) };
+            let (out, condition) = body(values);
+            // SAFETY: as for the reads.
+            unsafe { writes.write(lane, out) };
+            condition
+        },
+    );
 }
 
 #[cfg(test)]

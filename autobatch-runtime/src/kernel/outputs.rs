@@ -260,10 +260,16 @@ impl LaneSplit<'_> {
             used,
         } = self.0;
         let mut at = Position::new(progress);
-        split_below(lanes, rows, (yes, no), |k, lane| {
-            at.k = k;
-            cond(lane)
-        });
+        split_below(
+            lanes,
+            rows,
+            (yes, no),
+            #[inline(always)]
+            |k, lane| {
+                at.k = k;
+                cond(lane)
+            },
+        );
         used.set(true);
     }
 }
