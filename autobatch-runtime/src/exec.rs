@@ -11,7 +11,7 @@ use crate::kernel::{
 };
 use crate::panics::catch_quietly;
 use crate::pool::ColumnPool;
-use crate::stats::Stats;
+use crate::stats::{KernelClock, Stats};
 use crate::storage::leaf::{Leaf, LeafView};
 use crate::storage::Storage;
 use autobatch_ir::{Block, DType, KernelRef, PrimOp, Program, Shape, TensorType, Var};
@@ -19,7 +19,6 @@ use smallvec::SmallVec;
 use std::borrow::Cow;
 use std::cell::Cell;
 use std::ptr::NonNull;
-use std::time::Instant;
 
 /// The lane lists of a branch's two sides (its first target's, then its second's).
 pub(crate) type Sides<'a> = (&'a mut Vec<usize>, &'a mut Vec<usize>);
@@ -38,6 +37,8 @@ pub(crate) struct Exec<'p> {
     sources: Vec<(Var, usize)>,
     /// Fresh arena rows of the lane-wise kernel being run, kept for their allocation.
     fresh: Vec<u32>,
+    /// Whether kernel calls are timed ([`Config::time_kernels`](crate::Config::time_kernels)).
+    time_kernels: bool,
 }
 
 fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
@@ -51,12 +52,14 @@ fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
 }
 
 impl<'p> Exec<'p> {
-    /// Runs `program`'s ops with `kernels` (given `context`) on `storage`.
+    /// Runs `program`'s ops with `kernels` (given `context`) on `storage`, timing kernel calls
+    /// if `time_kernels`.
     pub(crate) fn new(
         program: &'p Program,
         kernels: &'p [Kernel],
         context: Context<'p>,
         storage: Storage<'p>,
+        time_kernels: bool,
     ) -> Self {
         Exec {
             program,
@@ -66,6 +69,7 @@ impl<'p> Exec<'p> {
             pool: ColumnPool::default(),
             sources: Vec::new(),
             fresh: Vec::new(),
+            time_kernels,
         }
     }
 
@@ -379,9 +383,9 @@ impl<'p> Exec<'p> {
                 })
                 .collect();
             let mut outs = LaneOutputs::from_leaves(leaves);
-            let start = Instant::now();
+            let clock = KernelClock::start(self.time_kernels);
             let r = catch_quietly(|| f(&ins, &mut outs));
-            stats.record_kernel(id, n, start.elapsed(), false);
+            stats.record_kernel(id, n, clock.elapsed(), false);
             r
         };
         let checked = match self.failure(result, &progress, op, lanes, block) {
@@ -458,7 +462,7 @@ impl<'p> Exec<'p> {
                     Ok(Ok(()))
                 }
                 Some((id, f)) => {
-                    let start = Instant::now();
+                    let clock = KernelClock::start(self.time_kernels);
                     // With every lane active, dense storage rows are the kernel's rows.
                     let all = lanes.len() == storage.batch();
                     let pool = &mut self.pool;
@@ -475,7 +479,7 @@ impl<'p> Exec<'p> {
                         .collect();
                     let refs: SmallVec<[&Column; 8]> = dense.iter().map(|c| c.as_ref()).collect();
                     let r = catch_quietly(|| f(self.context, &refs, &mut outputs));
-                    stats.record_kernel(id, lanes.len(), start.elapsed(), true);
+                    stats.record_kernel(id, lanes.len(), clock.elapsed(), true);
                     drop(refs);
                     for c in dense {
                         if let Cow::Owned(c) = c {

@@ -394,7 +394,8 @@ impl Executable {
             config.memory_budget,
         );
         storage.write_inputs(inputs)?;
-        let mut exec = Exec::new(program, &self.kernels, context, storage);
+        let time_kernels = config.time_kernels;
+        let mut exec = Exec::new(program, &self.kernels, context, storage, time_kernels);
         let names = program.blocks.iter().map(|b| b.name.clone());
         let mut stats = Stats::new(batch, names, self.kernels.len());
         match stackless_plan {

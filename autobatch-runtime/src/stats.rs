@@ -1,8 +1,9 @@
 //! `Stats`: what a run did, per block and per kernel, for reports and utilisation figures.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-/// What a run did: steps, per-block runs and lanes, time in kernels.
+/// What a run did: steps, per-block runs and lanes, time in kernels (if measured:
+/// [`Config::time_kernels`](crate::Config::time_kernels)).
 ///
 /// # Across shards
 ///
@@ -38,9 +39,11 @@ pub struct Stats {
     pub blocks: Vec<BlockStats>,
     /// Per user kernel, indexed by kernel id.
     pub kernels: Vec<KernelStats>,
-    /// Wall time spent inside batched kernels.
+    /// Wall time spent inside batched kernels (measured only with
+    /// [`Config::time_kernels`](crate::Config::time_kernels), else zero).
     pub batched_kernel_time: Duration,
-    /// Wall time spent inside lane-wise kernels.
+    /// Wall time spent inside lane-wise kernels (measured only with
+    /// [`Config::time_kernels`](crate::Config::time_kernels), else zero).
     pub lane_kernel_time: Duration,
     /// The independent runs (shards) these statistics add up: 1 for a run of one shard (0
     /// in statistics that count nothing, such as the reference interpreter's).
@@ -49,6 +52,22 @@ pub struct Stats {
     /// the memory of vector state is this times the vector length times 8 bytes. Over shards,
     /// the sum of each shard's most: a bound on the rows held at once.
     pub vector_rows: usize,
+}
+
+/// The clock of one kernel call: started only if the run measures kernel times
+/// ([`Config::time_kernels`](crate::Config::time_kernels)), else reading zero.
+pub(crate) struct KernelClock(Option<Instant>);
+
+impl KernelClock {
+    /// Starts the clock, if `timed`.
+    pub(crate) fn start(timed: bool) -> KernelClock {
+        KernelClock(timed.then(Instant::now))
+    }
+
+    /// The time since the start (zero if not timed).
+    pub(crate) fn elapsed(&self) -> Duration {
+        self.0.map_or(Duration::ZERO, |start| start.elapsed())
+    }
 }
 
 /// What one block did over a run.
@@ -69,7 +88,8 @@ pub struct KernelStats {
     pub runs: u64,
     /// The sum over its runs of the number of lanes it computed.
     pub lanes: u64,
-    /// Wall time spent inside it.
+    /// Wall time spent inside it (measured only with
+    /// [`Config::time_kernels`](crate::Config::time_kernels), else zero).
     pub time: Duration,
     /// The sum over its runs of the lanes of the run (or shard) it was part of: what
     /// [`Stats::kernel_utilisation`] divides by.

@@ -8,6 +8,7 @@ use autobatch_runtime::ir::DType;
 use autobatch_runtime::{Column, Config, Executable, Mode, Passes, Run, RuntimeError};
 use autobatch_testkit::conformance as programs;
 use common::{as_bools, as_i64s, build_counting, executable, i64s};
+use std::time::Duration;
 
 /// Runs `exe` in `mode`, checks the outputs equal the reference interpreter's, returns the run.
 fn run_checked(exe: &Executable, inputs: &[Column], mode: Mode) -> Run {
@@ -251,4 +252,29 @@ fn counts_match_the_reference(passes: &Passes) {
     assert_eq!(count(Mode::FullVm, "1"), 55);
     assert_eq!(count(Mode::Stackless, "x + y"), 54);
     assert_eq!(count(Mode::Stackless, "1"), 94);
+}
+
+/// Kernel times are measured only when the configuration asks (`Config::time_kernels`), in
+/// both modes, and the results are the same either way.
+#[test]
+fn kernel_times_are_measured_only_when_asked() {
+    let exe = executable(|k| programs::fibonacci_function_calls(k, DType::I64));
+    let inputs = [i64s(&[5, 6, 8, 9])];
+    for mode in [Mode::FullVm, Mode::Stackless] {
+        let run = |time_kernels| {
+            let config = Config {
+                time_kernels,
+                ..Config::with_mode(mode)
+            };
+            exe.run(&inputs, &config).unwrap()
+        };
+        let (untimed, timed) = (run(false), run(true));
+        assert_eq!(untimed.outputs, timed.outputs);
+        let total = |r: &Run| r.stats.kernels.iter().map(|k| k.time).sum::<Duration>();
+        assert_eq!(total(&untimed), Duration::ZERO, "{mode:?}");
+        assert_eq!(untimed.stats.lane_kernel_time, Duration::ZERO);
+        assert!(timed.stats.lane_kernel_time > Duration::ZERO, "{mode:?}");
+        assert_eq!(total(&timed), timed.stats.lane_kernel_time);
+        assert_eq!(timed.stats.batched_kernel_time, Duration::ZERO);
+    }
 }
