@@ -23,6 +23,10 @@ use std::ptr::NonNull;
 /// The lane lists of a branch's two sides (its first target's, then its second's).
 pub(crate) type Sides<'a> = (&'a mut Vec<usize>, &'a mut Vec<usize>);
 
+/// Inputs a kernel reads from rows set aside rather than from storage, by variable (see
+/// [`Exec::run_reading`]).
+pub(crate) type AsideInputs<'a> = &'a [(Var, &'a [Leaf])];
+
 /// Runs the ops of one program on one batch's storage.
 pub(crate) struct Exec<'p> {
     /// The program whose ops run.
@@ -91,12 +95,71 @@ impl<'p> Exec<'p> {
         if op.kernel == KernelRef::Assign && self.only_self_copies(op) {
             return self.assign(op, lanes, block);
         }
+        self.run_kernel(op, lanes, block, stats, &[])
+    }
+
+    /// Whether `op` runs a lane-wise kernel (one [`run_reading`](Self::run_reading) can give
+    /// inputs that are not in storage).
+    pub(crate) fn is_lane_wise(&self, op: &PrimOp) -> bool {
+        let kernel = match op.kernel {
+            KernelRef::User(id) => self.kernels.get(id.index()),
+            KernelRef::Assign => None,
+        };
+        matches!(
+            kernel,
+            Some(Kernel::LaneWise(_) | Kernel::LaneWiseInPlace(_))
+        )
+    }
+
+    /// [`run_prim`](Self::run_prim), with the inputs `aside` read from rows set aside rather
+    /// than from storage (variables the caller of a call still needs, whose rows the callee
+    /// writes: [`Storage::set_aside`](crate::storage::Storage::set_aside)). Only a lane-wise
+    /// kernel ([`is_lane_wise`](Self::is_lane_wise)) reads such inputs: any other op is given
+    /// none.
+    pub(crate) fn run_reading(
+        &mut self,
+        op: &PrimOp,
+        lanes: &[usize],
+        block: Block,
+        stats: &mut Stats,
+        aside: AsideInputs<'_>,
+    ) -> Result<()> {
+        match aside.is_empty() {
+            true => self.run_prim(op, lanes, block, stats),
+            false => self.run_kernel(op, lanes, block, stats, aside),
+        }
+    }
+
+    /// Runs `op`'s kernel (a dense copy for an assignment), the inputs `aside` read from the
+    /// rows given (see [`run_reading`](Self::run_reading)).
+    fn run_kernel(
+        &mut self,
+        op: &PrimOp,
+        lanes: &[usize],
+        block: Block,
+        stats: &mut Stats,
+        aside: AsideInputs<'_>,
+    ) -> Result<()> {
         match self.kernel(op, block)? {
             Some((id, Kernel::LaneWise(f))) => self
-                .run_lane_wise(op, (id, f.as_ref(), false), lanes, block, stats, None)
+                .run_lane_wise(
+                    op,
+                    (id, f.as_ref(), false),
+                    lanes,
+                    block,
+                    stats,
+                    (None, aside),
+                )
                 .map(drop),
             Some((id, Kernel::LaneWiseInPlace(f))) => self
-                .run_lane_wise(op, (id, f.as_ref(), true), lanes, block, stats, None)
+                .run_lane_wise(
+                    op,
+                    (id, f.as_ref(), true),
+                    lanes,
+                    block,
+                    stats,
+                    (None, aside),
+                )
                 .map(drop),
             Some((id, Kernel::Batched(f))) => {
                 self.run_dense(op, Some((id, f.as_ref())), lanes, block, stats)
@@ -152,11 +215,11 @@ impl<'p> Exec<'p> {
             });
         match (self.kernel(op, block)?, leaf) {
             (Some((id, Kernel::LaneWise(f))), Some(leaf)) => {
-                let split = Some((leaf, lists));
+                let split = (Some((leaf, lists)), &[][..]);
                 self.run_lane_wise(op, (id, f.as_ref(), false), lanes, block, stats, split)
             }
             (Some((id, Kernel::LaneWiseInPlace(f))), Some(leaf)) => {
-                let split = Some((leaf, lists));
+                let split = (Some((leaf, lists)), &[][..]);
                 self.run_lane_wise(op, (id, f.as_ref(), true), lanes, block, stats, split)
             }
             _ => self.run_prim(op, lanes, block, stats).map(|()| false),
@@ -249,7 +312,8 @@ impl<'p> Exec<'p> {
     }
 
     /// Runs a lane-wise kernel (`kernel`: its index, body, and whether it is in place, see
-    /// [`Kernel::lane_wise_in_place`]): inputs read in storage; scalar outputs written by lane
+    /// [`Kernel::lane_wise_in_place`]): inputs read in storage (those `aside`, in the rows
+    /// given); scalar outputs written by lane
     /// straight into storage if the kernel asks for them so
     /// ([`OutputLeaf::scalars`](crate::OutputLeaf::scalars)) and they are no input (any, for
     /// an in-place kernel: it reads a lane's inputs before writing there), else into dense
@@ -265,7 +329,7 @@ impl<'p> Exec<'p> {
         lanes: &[usize],
         block: Block,
         stats: &mut Stats,
-        split: Option<(usize, Sides<'_>)>,
+        (split, aside): (Option<(usize, Sides<'_>)>, AsideInputs<'_>),
     ) -> Result<bool> {
         let n = lanes.len();
         // Per output leaf: written in place (shared leaves of variables that keep them), or
@@ -337,7 +401,10 @@ impl<'p> Exec<'p> {
         let result = {
             let mut inputs: SmallVec<[LeafView<'_>; 16]> = SmallVec::new();
             for &v in &op.ins {
-                let leaves = self.storage.read(v, lanes, block)?;
+                let leaves = match aside.iter().find(|&&(a, _)| a == v) {
+                    Some(&(_, leaves)) => leaves,
+                    None => self.storage.read(v, lanes, block)?,
+                };
                 inputs.extend(leaves.iter().enumerate().map(|(i, leaf)| {
                     match leaf.dense().filter(|_| aliased.contains(&(v, i))) {
                         // Written by lane in this call: read by value only.

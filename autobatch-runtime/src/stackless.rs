@@ -4,9 +4,11 @@
 //! Within one activation, a priority queue of (block, lanes) runs the lowest block first and
 //! merges lanes waiting at the same block, so lanes re-converge after branches and loops. All
 //! variables behave as registers. Around a call, the values the callee may overwrite and the
-//! caller still needs (live across the call and FULL) are saved for the calling lanes and
-//! restored afterwards, so a call costs in proportion to its lanes, not to the batch. The host
-//! stack grows on demand, so recursion as deep as the configured limit runs on any thread.
+//! caller still needs (live across the call and FULL) are kept: set aside whole (every lane's
+//! rows swapped for spare ones, no row copied) when a large enough share of the batch calls,
+//! else copied out for the calling lanes and restored afterwards, so a call costs in
+//! proportion to its lanes, not to the batch. The host stack grows on demand, so recursion as
+//! deep as the configured limit runs on any thread.
 
 mod plan;
 
@@ -16,8 +18,9 @@ use crate::error::{function_name, Result, RuntimeError};
 use crate::exec::Exec;
 use crate::policy::{partition_into, LaneSteps, Waiting};
 use crate::stats::Stats;
-use crate::storage::{Snapshot, Stacks};
-use autobatch_ir::{Block, CallOp, FuncId, Op, Terminator, Var};
+use crate::storage::leaf::Leaf;
+use crate::storage::{Aside, Snapshot, Stacks};
+use autobatch_ir::{Block, CallOp, FuncId, Op, PrimOp, Terminator, Var};
 pub(crate) use plan::Plan;
 use plan::{CallPlan, Step};
 use std::cell::RefCell;
@@ -379,9 +382,19 @@ impl Activation<'_> {
         // the kernel and the call run as written, so the error is the one they give.
         let mut held = None;
         let (params, args): (&[Var], &[Var]) = match &plan.fused {
-            Some(fused) => match hold(exec, plan, lanes, block) {
+            Some(fused) => match hold(exec, plan, lanes, block, Some(&fused.into_formals)) {
                 Ok(saved) => {
-                    if let Err(e) = exec.run_prim(&fused.into_formals, lanes, block, stats) {
+                    // The kernel reads the saves set aside where they were set aside.
+                    let aside: Vec<(Var, &[Leaf])> = (plan.saves.iter().zip(&saved))
+                        .filter_map(|(&v, kept)| match kept {
+                            Kept::Aside(a) => Some((v, a.leaves())),
+                            Kept::Snapshot(_) => None,
+                        })
+                        .filter(|(v, _)| fused.into_formals.ins.contains(v))
+                        .collect();
+                    let ran = exec.run_reading(&fused.into_formals, lanes, block, stats, &aside);
+                    drop(aside);
+                    if let Err(e) = ran {
                         give_back(exec, &plan.saves, lanes, saved, block)?;
                         return Err(e);
                     }
@@ -405,7 +418,7 @@ impl Activation<'_> {
         // formals are the caller's own variables); vector rows are shared, not copied.
         let saved = match held {
             Some(saved) => saved,
-            None => hold(exec, plan, lanes, block)?,
+            None => hold(exec, plan, lanes, block, None)?,
         };
         pass(exec, params, args, lanes, block)?;
         let depth = depth + usize::from(counted);
@@ -415,18 +428,59 @@ impl Activation<'_> {
     }
 }
 
-/// Snapshots of `plan`'s saves at `lanes` (each held from its source: itself, or the return
-/// variable that still holds its value); if one fails, those taken are given back first.
+/// The value of one save kept around a call.
+enum Kept {
+    /// Its rows in the calling lanes, copied out.
+    Snapshot(Snapshot),
+    /// Every lane's rows, set aside whole.
+    Aside(Aside),
+}
+
+/// Calling lanes, as a share of the batch, at and above which a save's rows are set aside
+/// whole rather than copied out ([`Storage::set_aside`](crate::storage::Storage::set_aside)):
+/// setting aside copies nothing but holds a row per lane of the batch, so with fewer calling
+/// lanes (a few lanes recursing deep) the copy is the smaller (setting aside holds at most
+/// this many times the memory of the snapshots it replaces, and never passes the memory
+/// budget: a snapshot is taken instead).
+const ASIDE_SHARE: usize = 64;
+
+/// `plan`'s saves at `lanes`, kept from their sources (each itself, or the return variable
+/// that still holds its value): a save kept in itself and of dense rows is set aside whole
+/// when at least one lane in [`ASIDE_SHARE`] calls, it is not passed as an argument (the
+/// arguments are read from storage), and the argument kernel `fused`, if it reads it, is
+/// lane-wise (so it can read the rows set aside); else it is snapshot. If one fails, those
+/// taken are given back first.
 fn hold(
     exec: &mut Exec<'_>,
     plan: &CallPlan,
     lanes: &[usize],
     block: Block,
-) -> Result<Vec<Snapshot>> {
+    fused: Option<&PrimOp>,
+) -> Result<Vec<Kept>> {
     let mut saved = Vec::with_capacity(plan.saves.len());
-    for &v in &plan.sources {
-        match exec.storage.snapshot(v, lanes, block) {
-            Ok(s) => saved.push(s),
+    let wide = lanes.len() * ASIDE_SHARE >= exec.storage.batch();
+    let fused_reads = |v: Var| fused.is_some_and(|op| op.ins.contains(&v));
+    let lane_wise = fused.is_none_or(|op| exec.is_lane_wise(op));
+    let passed = |v: Var| match &plan.fused {
+        Some(f) => f.args.contains(&v),
+        None => plan.args.contains(&v),
+    };
+    for (&v, &source) in plan.saves.iter().zip(&plan.sources) {
+        let aside = wide
+            && v == source
+            && exec.storage.can_set_aside(v)
+            && !passed(v)
+            && (lane_wise || !fused_reads(v));
+        let aside = aside.then(|| exec.storage.set_aside(v)).flatten();
+        let kept = match aside {
+            Some(aside) => Ok(Kept::Aside(aside)),
+            None => exec
+                .storage
+                .snapshot(source, lanes, block)
+                .map(Kept::Snapshot),
+        };
+        match kept {
+            Ok(k) => saved.push(k),
             Err(e) => {
                 give_back(exec, &plan.saves[..saved.len()], lanes, saved, block)?;
                 return Err(e);
@@ -436,16 +490,20 @@ fn hold(
     Ok(saved)
 }
 
-/// Restores snapshots `saved` of `saves` at `lanes`.
+/// Gives back the values `saved` of `saves` at `lanes`: snapshots restored, rows set aside
+/// taken back.
 fn give_back(
     exec: &mut Exec<'_>,
     saves: &[Var],
     lanes: &[usize],
-    saved: Vec<Snapshot>,
+    saved: Vec<Kept>,
     block: Block,
 ) -> Result<()> {
-    for (&v, value) in saves.iter().zip(saved) {
-        exec.storage.restore(v, lanes, value, block)?;
+    for (&v, kept) in saves.iter().zip(saved) {
+        match kept {
+            Kept::Snapshot(value) => exec.storage.restore(v, lanes, value, block)?,
+            Kept::Aside(aside) => exec.storage.take_back(v, aside),
+        }
     }
     Ok(())
 }

@@ -43,6 +43,8 @@ struct VarStore {
     depth: Vec<u32>,
     /// With safety checks: whether each lane has been written.
     set: Vec<bool>,
+    /// Rows for every lane kept from earlier [`Storage::set_aside`]s, ready for the next.
+    spare: Vec<Vec<Leaf>>,
 }
 
 /// The value of one variable in some lanes, taken out of storage to be put back later (by
@@ -53,6 +55,22 @@ impl Snapshot {
     /// Bytes it holds outside the arena.
     fn bytes(&self) -> usize {
         self.0.iter().map(Held::bytes).sum()
+    }
+}
+
+/// The rows made for [`Storage::set_aside`] hold at most this share of the memory budget (one
+/// part in this many), so that a run whose snapshots fit the budget still fits when some of
+/// its values were set aside first.
+const SPARE_SHARE: usize = 4;
+
+/// Every lane's rows of one variable, set aside for the length of a call
+/// ([`Storage::set_aside`]).
+pub(crate) struct Aside(Vec<Leaf>);
+
+impl Aside {
+    /// The rows set aside, leaf by leaf.
+    pub(crate) fn leaves(&self) -> &[Leaf] {
+        &self.0
     }
 }
 
@@ -79,6 +97,8 @@ pub(crate) struct Storage<'p> {
     stack_bytes: usize,
     /// Bytes of the snapshots taken and not yet restored.
     held_bytes: usize,
+    /// Bytes of the rows made for [`set_aside`](Self::set_aside) (in use or spare).
+    spare_bytes: usize,
     /// Bytes of the interpreter's own call stack (the full VM's return addresses).
     call_stack_bytes: usize,
 }
@@ -121,6 +141,7 @@ impl<'p> Storage<'p> {
                         Vec::new()
                     },
                     types,
+                    spare: Vec::new(),
                 }
             })
             .collect();
@@ -136,13 +157,18 @@ impl<'p> Storage<'p> {
             memory_budget,
             stack_bytes: 0,
             held_bytes: 0,
+            spare_bytes: 0,
             call_stack_bytes: 0,
         }
     }
 
-    /// Bytes of stacks, snapshots, call stack and vector rows held now.
+    /// Bytes of stacks, snapshots, rows set aside, call stack and vector rows held now.
     fn used(&self) -> usize {
-        self.arena.bytes() + self.stack_bytes + self.held_bytes + self.call_stack_bytes
+        self.arena.bytes()
+            + self.stack_bytes
+            + self.held_bytes
+            + self.spare_bytes
+            + self.call_stack_bytes
     }
 
     /// Fails if holding `extra` more bytes would pass the memory budget; `grew` says what grew,
@@ -669,6 +695,56 @@ impl<'p> Storage<'p> {
         Ok(snapshot)
     }
 
+    /// Whether [`set_aside`](Self::set_aside) takes `v`: it has storage, and its leaves keep
+    /// their rows in place (shared vector rows have holders to count, so they are snapshot).
+    pub(crate) fn can_set_aside(&self, v: Var) -> bool {
+        let store = &self.vars[v.index()];
+        store.alloc != Allocation::Null && !store.leaves.iter().any(Leaf::is_shared)
+    }
+
+    /// Sets aside the rows of `v` (see [`can_set_aside`](Self::can_set_aside)) for a call
+    /// that writes `v` while the caller still needs its value: every lane's rows are moved
+    /// out whole and `v` gets spare rows (kept from an earlier call, or new) for the callee to
+    /// write, until [`take_back`](Self::take_back). No row is copied, so it costs the same
+    /// however many lanes call; only the calling lanes run until then, so no other lane's row
+    /// is missed. `None` (nothing done) if new rows would pass the memory budget or take more
+    /// than a [`SPARE_SHARE`]th of it (the rest is left to the snapshots the caller then
+    /// takes, of the calling lanes' rows only).
+    pub(crate) fn set_aside(&mut self, v: Var) -> Option<Aside> {
+        let spare = match self.vars[v.index()].spare.pop() {
+            Some(spare) => spare,
+            None => {
+                let (batch, vector_len) = (self.batch, self.vector_len);
+                let types = self.vars[v.index()].types.clone();
+                let bytes = (types.iter())
+                    .map(|&t| batch * width_of(t, vector_len) * Column::element_bytes(t.dtype))
+                    .sum();
+                let fits = self.memory_budget.is_none_or(|budget| {
+                    self.used().saturating_add(bytes) <= budget
+                        && (self.spare_bytes + bytes) * SPARE_SHARE <= budget
+                });
+                if !fits {
+                    return None;
+                }
+                self.spare_bytes += bytes;
+                types
+                    .iter()
+                    .map(|&t| Leaf::zeros(t, batch, vector_len))
+                    .collect()
+            }
+        };
+        let store = &mut self.vars[v.index()];
+        Some(Aside(std::mem::replace(&mut store.leaves, spare)))
+    }
+
+    /// Puts back the rows of `v` that [`set_aside`](Self::set_aside) set aside; the rows
+    /// written meanwhile are kept as spare rows for the next.
+    pub(crate) fn take_back(&mut self, v: Var, aside: Aside) {
+        let store = &mut self.vars[v.index()];
+        let used = std::mem::replace(&mut store.leaves, aside.0);
+        store.spare.push(used);
+    }
+
     /// Writes a snapshot (of `v` or of a variable of the same type) into `v` at `lanes` (the
     /// lanes it was taken at, in order), without pushing; held rows pass to `v`, or are
     /// released if `v` is NULL.
@@ -813,5 +889,36 @@ mod tests {
             err.to_string(),
             "block `entry` branches on `x`, which is i64, not a bool"
         );
+    }
+
+    /// A variable set aside gets spare rows; taking it back restores every lane's rows, and the
+    /// rows written meanwhile serve the next set-aside without new memory. A budget too small
+    /// for the spare rows sets nothing aside.
+    #[test]
+    fn values_set_aside_come_back_for_every_lane() {
+        let (program, x) = program();
+        let entry = program.main_function().entry();
+        let mut storage = Storage::new(&program, 3, 0, 256, false, Stacks::Ignore, None);
+        let written = Column::from_scalars(&[1i64, 2, 3]);
+        storage
+            .write(x, &[0, 1, 2], &[written], false, entry)
+            .unwrap();
+        let value = |s: &Storage| s.gather(x, &[0, 1, 2], entry).unwrap()[0].clone();
+        assert!(storage.can_set_aside(x));
+        let before = storage.used();
+        let aside = storage.set_aside(x).unwrap();
+        let bytes = storage.used();
+        assert_eq!(bytes - before, 3 * 8);
+        let callee = Column::from_scalars(&[9i64]);
+        storage.write(x, &[1], &[callee], false, entry).unwrap();
+        assert_eq!(value(&storage).as_slice::<i64>().unwrap()[1], 9);
+        storage.take_back(x, aside);
+        assert_eq!(value(&storage), Column::from_scalars(&[1i64, 2, 3]));
+        let again = storage.set_aside(x).unwrap();
+        assert_eq!(storage.used(), bytes);
+        storage.take_back(x, again);
+
+        let mut tight = Storage::new(&program, 3, 0, 256, false, Stacks::Ignore, Some(16));
+        assert!(tight.set_aside(x).is_none());
     }
 }
