@@ -89,13 +89,7 @@ impl<'p> Exec<'p> {
         block: Block,
         stats: &mut Stats,
     ) -> Result<()> {
-        // An assignment whose outputs are inputs only as their own sources (`v = v`, how
-        // lowering passes a parameter through to a recursive call) copies rows directly; one
-        // that permutes its own variables (`a, b = b, a`) goes through dense columns below.
-        if op.kernel == KernelRef::Assign && self.only_self_copies(op) {
-            return self.assign(op, lanes, block);
-        }
-        self.run_kernel(op, lanes, block, stats, &[])
+        self.run_reading(op, lanes, block, stats, &[])
     }
 
     /// Whether `op` runs a lane-wise kernel (one [`run_reading`](Self::run_reading) can give
@@ -124,22 +118,13 @@ impl<'p> Exec<'p> {
         stats: &mut Stats,
         aside: AsideInputs<'_>,
     ) -> Result<()> {
-        match aside.is_empty() {
-            true => self.run_prim(op, lanes, block, stats),
-            false => self.run_kernel(op, lanes, block, stats, aside),
+        // An assignment whose outputs are inputs only as their own sources (`v = v`, how
+        // lowering passes a parameter through to a recursive call) copies rows directly; one
+        // that permutes its own variables (`a, b = b, a`) goes through dense columns below.
+        let copies = op.kernel == KernelRef::Assign && self.only_self_copies(op);
+        if copies && aside.is_empty() {
+            return self.assign(op, lanes, block);
         }
-    }
-
-    /// Runs `op`'s kernel (a dense copy for an assignment), the inputs `aside` read from the
-    /// rows given (see [`run_reading`](Self::run_reading)).
-    fn run_kernel(
-        &mut self,
-        op: &PrimOp,
-        lanes: &[usize],
-        block: Block,
-        stats: &mut Stats,
-        aside: AsideInputs<'_>,
-    ) -> Result<()> {
         match self.kernel(op, block)? {
             Some((id, Kernel::LaneWise(f))) => self
                 .run_lane_wise(
