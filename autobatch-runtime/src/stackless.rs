@@ -461,10 +461,9 @@ fn hold(
     let wide = lanes.len() * ASIDE_SHARE >= exec.storage.batch();
     let fused_reads = |v: Var| fused.is_some_and(|op| op.ins.contains(&v));
     let lane_wise = fused.is_none_or(|op| exec.is_lane_wise(op));
-    let passed = |v: Var| match &plan.fused {
-        Some(f) => f.args.contains(&v),
-        None => plan.args.contains(&v),
-    };
+    // Passed as the call runs fused, or as written (if holding fails the first time).
+    let passed =
+        |v: Var| plan.args.contains(&v) || plan.fused.as_ref().is_some_and(|f| f.args.contains(&v));
     for (&v, &source) in plan.saves.iter().zip(&plan.sources) {
         let aside = wide
             && v == source
