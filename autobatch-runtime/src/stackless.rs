@@ -23,6 +23,7 @@ use crate::storage::{Aside, Snapshot, Stacks};
 use autobatch_ir::{Block, CallOp, FuncId, Op, PrimOp, Terminator, Var};
 pub(crate) use plan::Plan;
 use plan::{CallPlan, Step};
+use smallvec::SmallVec;
 use std::cell::RefCell;
 
 /// Stackless keeps no saved frames in storage: every variable behaves as a register, and the
@@ -384,8 +385,9 @@ impl Activation<'_> {
         let (params, args): (&[Var], &[Var]) = match &plan.fused {
             Some(fused) => match hold(exec, plan, lanes, block, Some(&fused.into_formals)) {
                 Ok(saved) => {
-                    // The kernel reads the saves set aside where they were set aside.
-                    let aside: Vec<(Var, &[Leaf])> = (plan.saves.iter().zip(&saved))
+                    // The kernel reads the saves set aside where they were set aside (a list on
+                    // the stack: this runs at every call).
+                    let aside: SmallVec<[(Var, &[Leaf]); 4]> = (plan.saves.iter().zip(&saved))
                         .filter_map(|(&v, kept)| match kept {
                             Kept::Aside(a) => Some((v, a.leaves())),
                             Kept::Snapshot(_) => None,
