@@ -148,9 +148,15 @@ fn main() {
     }
 }
 
+/// Lanes per batch: 10,000, or `LANE_OPS_BATCH` (a small batch shows the interpreter's fixed
+/// cost per block execution, which every shard of a multi-threaded run pays again).
+fn batch_size() -> i64 {
+    std::env::var("LANE_OPS_BATCH").map_or(10_000, |b| b.parse().expect("a batch size"))
+}
+
 /// Runs `workload` once with `config` (plain Rust without), printing what it made if `print`.
 fn run(workload: &str, mode: &str, config: Option<&Config>, print: bool) {
-    let batch = 10_000i64;
+    let batch = batch_size();
     match workload {
         "fib" | "fib-macro" => {
             let ns: Vec<i64> = (0..batch).map(|i| i % 21).collect();
