@@ -6,7 +6,7 @@
 
 use crate::random::Key;
 use autobatch_ir::{DType, Shape, TensorType};
-use ndarray::{s, Array2, ArrayView1, ArrayView2};
+use ndarray::{Array2, ArrayView1, ArrayView2, Axis, Slice};
 use std::fmt::Debug;
 
 /// A typed column of rows, one per lane (or per active lane).
@@ -173,11 +173,17 @@ impl Column {
     /// was given and shrinks by viewing fewer rows of them, so a pooled column that shrank
     /// grows back without zero-filling. Only rows it never held are zero.
     pub(crate) fn resized(self, rows: usize) -> Column {
+        if self.rows() == rows {
+            return self;
+        }
         fn resize<T: Element>(a: Array2<T>, rows: usize) -> Column {
             let width = a.ncols();
             let (mut v, offset) = a.into_raw_vec_and_offset();
             // Elements before the first row (an array sliced from the front) are not rows.
-            v.drain(..offset.unwrap_or(0).min(v.len()));
+            let offset = offset.unwrap_or(0).min(v.len());
+            if offset > 0 {
+                v.drain(..offset);
+            }
             if v.len() < rows * width {
                 v.resize(rows * width, T::default());
             }
@@ -188,7 +194,7 @@ impl Column {
             v.truncate(held * width);
             let mut array = Array2::from_shape_vec((held, width), v)
                 .unwrap_or_else(|_| Array2::from_elem((rows, width), T::default()));
-            array.slice_collapse(s![..rows, ..]);
+            array.slice_axis_inplace(Axis(0), Slice::from(..rows));
             T::column(array)
         }
         with_array!(self, a => resize(a, rows))

@@ -16,12 +16,14 @@ pub(crate) struct ColumnPool {
 const KEEP: usize = 64;
 
 impl ColumnPool {
-    /// A spare column of `dtype` and `width` (any row count), or a new empty one.
+    /// A spare column of `dtype` and `width` (any row count), or a new empty one: the one
+    /// given back last, most likely of the row count the next op asks for (the ops of a block
+    /// run on the same lanes), so that resizing it does nothing.
     pub(crate) fn take(&mut self, dtype: DType, width: usize) -> Column {
         match self
             .spare
             .iter()
-            .position(|c| c.dtype() == dtype && c.width() == width)
+            .rposition(|c| c.dtype() == dtype && c.width() == width)
         {
             Some(i) => self.spare.swap_remove(i),
             None => Column::zeros(dtype, 0, width),
