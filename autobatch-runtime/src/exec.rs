@@ -3,6 +3,8 @@
 //! and written back. Kernel output columns, gathered batched inputs and the op's working lists
 //! are reused, so an op allocates nothing once warmed up.
 
+mod layout;
+
 use crate::column::{width_of, Column};
 use crate::error::{Result, RuntimeError};
 use crate::kernel::{
@@ -14,11 +16,13 @@ use crate::pool::ColumnPool;
 use crate::stats::{KernelClock, Stats};
 use crate::storage::leaf::{Leaf, LeafView};
 use crate::storage::Storage;
-use autobatch_ir::{Block, DType, KernelRef, PrimOp, Program, Shape, TensorType, Var};
+use autobatch_ir::{Block, DType, KernelRef, PrimOp, Program, TensorType, Var};
 use smallvec::SmallVec;
 use std::borrow::Cow;
 use std::cell::Cell;
 use std::ptr::NonNull;
+
+use layout::{Layouts, Write};
 
 /// The lane lists of a branch's two sides (its first target's, then its second's).
 pub(crate) type Sides<'a> = (&'a mut Vec<usize>, &'a mut Vec<usize>);
@@ -41,6 +45,8 @@ pub(crate) struct Exec<'p> {
     sources: Vec<(Var, usize)>,
     /// Fresh arena rows of the lane-wise kernel being run, kept for their allocation.
     fresh: Vec<u32>,
+    /// How each lane-wise op writes its outputs, decided on its first call.
+    layouts: Layouts,
     /// Whether kernel calls are timed ([`Config::time_kernels`](crate::Config::time_kernels)).
     time_kernels: bool,
 }
@@ -73,6 +79,7 @@ impl<'p> Exec<'p> {
             pool: ColumnPool::default(),
             sources: Vec::new(),
             fresh: Vec::new(),
+            layouts: Layouts::default(),
             time_kernels,
         }
     }
@@ -317,124 +324,92 @@ impl<'p> Exec<'p> {
         (split, aside): (Option<(usize, Sides<'_>)>, AsideInputs<'_>),
     ) -> Result<bool> {
         let n = lanes.len();
-        // Per output leaf: written in place (shared leaves of variables that keep them), or
-        // writable by lane (dense scalar leaves of a variable that appears once among the
-        // outputs and is no input, or whose inputs the kernel reads first: no other leaf the
-        // kernel sees is those rows, or it reads them by value before writing them).
-        let mut in_place: SmallVec<[bool; 16]> = SmallVec::new();
-        let mut by_lane: SmallVec<[bool; 16]> = SmallVec::new();
-        let mut dense_types: SmallVec<[TensorType; 16]> = SmallVec::new();
-        // The (variable, leaf) pairs written by lane that the kernel also reads.
-        let mut aliased: SmallVec<[(Var, usize); 4]> = SmallVec::new();
-        // Per output variable: pushed before the kernel (it may write the rows by lane).
-        let mut pushed: SmallVec<[bool; 8]> = SmallVec::new();
-        for &v in &op.outs {
-            let read = op.ins.contains(&v);
-            let alone = (reads_first || !read) && op.outs.iter().filter(|&&o| o == v).count() == 1;
-            let leaves = self.storage.leaves(v);
-            let before = by_lane.len();
-            for (i, t) in self.storage.types(v).iter().enumerate() {
-                let leaf = leaves.get(i);
-                let fresh = leaf.is_some_and(Leaf::is_shared);
-                in_place.push(fresh);
-                let scalar = t.shape == Shape::Scalar
-                    && leaf.and_then(Leaf::dense).is_some_and(|c| c.width() == 1);
-                by_lane.push(alone && scalar);
-                if alone && scalar && read {
-                    aliased.push((v, i));
-                }
-                if !fresh {
-                    dense_types.push(*t);
-                }
-            }
-            let push = by_lane[before..].contains(&true) && !op.is_in_place(v);
+        let layout = self.layouts.get(op, reads_first, &self.storage);
+        for (&v, &push) in op.outs.iter().zip(&layout.pushed) {
             if push {
                 self.storage.push(v, lanes, block)?;
             }
-            pushed.push(push);
         }
         let vector_len = self.storage.vector_len();
         let mut columns = self
             .pool
-            .columns(dense_types.iter().copied(), n, vector_len);
+            .columns(layout.dense_types.iter().copied(), n, vector_len);
         let mut fresh = std::mem::take(&mut self.fresh);
         fresh.clear();
-        let fresh_leaves = in_place.iter().filter(|&&p| p).count();
-        if fresh_leaves > 0 {
-            // The first output with vector rows names what grew if the arena passes the budget.
-            let storage = &self.storage;
-            let shared = |v: &Var| storage.leaves(*v).iter().any(Leaf::is_shared);
-            let v = op.outs.iter().copied().find(shared).unwrap_or(op.outs[0]);
+        if layout.fresh_leaves > 0 {
+            let (rows, v) = (layout.fresh_leaves * n, layout.fresh_var);
             self.storage
-                .alloc_fresh(fresh_leaves * n, &mut fresh, v, block, lanes)?;
+                .alloc_fresh(rows, &mut fresh, v, block, lanes)?;
         }
         let view = self.storage.arena_view();
         // The rows of the leaves writable by lane, and whether the kernel wrote them so.
         let mut targets: SmallVec<[Option<NonNull<Column>>; 16]> = SmallVec::new();
+        let mut writes = layout.writes.iter();
         for &v in &op.outs {
             for leaf in 0..self.storage.types(v).len() {
-                let at = targets.len();
-                let rows = by_lane[at].then(|| self.storage.lane_rows(v, leaf));
+                let by_lane = writes.next() == Some(&Write::ByLane);
+                let rows = by_lane.then(|| self.storage.lane_rows(v, leaf));
                 targets.push(rows.flatten());
             }
         }
-        let wrote: SmallVec<[Cell<bool>; 16]> = targets.iter().map(|_| Cell::new(false)).collect();
+        // Pushed one by one: a handful of leaves, where `collect`'s reserve costs more.
+        let mut wrote: SmallVec<[Cell<bool>; 16]> = SmallVec::new();
+        for _ in 0..targets.len() {
+            wrote.push(Cell::new(false));
+        }
         let progress = Cell::new(0usize);
         let used = Cell::new(false);
         let split_leaf = split.as_ref().map(|&(leaf, _)| leaf);
         let mut split_lists = split.map(|(_, lists)| lists);
         let result = {
-            let mut inputs: SmallVec<[LeafView<'_>; 16]> = SmallVec::new();
+            let mut ins = LaneInputs::from_storage(lanes, &progress, self.context);
             for &v in &op.ins {
                 let leaves = match aside.iter().find(|&&(a, _)| a == v) {
                     Some(&(_, leaves)) => leaves,
                     None => self.storage.read(v, lanes, block)?,
                 };
-                inputs.extend(leaves.iter().enumerate().map(|(i, leaf)| {
-                    match leaf.dense().filter(|_| aliased.contains(&(v, i))) {
-                        // Written by lane in this call: read by value only.
-                        Some(rows) => LeafView::InPlace(rows),
-                        None => leaf.view(view),
-                    }
-                }));
+                for (i, leaf) in leaves.iter().enumerate() {
+                    ins.push_leaf(
+                        match leaf.dense().filter(|_| layout.aliased.contains(&(v, i))) {
+                            // Written by lane in this call: read by value only.
+                            Some(rows) => LeafView::InPlace(rows),
+                            None => leaf.view(view),
+                        },
+                    );
+                }
             }
-            let ins = LaneInputs::from_storage(inputs, lanes, &progress, self.context);
             let mut dense = columns.iter_mut();
             let mut rows = fresh.chunks_exact(n.max(1));
-            let leaves = in_place
-                .iter()
-                .zip(targets.iter().zip(&wrote))
-                .enumerate()
-                .map(|(i, (&fresh, (&target, wrote)))| {
-                    let split = split_lists.take_if(|_| split_leaf == Some(i));
-                    let next = if fresh {
-                        rows.next()
-                            .map(|handles| OutLeaf::Fresh(FreshRows::new(view, handles)))
-                    } else {
-                        dense.next().map(|c| match (split, target) {
-                            // A branch condition: the kernel may split the lanes by it.
-                            (Some((yes, no)), _) => OutLeaf::Split(
-                                c,
-                                SplitLanes {
-                                    lanes,
-                                    progress: &progress,
-                                    yes,
-                                    no,
-                                    used: &used,
-                                },
-                            ),
-                            // The rows belong to an output that is no other output leaf and
-                            // no input, or an input read by value only (`by_lane`,
-                            // `LeafView::InPlace`), and storage is only read meanwhile.
-                            (None, Some(rows)) => OutLeaf::Lanes(LaneRows::new(rows, c, wrote)),
-                            (None, None) => OutLeaf::Dense(c),
-                        })
-                    };
-                    // With no lanes there are no fresh rows: an empty leaf stands in.
-                    next.unwrap_or(OutLeaf::Fresh(FreshRows::new(view, &[])))
-                })
-                .collect();
-            let mut outs = LaneOutputs::from_leaves(leaves);
+            let mut outs = LaneOutputs::from_leaves(SmallVec::new());
+            let each = (layout.writes.iter()).zip(targets.iter().zip(&wrote));
+            for (i, (&write, (&target, wrote))) in each.enumerate() {
+                let split = split_lists.take_if(|_| split_leaf == Some(i));
+                let next = if write == Write::Fresh {
+                    rows.next()
+                        .map(|handles| OutLeaf::Fresh(FreshRows::new(view, handles)))
+                } else {
+                    dense.next().map(|c| match (split, target) {
+                        // A branch condition: the kernel may split the lanes by it.
+                        (Some((yes, no)), _) => OutLeaf::Split(
+                            c,
+                            SplitLanes {
+                                lanes,
+                                progress: &progress,
+                                yes,
+                                no,
+                                used: &used,
+                            },
+                        ),
+                        // The rows belong to an output that is no other output leaf and
+                        // no input, or an input read by value only (`by_lane`,
+                        // `LeafView::InPlace`), and storage is only read meanwhile.
+                        (None, Some(rows)) => OutLeaf::Lanes(LaneRows::new(rows, c, wrote)),
+                        (None, None) => OutLeaf::Dense(c),
+                    })
+                };
+                // With no lanes there are no fresh rows: an empty leaf stands in.
+                outs.push_leaf(next.unwrap_or(OutLeaf::Fresh(FreshRows::new(view, &[]))));
+            }
             let clock = KernelClock::start(self.time_kernels);
             let r = catch_quietly(|| f(&ins, &mut outs));
             stats.record_kernel(id, n, clock.elapsed(), false);
@@ -442,7 +417,7 @@ impl<'p> Exec<'p> {
         };
         let checked = match self.failure(result, &progress, op, lanes, block) {
             Some(e) => Err(e),
-            None => self.check_columns(op, &columns, dense_types.iter(), n, block),
+            None => self.check_columns(op, &columns, layout.dense_types.iter(), n, block),
         };
         if let Err(e) = checked {
             self.storage.release_fresh(&fresh);
@@ -453,18 +428,18 @@ impl<'p> Exec<'p> {
         // written by lane are in place already).
         let mut dense = columns.iter();
         let mut rows = fresh.chunks_exact(n.max(1));
-        let mut flags = in_place.iter().zip(&wrote).enumerate();
+        let mut flags = layout.writes.iter().zip(&wrote).enumerate();
         // The branch condition the kernel split the lanes by is not written.
         let unwritten = split_leaf.filter(|_| used.get());
-        for (&v, &pushed) in op.outs.iter().zip(&pushed) {
+        for (&v, &pushed) in op.outs.iter().zip(&layout.pushed) {
             if !self.storage.is_null(v) && !op.is_in_place(v) && !pushed {
                 self.storage.push(v, lanes, block)?;
             }
             let mut split_by = false;
             for leaf in 0..self.storage.types(v).len() {
-                let (i, fresh, wrote) = flags
-                    .next()
-                    .map_or((0, false, false), |(i, (&f, w))| (i, f, w.get()));
+                let (i, fresh, wrote) = flags.next().map_or((0, false, false), |(i, (&f, w))| {
+                    (i, f == Write::Fresh, w.get())
+                });
                 split_by |= unwritten == Some(i);
                 if fresh {
                     let handles = rows.next().unwrap_or(&[]);

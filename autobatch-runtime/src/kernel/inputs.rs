@@ -47,19 +47,25 @@ impl<'a> LaneInputs<'a> {
         self.context.get::<T>()
     }
 
-    /// Inputs over leaves as storage holds them: dense columns or shared arena rows.
+    /// No inputs yet, for `lanes`: storage's leaves are added with
+    /// [`push_leaf`](Self::push_leaf) (one by one, so the list is built where it stays rather
+    /// than moved in whole).
     pub(crate) fn from_storage(
-        inputs: SmallVec<[LeafView<'a>; 16]>,
         lanes: &'a [usize],
         progress: &'a Cell<usize>,
         context: Context<'a>,
     ) -> Self {
         LaneInputs {
-            inputs,
+            inputs: SmallVec::new(),
             lanes,
             progress,
             context,
         }
+    }
+
+    /// Adds one input leaf as storage holds it: dense rows or shared arena rows.
+    pub(crate) fn push_leaf(&mut self, leaf: LeafView<'a>) {
+        self.inputs.push(leaf);
     }
 
     /// The active lanes (rows of the input leaves), in order.

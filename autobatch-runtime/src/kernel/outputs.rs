@@ -348,6 +348,11 @@ impl<'a> LaneOutputs<'a> {
         LaneOutputs { leaves }
     }
 
+    /// Adds one output leaf (built where it stays, rather than a whole list moved in).
+    pub(crate) fn push_leaf(&mut self, leaf: OutLeaf<'a>) {
+        self.leaves.push(leaf);
+    }
+
     /// Number of output leaves.
     pub fn len(&self) -> usize {
         self.leaves.len()

@@ -1,0 +1,210 @@
+//! `Layout`: how a lane-wise kernel call of one op writes each of its output leaves (fresh
+//! arena rows, by lane straight into storage, or a dense column scattered afterwards), decided
+//! once per op and kept for the run: it depends only on the op, its kernel and its variables'
+//! types and allocations, none of which change while a batch runs.
+
+use crate::storage::leaf::Leaf;
+use crate::storage::Storage;
+use autobatch_ir::{PrimOp, Shape, TensorType, Var};
+use smallvec::SmallVec;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::rc::Rc;
+
+/// How one output leaf of a lane-wise kernel call is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Write {
+    /// Into fresh arena rows that its variable then takes over (`f64` vectors).
+    Fresh,
+    /// Offered by lane straight into storage's rows (a dense scalar leaf of a variable that
+    /// appears once among the outputs and is no input, or whose inputs the kernel reads
+    /// first); a kernel that does not take the offer writes the dense column instead.
+    ByLane,
+    /// Into a dense column, scattered into storage afterwards.
+    Dense,
+}
+
+/// The output leaves of one lane-wise op, as [`Layout::of`] decides them.
+#[derive(Debug)]
+pub(super) struct Layout {
+    /// Per output leaf, over all outputs in order.
+    pub(super) writes: SmallVec<[Write; 16]>,
+    /// The types of the leaves given a dense column (every leaf but the fresh ones), in order.
+    pub(super) dense_types: SmallVec<[TensorType; 16]>,
+    /// The (variable, leaf) pairs written by lane that the kernel also reads (by value only).
+    pub(super) aliased: SmallVec<[(Var, usize); 4]>,
+    /// Per output variable: pushed before the kernel runs (it may write its rows by lane).
+    pub(super) pushed: SmallVec<[bool; 8]>,
+    /// How many leaves are written into fresh arena rows.
+    pub(super) fresh_leaves: usize,
+    /// The output named if allocating the fresh rows passes the memory budget: the first
+    /// with arena rows.
+    pub(super) fresh_var: Var,
+}
+
+impl Layout {
+    /// The layout of `op` on `storage`, for a kernel that reads a lane's inputs before it
+    /// writes its outputs if `reads_first`.
+    pub(super) fn of(op: &PrimOp, reads_first: bool, storage: &Storage<'_>) -> Layout {
+        let mut layout = Layout {
+            writes: SmallVec::new(),
+            dense_types: SmallVec::new(),
+            aliased: SmallVec::new(),
+            pushed: SmallVec::new(),
+            fresh_leaves: 0,
+            fresh_var: op.outs[0],
+        };
+        let shared = |v: &Var| storage.leaves(*v).iter().any(Leaf::is_shared);
+        if let Some(v) = op.outs.iter().find(|v| shared(v)) {
+            layout.fresh_var = *v;
+        }
+        for &v in &op.outs {
+            let read = op.ins.contains(&v);
+            let alone = (reads_first || !read) && op.outs.iter().filter(|&&o| o == v).count() == 1;
+            let leaves = storage.leaves(v);
+            let mut by_lane = false;
+            for (i, t) in storage.types(v).iter().enumerate() {
+                let leaf = leaves.get(i);
+                let write = if leaf.is_some_and(Leaf::is_shared) {
+                    layout.fresh_leaves += 1;
+                    Write::Fresh
+                } else {
+                    layout.dense_types.push(*t);
+                    let scalar = t.shape == Shape::Scalar
+                        && leaf.and_then(Leaf::dense).is_some_and(|c| c.width() == 1);
+                    if alone && scalar {
+                        if read {
+                            layout.aliased.push((v, i));
+                        }
+                        Write::ByLane
+                    } else {
+                        Write::Dense
+                    }
+                };
+                by_lane |= write == Write::ByLane;
+                layout.writes.push(write);
+            }
+            layout.pushed.push(by_lane && !op.is_in_place(v));
+        }
+        layout
+    }
+}
+
+/// The layouts decided so far in one run, by the address of their op: every op a run executes
+/// is borrowed from the program or an interpreter's plan for the whole run, so an address
+/// names one op for as long as the table lives (one [`Exec`](super::Exec), one batch).
+#[derive(Default)]
+pub(super) struct Layouts(HashMap<usize, Rc<Layout>, BuildHasherDefault<AddressHasher>>);
+
+impl Layouts {
+    /// `op`'s layout, decided on its first call.
+    pub(super) fn get(
+        &mut self,
+        op: &PrimOp,
+        reads_first: bool,
+        storage: &Storage<'_>,
+    ) -> Rc<Layout> {
+        let key = op as *const PrimOp as usize;
+        self.0
+            .entry(key)
+            .or_insert_with(|| Rc::new(Layout::of(op, reads_first, storage)))
+            .clone()
+    }
+}
+
+/// Hashes an address (a `usize`) with one multiplication: the keys are distinct addresses,
+/// not chosen by anyone, so no keyed hash is needed (the alignment bits, always zero, are
+/// shifted out first).
+#[derive(Default)]
+pub(super) struct AddressHasher(u64);
+
+impl Hasher for AddressHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.0 = ((n as u64) >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::Stacks;
+    use autobatch_ir::{KernelId, Op, Program, ProgramBuilder, Type};
+
+    /// `f(n: i64, v: vector f64) -> (n, (v, b))`: `n = n - 1` (an input written in place),
+    /// `(v, b) = ..` (a vector and a tuple with a scalar leaf), both reading `n`.
+    fn program() -> Program {
+        let mut b = ProgramBuilder::new();
+        let n = b.var("n", Type::I64);
+        let v = b.var("v", Type::vector(autobatch_ir::DType::F64));
+        let t = b.var("t", Type::Tuple(vec![Type::F64, Type::BOOL]));
+        let f = b.function("f");
+        b.signature(f, &[n, v], &[n, t]);
+        let e = b.block(f, "entry");
+        b.prim(e, &[n], &[n], KernelId::new(0), "n - 1");
+        b.prim(e, &[v, t], &[n, v], KernelId::new(1), "(v, (1.0, n > 0))");
+        b.ret(e);
+        b.finish(f).unwrap().into_program()
+    }
+
+    fn prims(program: &Program) -> Vec<&PrimOp> {
+        let entry = program.main_function().entry();
+        (program.block(entry).ops.iter())
+            .filter_map(|op| match op {
+                Op::Prim(p) => Some(p),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// An input the kernel also writes is offered by lane only to a kernel that reads a lane's
+    /// inputs first (then it is read by value); vector leaves take fresh rows, the others a
+    /// dense column each.
+    #[test]
+    fn each_output_leaf_is_written_as_its_storage_and_kernel_allow() {
+        let program = program();
+        let storage = Storage::new(&program, 4, 3, 16, false, Stacks::Ignore, None);
+        let ops = prims(&program);
+        let n = ops[0].outs[0];
+        let in_place = Layout::of(ops[0], true, &storage);
+        assert_eq!(in_place.writes.as_slice(), [Write::ByLane]);
+        assert_eq!(in_place.aliased.as_slice(), [(n, 0)]);
+        assert_eq!(in_place.pushed.as_slice(), [true]);
+        assert_eq!(in_place.fresh_leaves, 0);
+        let copied = Layout::of(ops[0], false, &storage);
+        assert_eq!(copied.writes.as_slice(), [Write::Dense]);
+        assert!(copied.aliased.is_empty() && copied.pushed.as_slice() == [false]);
+        let mixed = Layout::of(ops[1], false, &storage);
+        let (v, t) = (ops[1].outs[0], ops[1].outs[1]);
+        let writes = [Write::Fresh, Write::ByLane, Write::ByLane];
+        assert_eq!(mixed.writes.as_slice(), writes);
+        assert_eq!(mixed.dense_types.len(), 2);
+        assert_eq!((mixed.fresh_leaves, mixed.fresh_var), (1, v));
+        assert_eq!(mixed.pushed.as_slice(), [false, true]);
+        assert!(mixed.aliased.is_empty(), "{t:?} is no input");
+    }
+
+    /// The table decides each op's layout once and tells ops apart.
+    #[test]
+    fn layouts_are_kept_per_op() {
+        let program = program();
+        let storage = Storage::new(&program, 4, 3, 16, false, Stacks::Ignore, None);
+        let ops = prims(&program);
+        let mut layouts = Layouts::default();
+        let first = layouts.get(ops[0], true, &storage);
+        let again = layouts.get(ops[0], true, &storage);
+        assert!(Rc::ptr_eq(&first, &again));
+        let other = layouts.get(ops[1], false, &storage);
+        assert!(!Rc::ptr_eq(&first, &other));
+        assert_eq!(other.writes.len(), 3);
+    }
+}
