@@ -56,9 +56,12 @@ impl ColumnPool {
 
     /// Keeps `columns` (and the list holding them) for reuse by later ops, up to a bound.
     pub(crate) fn recycle(&mut self, mut columns: Vec<Column>) {
-        let room = KEEP.saturating_sub(self.spare.len());
-        self.spare.extend(columns.drain(..).take(room));
-        columns.clear();
+        // One by one: an op has a few columns, where a draining iterator costs more.
+        while let Some(column) = columns.pop() {
+            if self.spare.len() < KEEP {
+                self.spare.push(column);
+            }
+        }
         self.list = columns;
     }
 }
