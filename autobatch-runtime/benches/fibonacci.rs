@@ -2,7 +2,8 @@
 //! with `#[autobatch]`), Collatz step counts and Ackermann (written with `#[autobatch]`), each in both modes on one thread and on
 //! every core, against the plain Rust loop; how a one-thread run's time depends on the shard
 //! size; fibonacci over batch sizes; one busy lane among 99,999 finished ones.
-//! Run: `cargo bench -p autobatch-runtime --bench fibonacci`.
+//! Run: `cargo bench -p autobatch-runtime --bench fibonacci` (`FIB_BENCH_MAIN_ONLY=1` prints
+//! the first table alone).
 
 use autobatch_runtime::ir::{DType, KernelId};
 use autobatch_runtime::{
@@ -91,6 +92,13 @@ fn fib(n: i64) -> i64 {
 /// [`MAX_REPS`] runs): a few runs of a 2 ms workload on two threads are dominated by the
 /// worker threads' first allocations, not by the work.
 const MIN_TOTAL: Duration = Duration::from_millis(200);
+
+/// Rounds of the main table (see `main`).
+const ROUNDS: usize = 5;
+
+/// One round of the main table for one workload: the plain loop's seconds, then per mode the
+/// one-thread and every-thread seconds.
+type Round = (f64, [(f64, f64); 2]);
 
 /// The most runs [`median`] makes.
 const MAX_REPS: usize = 201;
@@ -205,8 +213,9 @@ fn main() {
     ];
     let reps = 5;
     println!(
-        "batch {batch}, medians of at least {reps} runs (more, up to {MAX_REPS}, until they take {MIN_TOTAL:?}); ratio = autobatched time / plain Rust loop time; \
-         speedup = one-thread time / {all}-thread time; kernels = share of one-thread time in \
+        "batch {batch}, {ROUNDS} rounds, each timing every column back to back (so a slow spell of a shared machine falls on all of them alike) as the median of at least {reps} runs \
+         (more, up to {MAX_REPS}, until they take {MIN_TOTAL:?}); each cell is the median over rounds; ratio = autobatched time / plain Rust loop time; \
+         speedup = one-thread time / {all}-thread time, within a round; kernels = share of one-thread time in \
          lane-wise kernels (the rest is the interpreter; from one more run with kernel times measured)"
     );
     println!(
@@ -225,9 +234,8 @@ fn main() {
         "speedup"
     );
     for w in &workloads {
-        let (rust_t, want) = median(reps, || (w.plain)());
-        let mut cells = Vec::new();
-        for mode in [Mode::FullVm, Mode::Stackless] {
+        let (_, want) = median(1, || (w.plain)());
+        let modes = [Mode::FullVm, Mode::Stackless].map(|mode| {
             let one = Config {
                 threads: 1,
                 ..Config::with_mode(mode)
@@ -236,26 +244,49 @@ fn main() {
                 threads: all,
                 ..Config::with_mode(mode)
             };
-            let (t1, _) = time_batched(w, &one, reps, &want);
-            let (tn, _) = time_batched(w, &every, reps, &want);
+            (one, every)
+        });
+        // Per round: the plain loop, then per mode one thread and every thread.
+        let mut rounds: Vec<Round> = Vec::with_capacity(ROUNDS);
+        for _ in 0..ROUNDS {
+            let (rust_t, _) = median(reps, || (w.plain)());
+            let times = modes.each_ref().map(|(one, every)| {
+                let (t1, _) = time_batched(w, one, reps, &want);
+                let (tn, _) = time_batched(w, every, reps, &want);
+                (t1.as_secs_f64(), tn.as_secs_f64())
+            });
+            rounds.push((rust_t.as_secs_f64(), times));
+        }
+        let mid = |f: &dyn Fn(&Round) -> f64| {
+            let mut v: Vec<f64> = rounds.iter().map(f).collect();
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let rust_t = mid(&|r| r.0);
+        let mut cells = Vec::new();
+        for (m, (one, _)) in modes.iter().enumerate() {
+            let (t1, tn) = (mid(&|r| r.1[m].0), mid(&|r| r.1[m].1));
             cells.push(format!(
                 "{:>9.2} {:>7.1} {:>6.0}% {:>9.2} {:>7.2}",
-                ms(t1),
-                t1.as_secs_f64() / rust_t.as_secs_f64(),
-                100.0 * kernel_share(w, &one, &want),
-                ms(tn),
-                t1.as_secs_f64() / tn.as_secs_f64()
+                1e3 * t1,
+                t1 / rust_t,
+                100.0 * kernel_share(w, one, &want),
+                1e3 * tn,
+                mid(&|r| r.1[m].0 / r.1[m].1)
             ));
         }
         println!(
             "{:<20} {:>9.2} | {} | {}",
             w.name,
-            ms(rust_t),
+            1e3 * rust_t,
             cells[0],
             cells[1]
         );
     }
 
+    if std::env::var_os("FIB_BENCH_MAIN_ONLY").is_some() {
+        return;
+    }
     println!("\nshard size, one thread (ms, medians of at least {reps} runs; `auto` is Config::shard_size None)");
     let sizes = [64usize, 256, 1_024, 2_500, 10_000];
     print!("{:<20} {:<4}", "workload", "mode");
