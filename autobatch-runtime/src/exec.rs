@@ -336,10 +336,9 @@ impl<'p> Exec<'p> {
             .columns(layout.dense_types.iter().copied(), n, vector_len);
         let mut fresh = std::mem::take(&mut self.fresh);
         fresh.clear();
-        if layout.fresh_leaves > 0 {
-            let (rows, v) = (layout.fresh_leaves * n, layout.fresh_var);
+        if let Some((leaves, v)) = layout.fresh {
             self.storage
-                .alloc_fresh(rows, &mut fresh, v, block, lanes)?;
+                .alloc_fresh(leaves * n, &mut fresh, v, block, lanes)?;
         }
         let view = self.storage.arena_view();
         // The rows of the leaves writable by lane, and whether the kernel wrote them so.

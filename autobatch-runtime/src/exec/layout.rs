@@ -35,11 +35,9 @@ pub(super) struct Layout {
     pub(super) aliased: SmallVec<[(Var, usize); 4]>,
     /// Per output variable: pushed before the kernel runs (it may write its rows by lane).
     pub(super) pushed: SmallVec<[bool; 8]>,
-    /// How many leaves are written into fresh arena rows.
-    pub(super) fresh_leaves: usize,
-    /// The output named if allocating the fresh rows passes the memory budget: the first
-    /// with arena rows.
-    pub(super) fresh_var: Var,
+    /// How many leaves are written into fresh arena rows, and the output named if allocating
+    /// them passes the memory budget (the first with arena rows); `None` if there are none.
+    pub(super) fresh: Option<(usize, Var)>,
 }
 
 impl Layout {
@@ -51,13 +49,9 @@ impl Layout {
             dense_types: SmallVec::new(),
             aliased: SmallVec::new(),
             pushed: SmallVec::new(),
-            fresh_leaves: 0,
-            fresh_var: op.outs[0],
+            fresh: None,
         };
-        let shared = |v: &Var| storage.leaves(*v).iter().any(Leaf::is_shared);
-        if let Some(v) = op.outs.iter().find(|v| shared(v)) {
-            layout.fresh_var = *v;
-        }
+        let mut fresh_leaves = 0;
         for &v in &op.outs {
             let read = op.ins.contains(&v);
             let alone = (reads_first || !read) && op.outs.iter().filter(|&&o| o == v).count() == 1;
@@ -66,7 +60,9 @@ impl Layout {
             for (i, t) in storage.types(v).iter().enumerate() {
                 let leaf = leaves.get(i);
                 let write = if leaf.is_some_and(Leaf::is_shared) {
-                    layout.fresh_leaves += 1;
+                    fresh_leaves += 1;
+                    let first = layout.fresh.map_or(v, |(_, first)| first);
+                    layout.fresh = Some((fresh_leaves, first));
                     Write::Fresh
                 } else {
                     layout.dense_types.push(*t);
@@ -141,7 +137,8 @@ mod tests {
     use autobatch_ir::{KernelId, Op, Program, ProgramBuilder, Type};
 
     /// `f(n: i64, v: vector f64) -> (n, (v, b))`: `n = n - 1` (an input written in place),
-    /// `(v, b) = ..` (a vector and a tuple with a scalar leaf), both reading `n`.
+    /// `(v, b) = ..` (a vector and a tuple with a scalar leaf), both reading `n`, and a kernel
+    /// with no output.
     fn program() -> Program {
         let mut b = ProgramBuilder::new();
         let n = b.var("n", Type::I64);
@@ -152,6 +149,7 @@ mod tests {
         let e = b.block(f, "entry");
         b.prim(e, &[n], &[n], KernelId::new(0), "n - 1");
         b.prim(e, &[v, t], &[n, v], KernelId::new(1), "(v, (1.0, n > 0))");
+        b.prim(e, &[], &[n], KernelId::new(2), "record(n)");
         b.ret(e);
         b.finish(f).unwrap().into_program()
     }
@@ -179,7 +177,7 @@ mod tests {
         assert_eq!(in_place.writes.as_slice(), [Write::ByLane]);
         assert_eq!(in_place.aliased.as_slice(), [(n, 0)]);
         assert_eq!(in_place.pushed.as_slice(), [true]);
-        assert_eq!(in_place.fresh_leaves, 0);
+        assert_eq!(in_place.fresh, None);
         let copied = Layout::of(ops[0], false, &storage);
         assert_eq!(copied.writes.as_slice(), [Write::Dense]);
         assert!(copied.aliased.is_empty() && copied.pushed.as_slice() == [false]);
@@ -188,9 +186,13 @@ mod tests {
         let writes = [Write::Fresh, Write::ByLane, Write::ByLane];
         assert_eq!(mixed.writes.as_slice(), writes);
         assert_eq!(mixed.dense_types.len(), 2);
-        assert_eq!((mixed.fresh_leaves, mixed.fresh_var), (1, v));
+        assert_eq!(mixed.fresh, Some((1, v)));
         assert_eq!(mixed.pushed.as_slice(), [false, true]);
         assert!(mixed.aliased.is_empty(), "{t:?} is no input");
+        // A kernel run for its effect alone writes nothing.
+        let effect = Layout::of(ops[2], false, &storage);
+        assert!(effect.writes.is_empty() && effect.pushed.is_empty());
+        assert_eq!(effect.fresh, None);
     }
 
     /// The table decides each op's layout once and tells ops apart.
