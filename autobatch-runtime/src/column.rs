@@ -200,6 +200,11 @@ impl Column {
         with_array!(self, a => resize(a, rows))
     }
 
+    /// Sets every element to zero (`false`, the zero key).
+    pub(crate) fn fill_zero(&mut self) {
+        with_array!(self, a => a.fill(Default::default()))
+    }
+
     /// A column of scalars (width 1) from a slice.
     pub fn from_scalars<T: Element>(values: &[T]) -> Column {
         T::column(Array2::from_shape_fn((values.len(), 1), |(r, _)| values[r]))

@@ -13,6 +13,7 @@ use crate::kernel::{
 };
 use crate::panics::catch_quietly;
 use crate::pool::ColumnPool;
+use crate::spare::Spare;
 use crate::stats::{KernelClock, Stats};
 use crate::storage::leaf::{Leaf, LeafView};
 use crate::storage::Storage;
@@ -62,13 +63,13 @@ fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
 }
 
 impl<'p> Exec<'p> {
-    /// Runs `program`'s ops with `kernels` (given `context`) on `storage`, timing kernel calls
-    /// if `time_kernels`.
+    /// Runs `program`'s ops with `kernels` (given `context`) on `storage`, kernels writing
+    /// into `pool`'s columns, timing kernel calls if `time_kernels`.
     pub(crate) fn new(
         program: &'p Program,
         kernels: &'p [Kernel],
         context: Context<'p>,
-        storage: Storage<'p>,
+        (storage, pool): (Storage<'p>, ColumnPool),
         time_kernels: bool,
     ) -> Self {
         Exec {
@@ -76,12 +77,19 @@ impl<'p> Exec<'p> {
             kernels,
             context,
             storage,
-            pool: ColumnPool::default(),
+            pool,
             sources: Vec::new(),
             fresh: Vec::new(),
             layouts: Layouts::default(),
             time_kernels,
         }
+    }
+
+    /// Ends the run: storage's columns and the kernels' output columns, kept for the next.
+    pub(crate) fn into_spare(self) -> Spare {
+        let mut spare = self.storage.into_spare();
+        spare.pool = self.pool;
+        spare
     }
 
     fn block_name(&self, b: Block) -> String {

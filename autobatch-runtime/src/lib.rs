@@ -19,6 +19,7 @@ pub mod primitive;
 mod random;
 mod reference;
 mod shard;
+mod spare;
 mod stackless;
 mod stats;
 mod storage;
@@ -65,6 +66,7 @@ use autobatch_ir::passes::liveness;
 use autobatch_ir::passes::pipeline::{prepare, Allocations, VerifiedSource};
 use autobatch_ir::{HighProgram, KernelRef, LoweredProgram, PrimOp, Program, Shape, TensorType};
 use exec::Exec;
+use spare::Spares;
 use storage::Storage;
 
 /// The result of a run: one column per output leaf, and what the run did.
@@ -145,6 +147,8 @@ pub struct Executable {
     kernels: Vec<Kernel>,
     /// The context type the program's kernels read, if any (set by the linker).
     context: Option<ContextType>,
+    /// Memory finished runs left for later ones.
+    spares: Spares,
 }
 
 impl Executable {
@@ -210,6 +214,7 @@ impl Executable {
             vm_plan,
             kernels,
             context: None,
+            spares: Spares::default(),
         })
     }
 
@@ -384,28 +389,37 @@ impl Executable {
                 .max_stack_depth
                 .saturating_add(high.functions.len() + FRAME_SLACK),
         };
+        let mut spare = self.spares.take();
+        let pool = std::mem::take(&mut spare.pool);
         let mut storage = Storage::new(
             program,
             batch,
             vector_len,
             frames,
-            config.safety_checks && self.high.is_none(),
-            stacks,
-            config.memory_budget,
+            (config.safety_checks && self.high.is_none(), stacks),
+            (config.memory_budget, spare),
         );
         storage.write_inputs(inputs)?;
         let time_kernels = config.time_kernels;
-        let mut exec = Exec::new(program, &self.kernels, context, storage, time_kernels);
+        let mut exec = Exec::new(
+            program,
+            &self.kernels,
+            context,
+            (storage, pool),
+            time_kernels,
+        );
         let names = program.blocks.iter().map(|b| b.name.clone());
         let mut stats = Stats::new(batch, names, self.kernels.len());
-        match stackless_plan {
-            None => vm::run(&mut exec, &self.vm_plan, config, &mut stats)?,
-            Some(plan) => stackless::run(&mut exec, plan, config, &mut stats)?,
-        }
+        let ran = match stackless_plan {
+            None => vm::run(&mut exec, &self.vm_plan, config, &mut stats),
+            Some(plan) => stackless::run(&mut exec, plan, config, &mut stats),
+        };
+        let outputs = ran.and_then(|()| exec.storage.read_outputs());
         stats.vector_rows = exec.storage.vector_rows();
-        let outputs = exec.storage.read_outputs()?;
+        // Failed or not, the run's memory serves the next run.
+        self.spares.give(exec.into_spare());
         Ok(Run {
-            outputs,
+            outputs: outputs?,
             stats,
             failed: Vec::new(),
         })

@@ -170,7 +170,14 @@ mod tests {
     #[test]
     fn each_output_leaf_is_written_as_its_storage_and_kernel_allow() {
         let program = program();
-        let storage = Storage::new(&program, 4, 3, 16, false, Stacks::Ignore, None);
+        let storage = Storage::new(
+            &program,
+            4,
+            3,
+            16,
+            (false, Stacks::Ignore),
+            (None, Default::default()),
+        );
         let ops = prims(&program);
         let n = ops[0].outs[0];
         let in_place = Layout::of(ops[0], true, &storage);
@@ -199,7 +206,14 @@ mod tests {
     #[test]
     fn layouts_are_kept_per_op() {
         let program = program();
-        let storage = Storage::new(&program, 4, 3, 16, false, Stacks::Ignore, None);
+        let storage = Storage::new(
+            &program,
+            4,
+            3,
+            16,
+            (false, Stacks::Ignore),
+            (None, Default::default()),
+        );
         let ops = prims(&program);
         let mut layouts = Layouts::default();
         let first = layouts.get(ops[0], true, &storage);

@@ -10,6 +10,7 @@
 use super::arena::{Arena, ArenaView, ZERO};
 use super::rows::{self, Rows, Stacked};
 use crate::column::{width_of, Column};
+use crate::spare::Spare;
 use autobatch_ir::{DType, Shape, TensorType};
 
 /// The rows of one leaf: its current value per lane and, for stacked variables, the saved
@@ -60,8 +61,9 @@ impl Held {
 }
 
 impl Leaf {
-    /// `rows` zero rows and no saved frames for a leaf of type `ty`.
-    pub(crate) fn zeros(ty: TensorType, rows: usize, vector_len: usize) -> Leaf {
+    /// `rows` zero rows and no saved frames for a leaf of type `ty` (dense rows in a column
+    /// `spare` kept, if it has one that fits).
+    pub(crate) fn zeros(ty: TensorType, rows: usize, vector_len: usize, spare: &mut Spare) -> Leaf {
         if ty.shape == Shape::Vector && ty.dtype == DType::F64 {
             Leaf::Shared {
                 rows: vec![ZERO; rows],
@@ -70,9 +72,17 @@ impl Leaf {
         } else {
             let width = width_of(ty, vector_len);
             Leaf::Dense {
-                rows: Column::zeros(ty.dtype, rows, width),
+                rows: spare.zeros(ty.dtype, rows, width),
                 saved: Column::zeros(ty.dtype, 0, width),
             }
+        }
+    }
+
+    /// Gives the leaf's dense columns to `spare` for a later run.
+    pub(crate) fn keep_in(self, spare: &mut Spare) {
+        if let Leaf::Dense { rows, saved } = self {
+            spare.keep(rows);
+            spare.keep(saved);
         }
     }
 
@@ -277,10 +287,13 @@ impl Leaf {
     }
 
     /// The current value in `lanes`, held so that later writes do not change it: dense rows
-    /// are copied, shared rows gain a holder.
-    pub(crate) fn take(&self, arena: &mut Arena, lanes: &[usize]) -> Held {
+    /// are copied (into a column `spare` kept, if it has one), shared rows gain a holder.
+    pub(crate) fn take(&self, arena: &mut Arena, lanes: &[usize], spare: &mut Spare) -> Held {
         match self {
-            leaf @ Leaf::Dense { .. } => Held::Dense(leaf.gather(arena, lanes)),
+            leaf @ Leaf::Dense { rows, .. } => {
+                let out = spare.column(rows.dtype(), rows.width());
+                Held::Dense(leaf.gather_into(arena, lanes, out))
+            }
             Leaf::Shared { rows, .. } => Held::Shared(
                 lanes
                     .iter()
@@ -294,11 +307,21 @@ impl Leaf {
     }
 
     /// Writes a held value back into `lanes` (the lanes it was taken at, in order); held rows
-    /// pass to this leaf. Returns `false` if the value is of the other kind (it is then let
-    /// go of, changing nothing here).
-    pub(crate) fn put(&mut self, arena: &mut Arena, lanes: &[usize], held: Held) -> bool {
+    /// pass to this leaf, a dense copy's column to `spare`. Returns `false` if the value is of
+    /// the other kind (it is then let go of, changing nothing here).
+    pub(crate) fn put(
+        &mut self,
+        arena: &mut Arena,
+        lanes: &[usize],
+        held: Held,
+        spare: &mut Spare,
+    ) -> bool {
         match (self, held) {
-            (leaf @ Leaf::Dense { .. }, Held::Dense(c)) => leaf.scatter(arena, lanes, &c),
+            (leaf @ Leaf::Dense { .. }, Held::Dense(c)) => {
+                let fits = leaf.scatter(arena, lanes, &c);
+                spare.keep(c);
+                fits
+            }
             (Leaf::Shared { rows, .. }, Held::Shared(handles)) => {
                 for (&l, h) in lanes.iter().zip(handles) {
                     arena.take_over(&mut rows[l], h);
@@ -334,7 +357,7 @@ mod tests {
         ] {
             let width = width_of(ty, 2);
             let mut arena = Arena::new(2);
-            let mut leaf = Leaf::zeros(ty, 2, 2);
+            let mut leaf = Leaf::zeros(ty, 2, 2, &mut Spare::default());
             assert_eq!(leaf.is_shared(), Leaf::is_shared_type(ty));
             let first = Column::from_view2(ndarray::Array2::from_elem((2, width), 1.0).view());
             assert!(leaf.scatter(&mut arena, &[0, 1], &first));
@@ -356,19 +379,20 @@ mod tests {
     #[test]
     fn take_and_put_round_trip_and_refuse_the_other_kind() {
         let mut arena = Arena::new(2);
-        let mut shared = Leaf::zeros(TensorType::vector(DType::F64), 1, 2);
+        let mut shared = Leaf::zeros(TensorType::vector(DType::F64), 1, 2, &mut Spare::default());
         let v = Column::from_view2(ndarray::array![[3.0, 4.0]].view());
         assert!(shared.scatter(&mut arena, &[0], &v));
-        let held = shared.take(&mut arena, &[0]);
+        let spare = &mut Spare::default();
+        let held = shared.take(&mut arena, &[0], spare);
         shared.release_rows(&mut arena, &[0]);
         assert_eq!(f64_rows(&shared, &arena, &[0]), vec![0.0, 0.0]);
-        assert!(shared.put(&mut arena, &[0], held));
+        assert!(shared.put(&mut arena, &[0], held, spare));
         assert_eq!(f64_rows(&shared, &arena, &[0]), vec![3.0, 4.0]);
 
-        let mut dense = Leaf::zeros(TensorType::scalar(DType::F64), 1, 2);
+        let mut dense = Leaf::zeros(TensorType::scalar(DType::F64), 1, 2, &mut Spare::default());
         let live = arena.live();
-        let held = shared.take(&mut arena, &[0]);
-        assert!(!dense.put(&mut arena, &[0], held));
+        let held = shared.take(&mut arena, &[0], spare);
+        assert!(!dense.put(&mut arena, &[0], held, spare));
         assert_eq!(arena.live(), live, "the refused rows are let go of");
         assert!(!dense.copy_rows(&mut arena, &shared, &[0]));
     }

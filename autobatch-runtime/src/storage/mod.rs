@@ -15,6 +15,7 @@ pub(crate) use rows::{each_lane_below, split_below};
 
 use crate::column::{width_of, Column};
 use crate::error::{Result, RuntimeError};
+use crate::spare::Spare;
 use arena::{Arena, ArenaView};
 use autobatch_ir::{Allocation, Block, Program, TensorType, Var};
 use leaf::{Held, Leaf};
@@ -101,21 +102,23 @@ pub(crate) struct Storage<'p> {
     spare_bytes: usize,
     /// Bytes of the interpreter's own call stack (the full VM's return addresses).
     call_stack_bytes: usize,
+    /// Memory kept from an earlier run, drawn on for new columns and given the run's own at
+    /// its end ([`into_spare`](Self::into_spare)).
+    spare: Spare,
 }
 
 impl<'p> Storage<'p> {
     /// Storage for every variable of `program` over `batch` lanes, vectors of `vector_len`
     /// elements; pushes past `max_depth` frames fail; `safety` checks every read for a prior
     /// write in its lanes; growth past `memory_budget` bytes of stacks, snapshots and vector
-    /// rows fails.
+    /// rows fails; columns are drawn from `spare` (memory an earlier run left) where it fits.
     pub(crate) fn new(
         program: &'p Program,
         batch: usize,
         vector_len: usize,
         max_depth: usize,
-        safety: bool,
-        stacks: Stacks,
-        memory_budget: Option<usize>,
+        (safety, stacks): (bool, Stacks),
+        (memory_budget, mut spare): (Option<usize>, Spare),
     ) -> Self {
         let vars = program
             .vars
@@ -130,7 +133,7 @@ impl<'p> Storage<'p> {
                     } else {
                         types
                             .iter()
-                            .map(|t| Leaf::zeros(*t, batch, vector_len))
+                            .map(|t| Leaf::zeros(*t, batch, vector_len, &mut spare))
                             .collect()
                     },
                     levels: 0,
@@ -159,7 +162,22 @@ impl<'p> Storage<'p> {
             held_bytes: 0,
             spare_bytes: 0,
             call_stack_bytes: 0,
+            spare,
         }
+    }
+
+    /// Ends the run: every variable's dense columns go to the memory kept for the next run.
+    pub(crate) fn into_spare(self) -> Spare {
+        let mut spare = self.spare;
+        for store in self.vars {
+            let kept = store.spare.into_iter().flatten();
+            store
+                .leaves
+                .into_iter()
+                .chain(kept)
+                .for_each(|leaf| leaf.keep_in(&mut spare));
+        }
+        spare
     }
 
     /// Bytes of stacks, snapshots, rows set aside, call stack and vector rows held now.
@@ -682,11 +700,11 @@ impl<'p> Storage<'p> {
     /// with [`restore`](Self::restore).
     pub(crate) fn snapshot(&mut self, v: Var, lanes: &[usize], block: Block) -> Result<Snapshot> {
         self.read(v, lanes, block)?;
-        let arena = &mut self.arena;
+        let (arena, spare) = (&mut self.arena, &mut self.spare);
         let held = self.vars[v.index()]
             .leaves
             .iter()
-            .map(|leaf| leaf.take(arena, lanes))
+            .map(|leaf| leaf.take(arena, lanes, spare))
             .collect();
         let snapshot = Snapshot(held);
         let bytes = snapshot.bytes();
@@ -729,7 +747,7 @@ impl<'p> Storage<'p> {
                 self.spare_bytes += bytes;
                 types
                     .iter()
-                    .map(|&t| Leaf::zeros(t, batch, vector_len))
+                    .map(|&t| Leaf::zeros(t, batch, vector_len, &mut self.spare))
                     .collect()
             }
         };
@@ -761,7 +779,7 @@ impl<'p> Storage<'p> {
         let null = store.alloc == Allocation::Null;
         for (i, held) in snapshot.0.into_iter().enumerate() {
             let fits = match store.leaves.get_mut(i) {
-                Some(leaf) => leaf.put(arena, lanes, held),
+                Some(leaf) => leaf.put(arena, lanes, held, &mut self.spare),
                 None => {
                     held.release(arena);
                     null
@@ -841,7 +859,14 @@ mod tests {
     fn a_value_of_another_type_is_a_typed_error_naming_the_variable() {
         let (program, x) = program();
         let entry = program.main_function().entry();
-        let mut storage = Storage::new(&program, 2, 0, 256, true, Stacks::Honour, None);
+        let mut storage = Storage::new(
+            &program,
+            2,
+            0,
+            256,
+            (true, Stacks::Honour),
+            (None, Spare::default()),
+        );
         let floats = Column::from_scalars(&[1.0f64, 2.0]);
         match storage.write(x, &[0, 1], &[floats], false, entry) {
             Err(RuntimeError::ValueType {
@@ -866,7 +891,14 @@ mod tests {
     fn a_branch_on_a_non_bool_is_a_condition_type_error() {
         let (program, x) = program();
         let entry = program.main_function().entry();
-        let mut storage = Storage::new(&program, 2, 0, 256, false, Stacks::Honour, None);
+        let mut storage = Storage::new(
+            &program,
+            2,
+            0,
+            256,
+            (false, Stacks::Honour),
+            (None, Spare::default()),
+        );
         storage
             .write(
                 x,
@@ -891,6 +923,37 @@ mod tests {
         );
     }
 
+    /// A run's columns serve the next run's storage (the same memory, zeroed), and the
+    /// values written in the first do not show in the second.
+    #[test]
+    fn a_finished_runs_columns_serve_the_next_run_zeroed() {
+        let (program, x) = program();
+        let entry = program.main_function().entry();
+        let limits = (false, Stacks::Ignore);
+        let mut first = Storage::new(&program, 3, 0, 256, limits, (None, Spare::default()));
+        let values = Column::from_scalars(&[4i64, 5, 6]);
+        first.write(x, &[0, 1, 2], &[values], false, entry).unwrap();
+        let elements = |s: &Storage<'_>| {
+            s.leaves(x)[0]
+                .dense()
+                .unwrap()
+                .as_slice::<i64>()
+                .map(<[i64]>::as_ptr)
+        };
+        let before = [elements(&first).unwrap()];
+        let spare = first.into_spare();
+        let second = Storage::new(&program, 3, 0, 256, limits, (None, spare));
+        let after = (program.vars.iter().enumerate())
+            .filter_map(|(i, _)| second.leaves(Var::new(i)).first()?.dense())
+            .filter_map(|c| c.as_slice::<i64>());
+        let mut reused = 0;
+        for rows in after {
+            assert_eq!(rows, &[0, 0, 0]);
+            reused += usize::from(before.contains(&rows.as_ptr()));
+        }
+        assert_eq!(reused, 1, "one of the new columns is the old one's memory");
+    }
+
     /// A variable set aside gets spare rows; taking it back restores every lane's rows, and the
     /// rows written meanwhile serve the next set-aside without new memory. A budget too small
     /// for the spare rows sets nothing aside.
@@ -898,7 +961,14 @@ mod tests {
     fn values_set_aside_come_back_for_every_lane() {
         let (program, x) = program();
         let entry = program.main_function().entry();
-        let mut storage = Storage::new(&program, 3, 0, 256, false, Stacks::Ignore, None);
+        let mut storage = Storage::new(
+            &program,
+            3,
+            0,
+            256,
+            (false, Stacks::Ignore),
+            (None, Spare::default()),
+        );
         let written = Column::from_scalars(&[1i64, 2, 3]);
         storage
             .write(x, &[0, 1, 2], &[written], false, entry)
@@ -918,7 +988,14 @@ mod tests {
         assert_eq!(storage.used(), bytes);
         storage.take_back(x, again);
 
-        let mut tight = Storage::new(&program, 3, 0, 256, false, Stacks::Ignore, Some(16));
+        let mut tight = Storage::new(
+            &program,
+            3,
+            0,
+            256,
+            (false, Stacks::Ignore),
+            (Some(16), Spare::default()),
+        );
         assert!(tight.set_aside(x).is_none());
     }
 }
