@@ -315,13 +315,6 @@ impl Column {
     pub fn scatter(&mut self, rows: &[usize], src: &Column) {
         self.copy_rows(src, rows.iter().copied().zip(0..));
     }
-
-    /// A copy with `rows` rows whose first rows are this column's (the rest zero).
-    pub(crate) fn grown(&self, rows: usize) -> Column {
-        let mut out = Column::zeros(self.dtype(), rows, self.width());
-        out.copy_rows(self, (0..self.rows()).map(|r| (r, r)));
-        out
-    }
 }
 
 /// The row width of a leaf of type `ty` when vectors have `vector_len` elements.

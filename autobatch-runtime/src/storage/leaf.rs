@@ -129,10 +129,15 @@ impl Leaf {
         }
     }
 
-    /// Room for `rows` saved rows, keeping those saved so far.
-    pub(crate) fn grow_saved(&mut self, rows: usize) {
+    /// Room for `rows` saved rows, keeping those saved so far (in a column of `spare`'s, if
+    /// it keeps one that fits; the one outgrown goes to it).
+    pub(crate) fn grow_saved(&mut self, rows: usize, spare: &mut Spare) {
         match self {
-            Leaf::Dense { saved, .. } => *saved = saved.grown(rows),
+            Leaf::Dense { saved, .. } => {
+                let mut grown = spare.zeros(saved.dtype(), rows, saved.width());
+                grown.copy_rows(saved, (0..saved.rows()).map(|r| (r, r)));
+                spare.keep(std::mem::replace(saved, grown));
+            }
             Leaf::Shared { saved, .. } => saved.resize(rows, ZERO),
         }
     }
@@ -361,7 +366,7 @@ mod tests {
             assert_eq!(leaf.is_shared(), Leaf::is_shared_type(ty));
             let first = Column::from_view2(ndarray::Array2::from_elem((2, width), 1.0).view());
             assert!(leaf.scatter(&mut arena, &[0, 1], &first));
-            leaf.grow_saved(2);
+            leaf.grow_saved(2, &mut Spare::default());
             let mut depth = vec![0u32, 0];
             depth[1] += 1;
             leaf.push(&mut arena, &[1], &depth, 2);

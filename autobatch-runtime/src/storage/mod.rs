@@ -387,12 +387,12 @@ impl<'p> Storage<'p> {
                 .saturating_mul(row_bytes);
             self.check_memory(extra, block, &[deepest], || self.variable(v))?;
             self.stack_bytes += extra;
-            let store = &mut self.vars[v.index()];
+            let (store, spare) = (&mut self.vars[v.index()], &mut self.spare);
             store.levels = grown;
             store
                 .leaves
                 .iter_mut()
-                .for_each(|l| l.grow_saved(grown * batch));
+                .for_each(|l| l.grow_saved(grown * batch, spare));
         }
         let arena = &mut self.arena;
         let VarStore { leaves, depth, .. } = &mut self.vars[v.index()];
