@@ -165,16 +165,23 @@ pub(crate) fn split_below(
     let (yes_at, no_at) = (yes.as_mut_ptr(), no.as_mut_ptr());
     // Lanes before position `k` that went to `yes`; the other `k - t` went to `no`.
     let mut t = 0;
-    each_lane_below(lanes, rows, |k, lane| {
-        let c = usize::from(holds(k, lane));
-        // SAFETY: `t` and `k - t` count the lanes before this one that went each way
-        // (`t <= k`), so both are below `n`, within the capacity reserved for each list.
-        unsafe {
-            yes_at.add(t).write(lane);
-            no_at.add(k - t).write(lane);
-        }
-        t += c;
-    });
+    // Inlined at each of the loop's unrolled calls, with `holds` (a kernel's whole body, for
+    // a branch condition split as computed): a call per lane costs more than most bodies.
+    each_lane_below(
+        lanes,
+        rows,
+        #[inline(always)]
+        |k, lane| {
+            let c = usize::from(holds(k, lane));
+            // SAFETY: `t` and `k - t` count the lanes before this one that went each way
+            // (`t <= k`), so both are below `n`, within the capacity reserved for each list.
+            unsafe {
+                yes_at.add(t).write(lane);
+                no_at.add(k - t).write(lane);
+            }
+            t += c;
+        },
+    );
     // SAFETY: the loop wrote the first `t` and `n - t` elements of the lists' capacities.
     unsafe {
         yes.set_len(t);
