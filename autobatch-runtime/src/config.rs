@@ -4,8 +4,8 @@
 /// scalar function, bit for bit; they differ in which lanes they can run together, and so in
 /// speed (the crate's "Choosing a mode" gives measured figures).
 ///
-/// The default is [`Stackless`](Mode::Stackless), the faster on every recursive workload
-/// measured (the crate's "Choosing a mode").
+/// The default is [`Stackless`](Mode::Stackless), the faster on every workload measured (the
+/// crate's "Choosing a mode").
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Mode {
     /// Runs the high-level program, a call recursing on the host stack for the lanes that make
