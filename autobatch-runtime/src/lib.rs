@@ -138,9 +138,9 @@ impl Run {
 
 /// A program ready to run: verified, allocated, lowered for the full VM, with its kernels.
 ///
-/// It keeps the dense columns of its finished runs (at most 64 MiB for each run that was
-/// under way at once) for its next runs, which then write memory the process already has
-/// instead of having fresh pages mapped in; a clone starts with none.
+/// It keeps the dense columns of its finished runs (at most 16 MiB for each of as many runs
+/// as the process may use threads) for its next runs, which then write memory the process
+/// already has instead of having fresh pages mapped in; a clone starts with none.
 #[derive(Clone, Debug)]
 pub struct Executable {
     source: VerifiedSource,

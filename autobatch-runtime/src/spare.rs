@@ -10,13 +10,14 @@
 //! memory already in cache.
 
 use crate::column::Column;
+use crate::config::available_threads;
 use crate::pool::ColumnPool;
 use autobatch_ir::DType;
 use std::sync::Mutex;
 
 /// Bytes of columns one [`Spare`] keeps at most: a run larger than this gains little from
 /// reuse (its work dwarfs its page faults), and the memory stays with the executable.
-const KEEP_BYTES: usize = 64 << 20;
+const KEEP_BYTES: usize = 16 << 20;
 
 /// Columns one [`Spare`] keeps at most (a lookup scans them).
 const KEEP_COLUMNS: usize = 256;
@@ -79,7 +80,7 @@ fn bytes(column: &Column) -> usize {
 }
 
 /// The [`Spare`]s of an executable's finished runs, one taken by each run (runs of shards on
-/// several threads each take their own).
+/// several threads each take their own), at most one per thread the process may use.
 #[derive(Default)]
 pub(crate) struct Spares(Mutex<Vec<Spare>>);
 
@@ -93,13 +94,17 @@ impl Spares {
         spares.pop().unwrap_or_default()
     }
 
-    /// Keeps `spare` for a later run.
+    /// Keeps `spare` for a later run, unless one is kept for every thread the process may
+    /// use already (more runs than that at once are shards of one run on more threads than
+    /// cores, whose extra memory is let go of).
     pub(crate) fn give(&self, spare: Spare) {
         let mut spares = self
             .0
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        spares.push(spare);
+        if spares.len() < available_threads() {
+            spares.push(spare);
+        }
     }
 }
 
@@ -137,5 +142,20 @@ mod tests {
         assert!(spare.columns.is_empty() && spare.bytes == 0);
         spare.keep(Column::zeros(DType::F64, KEEP_BYTES / 8 + 1, 1));
         assert!(spare.columns.is_empty(), "past the bound");
+    }
+
+    /// An executable keeps at most one spare per thread the process may use.
+    #[test]
+    fn spares_are_kept_one_per_thread_at_most() {
+        let spares = Spares::default();
+        let threads = available_threads();
+        for _ in 0..threads + 2 {
+            let mut spare = Spare::default();
+            spare.keep(Column::zeros(DType::I64, 1, 1));
+            spares.give(spare);
+        }
+        let kept: Vec<Spare> = (0..threads + 2).map(|_| spares.take()).collect();
+        let full = kept.iter().filter(|s| !s.columns.is_empty()).count();
+        assert_eq!(full, threads);
     }
 }
