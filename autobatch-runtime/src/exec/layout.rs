@@ -154,6 +154,12 @@ mod tests {
         b.finish(f).unwrap().into_program()
     }
 
+    /// Storage for `program` over four lanes, vectors of three elements.
+    fn storage(program: &Program) -> Storage<'_> {
+        let checks = (false, Stacks::Ignore);
+        Storage::new(program, 4, 3, 16, checks, (None, Default::default()))
+    }
+
     fn prims(program: &Program) -> Vec<&PrimOp> {
         let entry = program.main_function().entry();
         (program.block(entry).ops.iter())
@@ -170,14 +176,7 @@ mod tests {
     #[test]
     fn each_output_leaf_is_written_as_its_storage_and_kernel_allow() {
         let program = program();
-        let storage = Storage::new(
-            &program,
-            4,
-            3,
-            16,
-            (false, Stacks::Ignore),
-            (None, Default::default()),
-        );
+        let storage = storage(&program);
         let ops = prims(&program);
         let n = ops[0].outs[0];
         let in_place = Layout::of(ops[0], true, &storage);
@@ -206,14 +205,7 @@ mod tests {
     #[test]
     fn layouts_are_kept_per_op() {
         let program = program();
-        let storage = Storage::new(
-            &program,
-            4,
-            3,
-            16,
-            (false, Stacks::Ignore),
-            (None, Default::default()),
-        );
+        let storage = storage(&program);
         let ops = prims(&program);
         let mut layouts = Layouts::default();
         let first = layouts.get(ops[0], true, &storage);
