@@ -13,7 +13,7 @@ use crate::column::Column;
 use crate::config::available_threads;
 use crate::pool::ColumnPool;
 use autobatch_ir::DType;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 /// Bytes of columns one [`Spare`] keeps at most: a run larger than this gains little from
 /// reuse (its work dwarfs its page faults), and the memory stays with the executable.
@@ -102,10 +102,17 @@ impl Spares {
             .0
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if spares.len() < available_threads() {
+        if spares.len() < kept_spares() {
             spares.push(spare);
         }
     }
+}
+
+/// How many spares an executable keeps: [`available_threads`] when first asked (which reads
+/// the process's CPU set and cgroup quota: not something to do at every run).
+fn kept_spares() -> usize {
+    static KEPT: OnceLock<usize> = OnceLock::new();
+    *KEPT.get_or_init(available_threads)
 }
 
 /// A copy of an executable keeps no memory of the original's runs.
@@ -148,7 +155,7 @@ mod tests {
     #[test]
     fn spares_are_kept_one_per_thread_at_most() {
         let spares = Spares::default();
-        let threads = available_threads();
+        let threads = kept_spares();
         for _ in 0..threads + 2 {
             let mut spare = Spare::default();
             spare.keep(Column::zeros(DType::I64, 1, 1));
