@@ -10,6 +10,7 @@ mod depth;
 mod error;
 mod exec;
 mod kernel;
+pub mod linalg;
 pub mod math;
 mod panics;
 mod policy;

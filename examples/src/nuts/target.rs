@@ -6,7 +6,7 @@
 //! user plugs in their own model by implementing [`Target`]; nothing else changes.
 
 use autobatch_runtime::ndarray::{linalg::general_mat_mul, Array1, Array2, ArrayView2, Zip};
-use autobatch_runtime::{math, Key};
+use autobatch_runtime::{linalg, math, Key};
 
 /// A log density with its gradient, evaluated for many points at once.
 ///
@@ -52,8 +52,8 @@ pub trait Target: Send + Sync {
 }
 
 /// A zero-mean Gaussian with covariance `Sigma_ij = rho^|i-j|` (an AR(1) process), its
-/// gradient applied as the dense precision matrix: one `[chains, dim] x [dim, dim]` GEMM per
-/// batched call. Every marginal is a standard normal.
+/// gradient applied as the dense precision matrix: one `[chains, dim] x [dim, dim]` product
+/// ([`linalg::rows_times`]) per batched call. Every marginal is a standard normal.
 #[derive(Clone, Debug)]
 pub struct CorrelatedGaussian {
     rho: f64,
@@ -111,9 +111,10 @@ impl Target for CorrelatedGaussian {
     }
 
     fn logp_grad(&self, q: ArrayView2<f64>) -> (Array1<f64>, Array2<f64>) {
-        // One GEMM with the negated precision (exactly `-(q P)`: negation is exact); `dot`
-        // writes its result without zero-filling it first.
-        let grad = q.dot(&self.neg_precision);
+        // One product with the negated precision (exactly `-(q P)`: negation is exact), which
+        // reads the constant matrix where it lies instead of packing it again at every call.
+        let grad = linalg::rows_times(q, self.neg_precision.view())
+            .expect("q has one column per row of the dim x dim precision");
         let logp = Zip::from(q.rows())
             .and(grad.rows())
             .map_collect(|q, g| 0.5 * q.dot(&g));

@@ -1,0 +1,324 @@
+//! The matrix product a batched gradient needs, [`rows_times`]: every chain's row times one
+//! constant matrix, each row's result with the same bits whatever the batch, fast at the few
+//! dozen rows a batched interpreter hands a kernel.
+//!
+//! A batched density's gradient is often `q B`, one row of `q` per active chain and `B` fixed
+//! for the run (a Gaussian's precision, a regression's design matrix). A general matrix
+//! product (ndarray's `dot`, through `matrixmultiply`) copies both operands into packed panels
+//! on every call; at the rows a sampler's call sees (tens, where chains have taken different
+//! paths) packing the constant `B` again and again is a large share of the call. The product
+//! here reads both operands where they lie, row-major: for a block of six rows and eight
+//! columns, each step over the inner dimension loads eight elements of one row of `B` and
+//! multiplies them by one element of each of the six rows, into twelve accumulator registers.
+//!
+//! # The same bits everywhere
+//!
+//! Each element of the result is one chain of fused multiply-adds over the inner dimension in
+//! order, from zero: `c = fma(a[i][0], b[0][j], 0)`, then `fma(a[i][1], b[1][j], c)`, and so
+//! on. Which rows share a block, how many there are, the thread and the vector instructions
+//! used (AVX2 and FMA where the CPU has them, chosen at run time, plain `f64::mul_add`
+//! elsewhere) change nothing: a chain's gradient has the same bits alone and in any batch.
+//!
+//! ```
+//! use autobatch_runtime::linalg::rows_times;
+//! use autobatch_runtime::ndarray::{array, s};
+//!
+//! let b = array![[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]];
+//! let q = array![[1.0, 0.0, 1.0], [0.5, 0.5, 0.5], [2.0, -1.0, 0.0]];
+//! let all = rows_times(q.view(), b.view())?;
+//! assert_eq!(all, array![[6.0, 8.0], [4.5, 6.0], [-1.0, 0.0]]);
+//! // A row alone gets the bits it gets in the batch.
+//! assert_eq!(rows_times(q.slice(s![1..2, ..]), b.view())?.row(0), all.row(1));
+//! # Ok::<(), autobatch_runtime::linalg::ShapeMismatch>(())
+//! ```
+
+use ndarray::{Array2, ArrayView2};
+
+/// [`rows_times`] was handed a matrix whose row count is not the rows' length.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the rows hold {row_len} values each but the matrix has {matrix_rows} rows: \
+     `rows_times(q, b)` needs `q.ncols() == b.nrows()`"
+)]
+pub struct ShapeMismatch {
+    /// The length of each row of `q`.
+    pub row_len: usize,
+    /// The matrix's row count.
+    pub matrix_rows: usize,
+}
+
+/// `q b`: row `i` of the result is row `i` of `q` times the matrix `b`, computed as the
+/// module says (one fused multiply-add chain per element, in the inner dimension's order), so
+/// its bits depend on row `i` of `q` and on `b` only. Operands in any layout (a non-row-major
+/// one is copied first); an empty `q` gives an empty result.
+pub fn rows_times(q: ArrayView2<f64>, b: ArrayView2<f64>) -> Result<Array2<f64>, ShapeMismatch> {
+    let (n, k) = q.dim();
+    let (bk, m) = b.dim();
+    if bk != k {
+        return Err(ShapeMismatch {
+            row_len: k,
+            matrix_rows: bk,
+        });
+    }
+    let (q, b) = (q.as_standard_layout(), b.as_standard_layout());
+    let shape = Shape { n, k, m };
+    let (a, b) = (standard(&q), standard(&b));
+    let mut c = vec![0.0; n * m];
+    product(a, b, &mut c, shape);
+    Ok(Array2::from_shape_vec((n, m), c).expect("n * m values for an [n, m] array"))
+}
+
+/// The elements of a row-major array.
+fn standard<'a>(x: &'a ndarray::CowArray<'_, f64, ndarray::Ix2>) -> &'a [f64] {
+    x.as_slice()
+        .expect("as_standard_layout gives a row-major array")
+}
+
+/// The product's dimensions: `[n, k]` times `[k, m]`.
+#[derive(Clone, Copy, Debug)]
+struct Shape {
+    n: usize,
+    k: usize,
+    m: usize,
+}
+
+/// `c = a b` (row-major `[n, k]`, `[k, m]`, `[n, m]`), with AVX2 and FMA where the CPU has
+/// them.
+fn product(a: &[f64], b: &[f64], c: &mut [f64], shape: Shape) {
+    if c.is_empty() {
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        if let crate::codegen::Cpu::Avx2Fma(_) = crate::codegen::cpu() {
+            // SAFETY: the CPU has AVX2 and FMA (`cpu` checked); the slices have the shape's
+            // lengths (`rows_times` made them from arrays of those shapes).
+            return unsafe { avx::product(a, b, c, shape) };
+        }
+    }
+    portable(a, b, c, shape);
+}
+
+/// `c = a b` with `f64::mul_add`, element by element in the same order as the AVX blocks:
+/// for each row, each step over the inner dimension adds one product to every element.
+fn portable(a: &[f64], b: &[f64], c: &mut [f64], Shape { k, m, .. }: Shape) {
+    for (row, c) in a.chunks_exact(k.max(1)).zip(c.chunks_exact_mut(m)) {
+        for (&x, b) in row.iter().zip(b.chunks_exact(m)) {
+            for (c, &b) in c.iter_mut().zip(b) {
+                *c = x.mul_add(b, *c);
+            }
+        }
+    }
+}
+
+/// The AVX2 and FMA blocks.
+#[cfg(target_arch = "x86_64")]
+mod avx {
+    use super::Shape;
+    use std::arch::x86_64::{
+        __m256d, _mm256_broadcast_sd, _mm256_fmadd_pd, _mm256_loadu_pd, _mm256_setzero_pd,
+        _mm256_storeu_pd,
+    };
+
+    /// Rows per block.
+    const ROWS: usize = 6;
+    /// Four-column vectors per block.
+    const VECTORS: usize = 2;
+
+    /// `c = a b` in blocks of [`ROWS`] rows and `4 * VECTORS` columns (smaller blocks at the
+    /// edges, single columns with scalar fused multiply-adds past the last multiple of four),
+    /// columns outermost so a block column of `b` stays in the L1 cache while every row passes
+    /// it.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2 and FMA; `a`, `b` and `c` must hold `n * k`, `k * m` and `n * m`
+    /// values, `c` at least one.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn product(a: &[f64], b: &[f64], c: &mut [f64], shape: Shape) {
+        let Shape { n, k, m } = shape;
+        assert!(a.len() == n * k && b.len() == k * m && c.len() == n * m);
+        let quads = m / 4 * 4;
+        let mut j = 0;
+        while j < quads {
+            let vectors = ((quads - j) / 4).min(VECTORS);
+            let mut i = 0;
+            while i < n {
+                let rows = (n - i).min(ROWS);
+                let at = At { i, j, shape };
+                // SAFETY: `rows` rows from `i` and `vectors * 4` columns from `j` are inside
+                // the shape, and the CPU has the features (the caller's contract).
+                unsafe {
+                    match (rows, vectors) {
+                        (6, 2) => block::<6, 2>(a, b, c, at),
+                        (5, 2) => block::<5, 2>(a, b, c, at),
+                        (4, 2) => block::<4, 2>(a, b, c, at),
+                        (3, 2) => block::<3, 2>(a, b, c, at),
+                        (2, 2) => block::<2, 2>(a, b, c, at),
+                        (1, 2) => block::<1, 2>(a, b, c, at),
+                        (6, _) => block::<6, 1>(a, b, c, at),
+                        (5, _) => block::<5, 1>(a, b, c, at),
+                        (4, _) => block::<4, 1>(a, b, c, at),
+                        (3, _) => block::<3, 1>(a, b, c, at),
+                        (2, _) => block::<2, 1>(a, b, c, at),
+                        _ => block::<1, 1>(a, b, c, at),
+                    }
+                }
+                i += rows;
+            }
+            j += 4 * vectors;
+        }
+        for (row, c) in a.chunks_exact(k.max(1)).zip(c.chunks_exact_mut(m)).take(n) {
+            for (j, c) in c.iter_mut().enumerate().skip(quads) {
+                *c = row
+                    .iter()
+                    .zip(b[j..].iter().step_by(m))
+                    .fold(0.0, |acc, (&x, &b)| x.mul_add(b, acc));
+            }
+        }
+    }
+
+    /// Where a block starts: row `i`, column `j`.
+    #[derive(Clone, Copy)]
+    struct At {
+        i: usize,
+        j: usize,
+        shape: Shape,
+    }
+
+    /// The `R` rows from `at.i` times the `4 * V` columns from `at.j`, accumulated in
+    /// `R * V` registers over the whole inner dimension, then stored.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2 and FMA; the block must lie inside the shape, whose sizes the
+    /// slices have.
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    unsafe fn block<const R: usize, const V: usize>(a: &[f64], b: &[f64], c: &mut [f64], at: At) {
+        let At { i, j, shape } = at;
+        let Shape { k, m, .. } = shape;
+        let mut acc: [[__m256d; V]; R] = [[_mm256_setzero_pd(); V]; R];
+        let a = a.as_ptr().add(i * k);
+        let b = b.as_ptr().add(j);
+        for kk in 0..k {
+            let mut bv: [__m256d; V] = [_mm256_setzero_pd(); V];
+            for (v, bv) in bv.iter_mut().enumerate() {
+                *bv = _mm256_loadu_pd(b.add(kk * m + 4 * v));
+            }
+            for (r, acc) in acc.iter_mut().enumerate() {
+                let x = _mm256_broadcast_sd(&*a.add(r * k + kk));
+                for (acc, &bv) in acc.iter_mut().zip(&bv) {
+                    *acc = _mm256_fmadd_pd(x, bv, *acc);
+                }
+            }
+        }
+        let c = c.as_mut_ptr().add(i * m + j);
+        for (r, acc) in acc.iter().enumerate() {
+            for (v, &acc) in acc.iter().enumerate() {
+                _mm256_storeu_pd(c.add(r * m + 4 * v), acc);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::{s, Array2};
+
+    /// Values with many significant bits, from a seed.
+    fn values(rows: usize, cols: usize, seed: usize) -> Array2<f64> {
+        Array2::from_shape_fn((rows, cols), |(i, j)| {
+            let x = ((i * 7919 + j * 104_729 + seed * 15_485_863) % 1_000_003) as f64;
+            (x / 1_000_003.0 - 0.5) * 3.7
+        })
+    }
+
+    fn bits(x: &Array2<f64>) -> Vec<u64> {
+        x.iter().map(|v| v.to_bits()).collect()
+    }
+
+    /// Within rounding of the product summed plainly, for shapes with every kind of edge:
+    /// rows not a multiple of six, columns not a multiple of eight or four, an empty inner
+    /// dimension.
+    #[test]
+    fn the_product_is_the_plain_one_within_rounding() {
+        for (n, k, m) in [
+            (13, 100, 100),
+            (7, 9, 5),
+            (6, 1, 8),
+            (1, 3, 1),
+            (5, 0, 7),
+            (0, 4, 4),
+        ] {
+            let (q, b) = (values(n, k, 1), values(k, m, 2));
+            let c = rows_times(q.view(), b.view()).unwrap();
+            assert_eq!(c.dim(), (n, m));
+            for ((i, j), &got) in c.indexed_iter() {
+                let want: f64 = (0..k).map(|t| q[[i, t]] * b[[t, j]]).sum();
+                let scale: f64 = (0..k).map(|t| (q[[i, t]] * b[[t, j]]).abs()).sum();
+                assert!(
+                    (got - want).abs() <= 1e-13 * scale.max(1e-300),
+                    "{n}x{k}x{m} [{i},{j}]"
+                );
+            }
+        }
+    }
+
+    /// Every row alone (and every run of rows) gets the bits it gets in the whole batch, for
+    /// every batch size up to thirteen (each remainder of the six-row blocks).
+    #[test]
+    fn a_row_has_the_same_bits_in_any_batch() {
+        let b = values(37, 23, 3);
+        for n in 1..=13 {
+            let q = values(n, 37, n);
+            let all = rows_times(q.view(), b.view()).unwrap();
+            for i in 0..n {
+                let alone = rows_times(q.slice(s![i..i + 1, ..]), b.view()).unwrap();
+                assert_eq!(bits(&alone), bits(&all.slice(s![i..i + 1, ..]).to_owned()));
+                let tail = rows_times(q.slice(s![i.., ..]), b.view()).unwrap();
+                assert_eq!(bits(&tail), bits(&all.slice(s![i.., ..]).to_owned()));
+            }
+        }
+    }
+
+    /// The AVX2 blocks and the portable loop give the same bits (where the CPU can run both).
+    #[test]
+    fn the_avx_blocks_give_the_portable_bits() {
+        for (n, k, m) in [(13, 100, 100), (8, 17, 11), (3, 5, 4)] {
+            let (q, b) = (values(n, k, 4), values(k, m, 5));
+            let (a, bs) = (q.as_slice().unwrap(), b.as_slice().unwrap());
+            let shape = Shape { n, k, m };
+            let mut portable_c = vec![0.0; n * m];
+            portable(a, bs, &mut portable_c, shape);
+            let mut c = vec![0.0; n * m];
+            product(a, bs, &mut c, shape);
+            let same = c
+                .iter()
+                .zip(&portable_c)
+                .all(|(x, y)| x.to_bits() == y.to_bits());
+            assert!(same, "{n}x{k}x{m}");
+        }
+    }
+
+    /// A transposed (column-major) operand gives the row-major operand's bits.
+    #[test]
+    fn any_layout_gives_the_same_bits() {
+        let (q, b) = (values(9, 12, 6), values(12, 10, 7));
+        let (qt, bt) = (q.t().to_owned(), b.t().to_owned());
+        let want = rows_times(q.view(), b.view()).unwrap();
+        assert_eq!(bits(&rows_times(qt.t(), bt.t()).unwrap()), bits(&want));
+    }
+
+    #[test]
+    fn a_matrix_of_the_wrong_height_is_an_error() {
+        let err = rows_times(values(2, 3, 1).view(), values(4, 2, 1).view()).unwrap_err();
+        assert_eq!(
+            err,
+            ShapeMismatch {
+                row_len: 3,
+                matrix_rows: 4
+            }
+        );
+        assert!(err.to_string().contains("q.ncols() == b.nrows()"));
+    }
+}
