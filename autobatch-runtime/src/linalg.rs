@@ -63,8 +63,7 @@ pub fn rows_times(q: ArrayView2<f64>, b: ArrayView2<f64>) -> Result<Array2<f64>,
     let (q, b) = (q.as_standard_layout(), b.as_standard_layout());
     let shape = Shape { n, k, m };
     let (a, b) = (standard(&q), standard(&b));
-    let mut c = vec![0.0; n * m];
-    product(a, b, &mut c, shape);
+    let c = product(a, b, shape);
     Ok(Array2::from_shape_vec((n, m), c).expect("n * m values for an [n, m] array"))
 }
 
@@ -82,21 +81,27 @@ struct Shape {
     m: usize,
 }
 
-/// `c = a b` (row-major `[n, k]`, `[k, m]`, `[n, m]`), with AVX2 and FMA where the CPU has
-/// them.
-fn product(a: &[f64], b: &[f64], c: &mut [f64], shape: Shape) {
-    if c.is_empty() {
-        return;
-    }
+/// `a b` (row-major `[n, k]` and `[k, m]`), row-major `[n, m]`, with AVX2 and FMA where the
+/// CPU has them (writing each element once, into memory not zeroed first).
+fn product(a: &[f64], b: &[f64], shape: Shape) -> Vec<f64> {
+    let len = shape.n * shape.m;
     #[cfg(target_arch = "x86_64")]
     {
         if let crate::codegen::Cpu::Avx2Fma(_) = crate::codegen::cpu() {
+            let mut c = Vec::with_capacity(len);
             // SAFETY: the CPU has AVX2 and FMA (`cpu` checked); the slices have the shape's
-            // lengths (`rows_times` made them from arrays of those shapes).
-            return unsafe { avx::product(a, b, c, shape) };
+            // lengths (`rows_times` made them from arrays of those shapes) and `c` room for
+            // `n * m` values, every one of which `avx::product` writes.
+            unsafe {
+                avx::product(a, b, c.as_mut_ptr(), shape);
+                c.set_len(len);
+            }
+            return c;
         }
     }
-    portable(a, b, c, shape);
+    let mut c = vec![0.0; len];
+    portable(a, b, &mut c, shape);
+    c
 }
 
 /// `c = a b` with `f64::mul_add`, element by element in the same order as the AVX blocks:
@@ -131,12 +136,12 @@ mod avx {
     /// it.
     ///
     /// # Safety
-    /// The CPU must have AVX2 and FMA; `a`, `b` and `c` must hold `n * k`, `k * m` and `n * m`
-    /// values, `c` at least one.
+    /// The CPU must have AVX2 and FMA; `a` and `b` must hold `n * k` and `k * m` values, and
+    /// `c` must be valid for writing `n * m`.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn product(a: &[f64], b: &[f64], c: &mut [f64], shape: Shape) {
+    pub(super) unsafe fn product(a: &[f64], b: &[f64], c: *mut f64, shape: Shape) {
         let Shape { n, k, m } = shape;
-        assert!(a.len() == n * k && b.len() == k * m && c.len() == n * m);
+        assert!(a.len() == n * k && b.len() == k * m);
         let quads = m / 4 * 4;
         let mut j = 0;
         while j < quads {
@@ -167,12 +172,14 @@ mod avx {
             }
             j += 4 * vectors;
         }
-        for (row, c) in a.chunks_exact(k.max(1)).zip(c.chunks_exact_mut(m)).take(n) {
-            for (j, c) in c.iter_mut().enumerate().skip(quads) {
-                *c = row
+        for i in 0..n {
+            let row = &a[i * k..(i + 1) * k];
+            for j in quads..m {
+                let dot = row
                     .iter()
-                    .zip(b[j..].iter().step_by(m))
+                    .zip(b.iter().skip(j).step_by(m))
                     .fold(0.0, |acc, (&x, &b)| x.mul_add(b, acc));
+                c.add(i * m + j).write(dot);
             }
         }
     }
@@ -190,10 +197,10 @@ mod avx {
     ///
     /// # Safety
     /// The CPU must have AVX2 and FMA; the block must lie inside the shape, whose sizes the
-    /// slices have.
+    /// slices have and `c` can be written with.
     #[target_feature(enable = "avx2,fma")]
     #[inline]
-    unsafe fn block<const R: usize, const V: usize>(a: &[f64], b: &[f64], c: &mut [f64], at: At) {
+    unsafe fn block<const R: usize, const V: usize>(a: &[f64], b: &[f64], c: *mut f64, at: At) {
         let At { i, j, shape } = at;
         let Shape { k, m, .. } = shape;
         let mut acc: [[__m256d; V]; R] = [[_mm256_setzero_pd(); V]; R];
@@ -211,7 +218,7 @@ mod avx {
                 }
             }
         }
-        let c = c.as_mut_ptr().add(i * m + j);
+        let c = c.add(i * m + j);
         for (r, acc) in acc.iter().enumerate() {
             for (v, &acc) in acc.iter().enumerate() {
                 _mm256_storeu_pd(c.add(r * m + 4 * v), acc);
@@ -290,8 +297,7 @@ mod tests {
             let shape = Shape { n, k, m };
             let mut portable_c = vec![0.0; n * m];
             portable(a, bs, &mut portable_c, shape);
-            let mut c = vec![0.0; n * m];
-            product(a, bs, &mut c, shape);
+            let c = product(a, bs, shape);
             let same = c
                 .iter()
                 .zip(&portable_c)
