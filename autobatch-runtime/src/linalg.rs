@@ -131,9 +131,11 @@ mod avx {
     const VECTORS: usize = 2;
 
     /// `c = a b` in blocks of [`ROWS`] rows and `4 * VECTORS` columns (smaller blocks at the
-    /// edges, single columns with scalar fused multiply-adds past the last multiple of four),
-    /// columns outermost so a block column of `b` stays in the L1 cache while every row passes
-    /// it.
+    /// edges), columns outermost so a block column of `b` stays in the cache while every row
+    /// passes it. Past the last multiple of four columns, one more block of four ends at the
+    /// last column: it computes again a few columns already written, each through the same
+    /// chain of fused multiply-adds, so they are written again with the same bits. Only a
+    /// matrix of fewer than four columns takes scalar fused multiply-adds.
     ///
     /// # Safety
     /// The CPU must have AVX2 and FMA; `a` and `b` must hold `n * k` and `k * m` values, and
@@ -146,41 +148,68 @@ mod avx {
         let mut j = 0;
         while j < quads {
             let vectors = ((quads - j) / 4).min(VECTORS);
-            let mut i = 0;
-            while i < n {
-                let rows = (n - i).min(ROWS);
-                let at = At { i, j, shape };
-                // SAFETY: `rows` rows from `i` and `vectors * 4` columns from `j` are inside
-                // the shape, and the CPU has the features (the caller's contract).
-                unsafe {
-                    match (rows, vectors) {
-                        (6, 2) => block::<6, 2>(a, b, c, at),
-                        (5, 2) => block::<5, 2>(a, b, c, at),
-                        (4, 2) => block::<4, 2>(a, b, c, at),
-                        (3, 2) => block::<3, 2>(a, b, c, at),
-                        (2, 2) => block::<2, 2>(a, b, c, at),
-                        (1, 2) => block::<1, 2>(a, b, c, at),
-                        (6, _) => block::<6, 1>(a, b, c, at),
-                        (5, _) => block::<5, 1>(a, b, c, at),
-                        (4, _) => block::<4, 1>(a, b, c, at),
-                        (3, _) => block::<3, 1>(a, b, c, at),
-                        (2, _) => block::<2, 1>(a, b, c, at),
-                        _ => block::<1, 1>(a, b, c, at),
-                    }
-                }
-                i += rows;
-            }
+            // SAFETY: `vectors * 4` columns from `j` lie inside the shape; the caller's
+            // contract covers the rest.
+            unsafe { column_block(a, b, c, shape, j, vectors) };
             j += 4 * vectors;
+        }
+        if quads == m {
+            return;
+        }
+        if m >= 4 {
+            // SAFETY: the four columns from `m - 4` lie inside the shape.
+            return unsafe { column_block(a, b, c, shape, m - 4, 1) };
         }
         for i in 0..n {
             let row = &a[i * k..(i + 1) * k];
-            for j in quads..m {
+            for j in 0..m {
                 let dot = row
                     .iter()
                     .zip(b.iter().skip(j).step_by(m))
                     .fold(0.0, |acc, (&x, &b)| x.mul_add(b, acc));
                 c.add(i * m + j).write(dot);
             }
+        }
+    }
+
+    /// Every row times the `4 * vectors` columns (one or two vectors) from column `j`, in
+    /// blocks of [`ROWS`] rows.
+    ///
+    /// # Safety
+    /// As [`product`], and the columns must lie inside the shape.
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    unsafe fn column_block(
+        a: &[f64],
+        b: &[f64],
+        c: *mut f64,
+        shape: Shape,
+        j: usize,
+        vectors: usize,
+    ) {
+        let mut i = 0;
+        while i < shape.n {
+            let rows = (shape.n - i).min(ROWS);
+            let at = At { i, j, shape };
+            // SAFETY: `rows` rows from `i` lie inside the shape; the caller's contract covers
+            // the rest.
+            unsafe {
+                match (rows, vectors) {
+                    (6, 2) => block::<6, 2>(a, b, c, at),
+                    (5, 2) => block::<5, 2>(a, b, c, at),
+                    (4, 2) => block::<4, 2>(a, b, c, at),
+                    (3, 2) => block::<3, 2>(a, b, c, at),
+                    (2, 2) => block::<2, 2>(a, b, c, at),
+                    (1, 2) => block::<1, 2>(a, b, c, at),
+                    (6, _) => block::<6, 1>(a, b, c, at),
+                    (5, _) => block::<5, 1>(a, b, c, at),
+                    (4, _) => block::<4, 1>(a, b, c, at),
+                    (3, _) => block::<3, 1>(a, b, c, at),
+                    (2, _) => block::<2, 1>(a, b, c, at),
+                    _ => block::<1, 1>(a, b, c, at),
+                }
+            }
+            i += rows;
         }
     }
 
@@ -291,7 +320,13 @@ mod tests {
     /// The AVX2 blocks and the portable loop give the same bits (where the CPU can run both).
     #[test]
     fn the_avx_blocks_give_the_portable_bits() {
-        for (n, k, m) in [(13, 100, 100), (8, 17, 11), (3, 5, 4)] {
+        for (n, k, m) in [
+            (13, 100, 100),
+            (8, 17, 11),
+            (3, 5, 4),
+            (7, 9, 25),
+            (5, 6, 3),
+        ] {
             let (q, b) = (values(n, k, 4), values(k, m, 5));
             let (a, bs) = (q.as_slice().unwrap(), b.as_slice().unwrap());
             let shape = Shape { n, k, m };
