@@ -404,7 +404,13 @@ impl Executable {
             (config.safety_checks && self.high.is_none(), stacks),
             (config.memory_budget, spare),
         );
-        storage.write_inputs(inputs)?;
+        if let Err(refused) = storage.write_inputs(inputs) {
+            // The memory this run took serves the next run all the same.
+            let mut spare = storage.into_spare();
+            spare.pool = pool;
+            self.spares.give(spare);
+            return Err(refused);
+        }
         let time_kernels = config.time_kernels;
         let mut exec = Exec::new(
             program,
@@ -574,3 +580,45 @@ fn check_inputs(program: &Program, inputs: &[Column], config: &Config) -> Result
 #[doc = include_str!("../../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use autobatch_ir::{DType, ProgramBuilder, Type};
+
+    /// The spares an executable keeps now.
+    fn kept(exe: &Executable) -> usize {
+        exe.spares.kept()
+    }
+
+    /// A run whose inputs are refused (over its memory budget) leaves the memory an earlier
+    /// run kept for the next run, as a finished run does.
+    #[test]
+    fn a_run_refused_at_its_inputs_gives_its_memory_back() {
+        let mut b = ProgramBuilder::new();
+        let v = b.var("v", Type::vector(DType::F64));
+        let f = b.function("f");
+        b.signature(f, &[v], &[v]);
+        let entry = b.block(f, "entry");
+        b.ret(entry);
+        let program = b.finish(f).unwrap().into_program();
+        let exe = Executable::new(program, Vec::new()).unwrap();
+        let input = [Column::zeros(DType::F64, 8, 3)];
+        let one_thread = Config {
+            threads: 1,
+            ..Config::default()
+        };
+        exe.run(&input, &one_thread).unwrap();
+        assert_eq!(kept(&exe), 1);
+        let no_memory = Config {
+            memory_budget: Some(0),
+            ..one_thread
+        };
+        let refused = exe.run(&input, &no_memory).unwrap_err();
+        assert!(
+            matches!(refused, RuntimeError::MemoryBudget { .. }),
+            "{refused}"
+        );
+        assert_eq!(kept(&exe), 1);
+    }
+}

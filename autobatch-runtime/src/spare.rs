@@ -94,6 +94,15 @@ impl Spares {
         spares.pop().unwrap_or_default()
     }
 
+    /// How many spares are kept now.
+    #[cfg(test)]
+    pub(crate) fn kept(&self) -> usize {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .len()
+    }
+
     /// Keeps `spare` for a later run, unless one is kept for every thread the process may
     /// use already (more runs than that at once are shards of one run on more threads than
     /// cores, whose extra memory is let go of).
