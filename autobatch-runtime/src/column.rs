@@ -172,8 +172,13 @@ impl Column {
     /// and so do rows it held before it shrank: a column keeps every element its allocation
     /// was given and shrinks by viewing fewer rows of them, so a pooled column that shrank
     /// grows back without zero-filling. Only rows it never held are zero.
-    pub(crate) fn resized(self, rows: usize) -> Column {
+    pub(crate) fn resized(mut self, rows: usize) -> Column {
         if self.rows() == rows {
+            return self;
+        }
+        if rows < self.rows() {
+            // Fewer rows: a narrower view of the same elements, no new array.
+            with_array!(&mut self, a => a.slice_axis_inplace(Axis(0), Slice::from(..rows)));
             return self;
         }
         fn resize<T: Element>(a: Array2<T>, rows: usize) -> Column {
@@ -350,7 +355,15 @@ mod tests {
             &[1.0, 2.0, 3.0, 4.0, 0.0, 0.0]
         );
         assert_eq!((z.rows(), z.width()), (3, 2));
-        assert_eq!(z.resized(1).as_slice::<f64>().unwrap(), &[1.0, 2.0]);
+        let one = z.resized(1);
+        assert_eq!(
+            (one.rows(), one.as_slice::<f64>().unwrap()),
+            (1, &[1.0, 2.0][..])
+        );
+        // Grown back, it shows the rows it held before it shrank, and zeros past them.
+        let back = one.resized(4);
+        let held = [1.0, 2.0, 3.0, 4.0, 0.0, 0.0, 0.0, 0.0];
+        assert_eq!(back.as_slice::<f64>().unwrap(), &held);
     }
 
     #[test]
