@@ -11,6 +11,15 @@
 //! columns, each step over the inner dimension loads eight elements of one row of `B` and
 //! multiplies them by one element of each of the six rows, into twelve accumulator registers.
 //!
+//! # When a general product is faster
+//!
+//! The eight columns of `B` a block reads over the whole inner dimension stay in the L1 cache
+//! while every row passes them only for inner dimensions up to a few hundred. Measured side by
+//! side on one core (`[n, k] x [k, m]`, AVX2, each returning a new array): for
+//! `[54, 100] x [100, 100]` this product takes 26 us against 31 for ndarray's `dot`, but for
+//! `[143, 1000] x [1000, 25]` 247 us against 213. Time both on your shapes; the NUTS
+//! example's logistic regression keeps `matrixmultiply` for that reason.
+//!
 //! # The same bits everywhere
 //!
 //! Each element of the result is one chain of fused multiply-adds over the inner dimension in
