@@ -116,6 +116,10 @@ fn product(a: &[f64], b: &[f64], shape: Shape) -> Vec<f64> {
 /// `c = a b` with `f64::mul_add`, element by element in the same order as the AVX blocks:
 /// for each row, each step over the inner dimension adds one product to every element.
 fn portable(a: &[f64], b: &[f64], c: &mut [f64], Shape { k, m, .. }: Shape) {
+    if m == 0 {
+        // No columns: nothing to write (and no chunks of width zero).
+        return;
+    }
     for (row, c) in a.chunks_exact(k.max(1)).zip(c.chunks_exact_mut(m)) {
         for (&x, b) in row.iter().zip(b.chunks_exact(m)) {
             for (c, &b) in c.iter_mut().zip(b) {
@@ -294,6 +298,7 @@ mod tests {
             (1, 3, 1),
             (5, 0, 7),
             (0, 4, 4),
+            (3, 4, 0),
         ] {
             let (q, b) = (values(n, k, 1), values(k, m, 2));
             let c = rows_times(q.view(), b.view()).unwrap();
@@ -335,6 +340,9 @@ mod tests {
             (3, 5, 4),
             (7, 9, 25),
             (5, 6, 3),
+            (0, 4, 4),
+            (3, 4, 0),
+            (5, 0, 7),
         ] {
             let (q, b) = (values(n, k, 4), values(k, m, 5));
             let (a, bs) = (q.as_slice().unwrap(), b.as_slice().unwrap());
