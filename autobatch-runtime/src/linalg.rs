@@ -286,20 +286,27 @@ mod tests {
         x.iter().map(|v| v.to_bits()).collect()
     }
 
-    /// Within rounding of the product summed plainly, for shapes with every kind of edge:
-    /// rows not a multiple of six, columns not a multiple of eight or four, an empty inner
-    /// dimension.
+    /// Shapes `(n, k, m)` with every kind of edge: rows not a multiple of six, widths not a
+    /// multiple of eight or of four (the overlapping last block) and below four (the scalar
+    /// path), no rows, no columns, an empty inner dimension.
+    const SHAPES: [(usize, usize, usize); 11] = [
+        (13, 100, 100),
+        (8, 17, 11),
+        (7, 9, 5),
+        (7, 9, 25),
+        (6, 1, 8),
+        (5, 6, 3),
+        (3, 5, 4),
+        (1, 3, 1),
+        (5, 0, 7),
+        (0, 4, 4),
+        (3, 4, 0),
+    ];
+
+    /// Within rounding of the product summed plainly, for every one of [`SHAPES`].
     #[test]
     fn the_product_is_the_plain_one_within_rounding() {
-        for (n, k, m) in [
-            (13, 100, 100),
-            (7, 9, 5),
-            (6, 1, 8),
-            (1, 3, 1),
-            (5, 0, 7),
-            (0, 4, 4),
-            (3, 4, 0),
-        ] {
+        for (n, k, m) in SHAPES {
             let (q, b) = (values(n, k, 1), values(k, m, 2));
             let c = rows_times(q.view(), b.view()).unwrap();
             assert_eq!(c.dim(), (n, m));
@@ -331,19 +338,11 @@ mod tests {
         }
     }
 
-    /// The AVX2 blocks and the portable loop give the same bits (where the CPU can run both).
+    /// The AVX2 blocks and the portable loop give the same bits (where the CPU can run both),
+    /// for every one of [`SHAPES`].
     #[test]
     fn the_avx_blocks_give_the_portable_bits() {
-        for (n, k, m) in [
-            (13, 100, 100),
-            (8, 17, 11),
-            (3, 5, 4),
-            (7, 9, 25),
-            (5, 6, 3),
-            (0, 4, 4),
-            (3, 4, 0),
-            (5, 0, 7),
-        ] {
+        for (n, k, m) in SHAPES {
             let (q, b) = (values(n, k, 4), values(k, m, 5));
             let (a, bs) = (q.as_slice().unwrap(), b.as_slice().unwrap());
             let shape = Shape { n, k, m };
