@@ -205,6 +205,14 @@ impl Column {
         with_array!(self, a => resize(a, rows))
     }
 
+    /// [`resized`](Self::resized) in place: `rows` rows, keeping what `resized` keeps.
+    pub(crate) fn resize_to(&mut self, rows: usize) {
+        if self.rows() != rows {
+            let empty = Column::zeros(self.dtype(), 0, self.width());
+            *self = std::mem::replace(self, empty).resized(rows);
+        }
+    }
+
     /// Sets every element to zero (`false`, the zero key).
     pub(crate) fn fill_zero(&mut self) {
         with_array!(self, a => a.fill(Default::default()))

@@ -9,7 +9,7 @@ use crate::column::{width_of, Column};
 use crate::error::{Result, RuntimeError};
 use crate::kernel::{
     BatchedFn, Context, FreshRows, Kernel, KernelError, LaneInputs, LaneOutputs, LaneRows,
-    LaneWiseFn, OutLeaf, SplitLanes,
+    LaneWiseFn, OutLeaf, SplitLanes, StandIn,
 };
 use crate::panics::catch_quietly;
 use crate::pool::ColumnPool;
@@ -23,10 +23,14 @@ use std::borrow::Cow;
 use std::cell::Cell;
 use std::ptr::NonNull;
 
-use layout::{Layouts, Write};
+use layout::{Layout, Layouts, Write};
 
 /// The lane lists of a branch's two sides (its first target's, then its second's).
 pub(crate) type Sides<'a> = (&'a mut Vec<usize>, &'a mut Vec<usize>);
+
+/// Per output leaf of a lane-wise kernel call: whether the kernel wrote it by lane, and whether
+/// it asked for the leaf's stand-in column.
+type LeafFlags = (Cell<bool>, Cell<bool>);
 
 /// Inputs a kernel reads from rows set aside rather than from storage, by variable (see
 /// [`Exec::run_reading`]).
@@ -339,9 +343,13 @@ impl<'p> Exec<'p> {
             }
         }
         let vector_len = self.storage.vector_len();
-        let mut columns = self
-            .pool
-            .columns(layout.dense_types.iter().copied(), n, vector_len);
+        // A kernel whose leaves are all offered by lane or fresh needs nothing from the pool.
+        let pooled = !layout.dense_types.is_empty();
+        let mut columns = match pooled {
+            true => (self.pool).columns(layout.dense_types.iter().copied(), n, vector_len),
+            false => Vec::new(),
+        };
+        let mut stand_ins = layout.stand_ins.borrow_mut();
         let mut fresh = std::mem::take(&mut self.fresh);
         fresh.clear();
         if let Some((leaves, v)) = layout.fresh {
@@ -359,10 +367,11 @@ impl<'p> Exec<'p> {
                 targets.push(rows.flatten());
             }
         }
-        // Pushed one by one: a handful of leaves, where `collect`'s reserve costs more.
-        let mut wrote: SmallVec<[Cell<bool>; 16]> = SmallVec::new();
+        // Per leaf: written by lane, and its stand-in column asked for. Pushed one by one: a
+        // handful of leaves, where `collect`'s reserve costs more.
+        let mut flags: SmallVec<[LeafFlags; 16]> = SmallVec::new();
         for _ in 0..targets.len() {
-            wrote.push(Cell::new(false));
+            flags.push((Cell::new(false), Cell::new(false)));
         }
         let progress = Cell::new(0usize);
         let used = Cell::new(false);
@@ -386,33 +395,43 @@ impl<'p> Exec<'p> {
                 }
             }
             let mut dense = columns.iter_mut();
+            let mut stand = stand_ins.iter_mut();
             let mut rows = fresh.chunks_exact(n.max(1));
             let mut outs = LaneOutputs::from_leaves(SmallVec::new());
-            let each = (layout.writes.iter()).zip(targets.iter().zip(&wrote));
-            for (i, (&write, (&target, wrote))) in each.enumerate() {
+            let each = (layout.writes.iter()).zip(targets.iter().zip(&flags));
+            for (i, (&write, (&target, (wrote, asked)))) in each.enumerate() {
                 let split = split_lists.take_if(|_| split_leaf == Some(i));
-                let next = if write == Write::Fresh {
-                    rows.next()
-                        .map(|handles| OutLeaf::Fresh(FreshRows::new(view, handles)))
-                } else {
-                    dense.next().map(|c| match (split, target) {
-                        // A branch condition: the kernel may split the lanes by it.
-                        (Some((yes, no)), _) => OutLeaf::Split(
-                            c,
-                            SplitLanes {
-                                lanes,
-                                progress: &progress,
-                                yes,
-                                no,
-                                used: &used,
-                            },
-                        ),
+                // A branch condition: the kernel may split the lanes by it.
+                let split = |c| {
+                    split.map(|(yes, no)| {
+                        let lists = SplitLanes {
+                            lanes,
+                            progress: &progress,
+                            yes,
+                            no,
+                            used: &used,
+                        };
+                        OutLeaf::Split(StandIn::new(c, n, asked), lists)
+                    })
+                };
+                let next = match write {
+                    Write::Fresh => rows
+                        .next()
+                        .map(|handles| OutLeaf::Fresh(FreshRows::new(view, handles))),
+                    Write::ByLane => stand.next().map(|c| match target {
+                        _ if split_leaf == Some(i) => split(c).expect("the split leaf's lists"),
                         // The rows belong to an output that is no other output leaf and
                         // no input, or an input read by value only (`by_lane`,
                         // `LeafView::InPlace`), and storage is only read meanwhile.
-                        (None, Some(rows)) => OutLeaf::Lanes(LaneRows::new(rows, c, wrote)),
-                        (None, None) => OutLeaf::Dense(c),
-                    })
+                        Some(rows) => {
+                            OutLeaf::Lanes(LaneRows::new(rows, StandIn::new(c, n, asked), wrote))
+                        }
+                        None => OutLeaf::Dense(StandIn::new(c, n, asked).into_column()),
+                    }),
+                    Write::Dense => dense.next().map(|c| match split_leaf == Some(i) {
+                        true => split(c).expect("the split leaf's lists"),
+                        false => OutLeaf::Dense(c),
+                    }),
                 };
                 // With no lanes there are no fresh rows: an empty leaf stands in.
                 outs.push_leaf(next.unwrap_or(OutLeaf::Fresh(FreshRows::new(view, &[]))));
@@ -422,9 +441,17 @@ impl<'p> Exec<'p> {
             stats.record_kernel(id, n, clock.elapsed(), false);
             r
         };
+        // The branch condition the kernel split the lanes by is not written.
+        let unwritten = split_leaf.filter(|_| used.get());
         let checked = match self.failure(result, &progress, op, lanes, block) {
             Some(e) => Err(e),
-            None => self.check_columns(op, &columns, layout.dense_types.iter(), n, block),
+            None => self.check_lane_wise(
+                (op, &layout),
+                (&columns, &mut stand_ins),
+                (&flags, unwritten),
+                n,
+                block,
+            ),
         };
         if let Err(e) = checked {
             self.storage.release_fresh(&fresh);
@@ -432,38 +459,79 @@ impl<'p> Exec<'p> {
             return Err(e);
         }
         // The writes: fresh rows pass to their variables, dense columns are scattered (rows
-        // written by lane are in place already).
+        // written by lane are in place already, and so are the lanes split by a condition).
         let mut dense = columns.iter();
+        let mut stand = stand_ins.iter();
         let mut rows = fresh.chunks_exact(n.max(1));
-        let mut flags = layout.writes.iter().zip(&wrote).enumerate();
-        // The branch condition the kernel split the lanes by is not written.
-        let unwritten = split_leaf.filter(|_| used.get());
+        let mut leaves = layout.writes.iter().zip(&flags).enumerate();
         for (&v, &pushed) in op.outs.iter().zip(&layout.pushed) {
             if !self.storage.is_null(v) && !op.is_in_place(v) && !pushed {
                 self.storage.push(v, lanes, block)?;
             }
             let mut split_by = false;
             for leaf in 0..self.storage.types(v).len() {
-                let (i, fresh, wrote) = flags.next().map_or((0, false, false), |(i, (&f, w))| {
-                    (i, f == Write::Fresh, w.get())
-                });
+                let Some((i, (&write, (wrote, _)))) = leaves.next() else {
+                    break;
+                };
                 split_by |= unwritten == Some(i);
-                if fresh {
-                    let handles = rows.next().unwrap_or(&[]);
-                    self.storage.install(v, leaf, lanes, handles);
-                } else if let Some(c) = dense.next() {
-                    if !wrote && unwritten != Some(i) {
-                        self.storage.scatter(v, leaf, lanes, c, block)?;
+                let column = match write {
+                    Write::Fresh => {
+                        let handles = rows.next().unwrap_or(&[]);
+                        self.storage.install(v, leaf, lanes, handles);
+                        continue;
                     }
+                    Write::ByLane => stand.next(),
+                    Write::Dense => dense.next(),
+                };
+                if let Some(c) = column.filter(|_| !wrote.get() && unwritten != Some(i)) {
+                    self.storage.scatter(v, leaf, lanes, c, block)?;
                 }
             }
             if !split_by {
                 self.storage.mark_written(v, lanes);
             }
         }
+        drop(stand_ins);
         self.fresh = fresh;
-        self.pool.recycle(columns);
+        if pooled {
+            self.pool.recycle(columns);
+        }
         Ok(unwritten.is_some())
+    }
+
+    /// Checks the dense columns a lane-wise kernel call left to scatter (see
+    /// [`check_column`](Self::check_column)): the pool's, and the stand-ins of leaves it wrote
+    /// neither by lane nor by splitting the lanes (one it did not ask for is sized first: a
+    /// kernel that wrote nothing there leaves what the column held).
+    fn check_lane_wise(
+        &self,
+        (op, layout): (&PrimOp, &Layout),
+        (columns, stand_ins): (&[Column], &mut [Column]),
+        (flags, unwritten): (&[LeafFlags], Option<usize>),
+        rows: usize,
+        block: Block,
+    ) -> Result<()> {
+        let (mut dense, mut stand) = (columns.iter(), stand_ins.iter_mut());
+        let types = op.outs.iter().flat_map(|&v| self.storage.types(v));
+        let leaves = layout.writes.iter().zip(flags).zip(types).enumerate();
+        for (i, ((&write, (wrote, asked)), ty)) in leaves {
+            let column = match write {
+                Write::Fresh => continue,
+                Write::Dense => dense.next(),
+                Write::ByLane => match stand.next() {
+                    _ if wrote.get() || unwritten == Some(i) => continue,
+                    Some(c) if !asked.get() => {
+                        c.resize_to(rows);
+                        Some(&*c)
+                    }
+                    c => c.map(|c| &*c),
+                },
+            };
+            if let Some(c) = column {
+                self.check_column(op, (i, c, ty), rows, block)?;
+            }
+        }
+        Ok(())
     }
 
     /// Runs an assignment that permutes its own variables (through dense copies) or a batched
@@ -651,16 +719,29 @@ impl<'p> Exec<'p> {
         block: Block,
     ) -> Result<()> {
         for (leaf, (c, ty)) in columns.iter().zip(types).enumerate() {
-            let (dtype, width) = (ty.dtype, width_of(*ty, self.storage.vector_len()));
-            if c.dtype() != dtype || c.width() != width || c.rows() != rows {
-                return Err(RuntimeError::KernelOutput {
-                    block: self.block_name(block),
-                    source_text: op.source.clone(),
-                    leaf,
-                    expected: format!("{dtype} [{rows}, {width}]"),
-                    found: format!("{} [{}, {}]", c.dtype(), c.rows(), c.width()),
-                });
-            }
+            self.check_column(op, (leaf, c, ty), rows, block)?;
+        }
+        Ok(())
+    }
+
+    /// Checks that a kernel left dense output column `c` of output leaf `leaf` with the leaf's
+    /// dtype (`ty`) and width and a row per lane.
+    fn check_column(
+        &self,
+        op: &PrimOp,
+        (leaf, c, ty): (usize, &Column, &TensorType),
+        rows: usize,
+        block: Block,
+    ) -> Result<()> {
+        let (dtype, width) = (ty.dtype, width_of(*ty, self.storage.vector_len()));
+        if c.dtype() != dtype || c.width() != width || c.rows() != rows {
+            return Err(RuntimeError::KernelOutput {
+                block: self.block_name(block),
+                source_text: op.source.clone(),
+                leaf,
+                expected: format!("{dtype} [{rows}, {width}]"),
+                found: format!("{} [{}, {}]", c.dtype(), c.rows(), c.width()),
+            });
         }
         Ok(())
     }

@@ -114,6 +114,24 @@ fn a_kernel_output_of_the_wrong_type_is_an_error() {
     }
 }
 
+/// A lane-wise kernel may replace the column standing in for an output it could write by lane;
+/// one of the wrong type is an error, not written.
+#[test]
+fn a_lane_wise_kernel_output_replaced_by_the_wrong_type_is_an_error() {
+    let bad = Kernel::lane_wise(|_, outs| {
+        let column = outs.column(0)?;
+        *column = Column::zeros(DType::F64, column.rows(), 1);
+        Ok::<(), KernelError>(())
+    });
+    let exe = guarded(bad);
+    for config in both() {
+        assert!(matches!(
+            exe.run(&[i64s(&[3, 0, 5])], &config),
+            Err(RuntimeError::KernelOutput { leaf: 0, .. })
+        ));
+    }
+}
+
 #[test]
 fn wrong_number_of_inputs() {
     let exe = executable(programs::gcd);

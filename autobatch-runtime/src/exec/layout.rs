@@ -3,10 +3,12 @@
 //! once per op and kept for the run: it depends only on the op, its kernel and its variables'
 //! types and allocations, none of which change while a batch runs.
 
+use crate::column::Column;
 use crate::storage::leaf::Leaf;
 use crate::storage::Storage;
 use autobatch_ir::{PrimOp, Shape, TensorType, Var};
 use smallvec::SmallVec;
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::Rc;
@@ -29,8 +31,14 @@ pub(super) enum Write {
 pub(super) struct Layout {
     /// Per output leaf, over all outputs in order.
     pub(super) writes: SmallVec<[Write; 16]>,
-    /// The types of the leaves given a dense column (every leaf but the fresh ones), in order.
+    /// The types of the leaves written into a dense column from the pool (`Write::Dense`), in
+    /// order.
     pub(super) dense_types: SmallVec<[TensorType; 16]>,
+    /// The columns that stand in for the leaves offered by lane (`Write::ByLane`), in order,
+    /// kept with the op from call to call and sized only for a call whose kernel writes them
+    /// by position ([`StandIn`](crate::kernel::StandIn)): a kernel that writes by
+    /// lane takes nothing from the pool.
+    pub(super) stand_ins: RefCell<Vec<Column>>,
     /// The (variable, leaf) pairs written by lane that the kernel also reads (by value only).
     pub(super) aliased: SmallVec<[(Var, usize); 4]>,
     /// Per output variable: pushed before the kernel runs (it may write its rows by lane).
@@ -47,6 +55,7 @@ impl Layout {
         let mut layout = Layout {
             writes: SmallVec::new(),
             dense_types: SmallVec::new(),
+            stand_ins: RefCell::default(),
             aliased: SmallVec::new(),
             pushed: SmallVec::new(),
             fresh: None,
@@ -65,15 +74,19 @@ impl Layout {
                     layout.fresh = Some((fresh_leaves, first));
                     Write::Fresh
                 } else {
-                    layout.dense_types.push(*t);
                     let scalar = t.shape == Shape::Scalar
                         && leaf.and_then(Leaf::dense).is_some_and(|c| c.width() == 1);
                     if alone && scalar {
                         if read {
                             layout.aliased.push((v, i));
                         }
+                        layout
+                            .stand_ins
+                            .get_mut()
+                            .push(Column::zeros(t.dtype, 0, 1));
                         Write::ByLane
                     } else {
+                        layout.dense_types.push(*t);
                         Write::Dense
                     }
                 };
@@ -171,8 +184,8 @@ mod tests {
     }
 
     /// An input the kernel also writes is offered by lane only to a kernel that reads a lane's
-    /// inputs first (then it is read by value); vector leaves take fresh rows, the others a
-    /// dense column each.
+    /// inputs first (then it is read by value); vector leaves take fresh rows, leaves offered
+    /// by lane a stand-in column each, the others a dense column from the pool.
     #[test]
     fn each_output_leaf_is_written_as_its_storage_and_kernel_allow() {
         let program = program();
@@ -187,11 +200,15 @@ mod tests {
         let copied = Layout::of(ops[0], false, &storage);
         assert_eq!(copied.writes.as_slice(), [Write::Dense]);
         assert!(copied.aliased.is_empty() && copied.pushed.as_slice() == [false]);
+        assert_eq!(copied.dense_types.len(), 1);
+        assert!(copied.stand_ins.borrow().is_empty());
         let mixed = Layout::of(ops[1], false, &storage);
         let (v, t) = (ops[1].outs[0], ops[1].outs[1]);
         let writes = [Write::Fresh, Write::ByLane, Write::ByLane];
         assert_eq!(mixed.writes.as_slice(), writes);
-        assert_eq!(mixed.dense_types.len(), 2);
+        // Leaves offered by lane have stand-ins of their own, not pool columns.
+        assert!(mixed.dense_types.is_empty());
+        assert_eq!(mixed.stand_ins.borrow().len(), 2);
         assert_eq!(mixed.fresh, Some((1, v)));
         assert_eq!(mixed.pushed.as_slice(), [false, true]);
         assert!(mixed.aliased.is_empty(), "{t:?} is no input");

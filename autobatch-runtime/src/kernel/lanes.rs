@@ -149,7 +149,7 @@ pub fn split_lanes<R: Reads, W: Writes>(
 mod tests {
     use super::*;
     use crate::column::Column;
-    use crate::kernel::{LaneOutputs, LaneRows, OutLeaf, SplitLanes};
+    use crate::kernel::{LaneOutputs, LaneRows, OutLeaf, SplitLanes, StandIn};
     use std::cell::Cell;
     use std::ptr::NonNull;
 
@@ -170,16 +170,16 @@ mod tests {
             Column::zeros(autobatch_ir::DType::F64, 4, 1),
             Column::zeros(autobatch_ir::DType::Bool, 4, 1),
         );
-        let (wrote, wrote2) = (Cell::new(false), Cell::new(false));
+        let (wrote, wrote2, asked) = (Cell::new(false), Cell::new(false), Cell::new(false));
         let leaves = [
             OutLeaf::Lanes(LaneRows::new(
                 NonNull::from(&mut sums),
-                &mut stand_in,
+                StandIn::new(&mut stand_in, lanes.len(), &asked),
                 &wrote,
             )),
             OutLeaf::Lanes(LaneRows::new(
                 NonNull::from(&mut odd),
-                &mut stand_in2,
+                StandIn::new(&mut stand_in2, lanes.len(), &asked),
                 &wrote2,
             )),
         ];
@@ -221,7 +221,7 @@ mod tests {
         let mut halves = Column::zeros(autobatch_ir::DType::I64, 5, 1);
         let mut stand_in = Column::zeros(autobatch_ir::DType::I64, 4, 1);
         let mut conditions = Column::zeros(autobatch_ir::DType::Bool, 4, 1);
-        let wrote = Cell::new(false);
+        let (wrote, asked) = (Cell::new(false), Cell::new(false));
         let (mut yes, mut no, used) = (Vec::new(), Vec::new(), Cell::new(false));
         let split = SplitLanes {
             lanes: &lanes,
@@ -233,10 +233,10 @@ mod tests {
         let leaves = [
             OutLeaf::Lanes(LaneRows::new(
                 NonNull::from(&mut halves),
-                &mut stand_in,
+                StandIn::new(&mut stand_in, lanes.len(), &asked),
                 &wrote,
             )),
-            OutLeaf::Split(&mut conditions, split),
+            OutLeaf::Split(StandIn::new(&mut conditions, lanes.len(), &asked), split),
         ];
         let mut outs = LaneOutputs::from_leaves(leaves.into_iter().collect());
         let [a, b] = outs.leaves::<2>().unwrap();

@@ -38,7 +38,7 @@ pub use lanes::{each_lane, split_lanes, Reads, Writes};
 pub use outputs::{
     output_slice, LaneOutputs, LaneScalarsOut, LaneSplit, OutputLeaf, ScalarsOut, VectorOut,
 };
-pub(crate) use outputs::{typed_mut, FreshRows, LaneRows, OutLeaf, SplitLanes};
+pub(crate) use outputs::{typed_mut, FreshRows, LaneRows, OutLeaf, SplitLanes, StandIn};
 
 use crate::column::{Column, Element};
 use std::fmt;

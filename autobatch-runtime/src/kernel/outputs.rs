@@ -74,12 +74,56 @@ impl<'a> FreshRows<'a> {
     }
 }
 
+/// The dense column that stands in for a leaf a kernel may write otherwise (by lane into
+/// storage, or by splitting the lanes), if it writes rows by position instead. It is sized to
+/// the call's rows only when the kernel asks for it (`asked` records that), so a kernel that
+/// writes the other way never resizes it.
+pub(crate) struct StandIn<'a> {
+    column: &'a mut Column,
+    rows: usize,
+    asked: &'a Cell<bool>,
+}
+
+impl<'a> StandIn<'a> {
+    /// `column`, to be given `rows` rows when the kernel asks for it.
+    pub(crate) fn new(column: &'a mut Column, rows: usize, asked: &'a Cell<bool>) -> Self {
+        StandIn {
+            column,
+            rows,
+            asked,
+        }
+    }
+
+    /// The column, sized for the call.
+    fn column(&mut self) -> &mut Column {
+        self.asked.set(true);
+        self.column.resize_to(self.rows);
+        self.column
+    }
+
+    /// [`column`](Self::column), for the rest of the call.
+    pub(crate) fn into_column(self) -> &'a mut Column {
+        self.asked.set(true);
+        self.column.resize_to(self.rows);
+        self.column
+    }
+
+    /// The same stand-in for a shorter time (this value is unusable meanwhile).
+    fn reborrow(&mut self) -> StandIn<'_> {
+        StandIn {
+            column: self.column,
+            rows: self.rows,
+            asked: self.asked,
+        }
+    }
+}
+
 /// A dense scalar leaf of storage that a kernel may write by lane through
 /// [`OutputLeaf::scalars`] (no copy afterwards), with the dense column that stands in for it if
 /// the kernel writes rows by position instead; `by_lane` records which the kernel did.
 pub(crate) struct LaneRows<'a> {
     rows: NonNull<Column>,
-    dense: &'a mut Column,
+    dense: StandIn<'a>,
     by_lane: &'a Cell<bool>,
 }
 
@@ -89,11 +133,7 @@ impl<'a> LaneRows<'a> {
     /// them but an in-place kernel's own input of the same leaf (`LeafView::InPlace`), by value
     /// through the elements' pointer: they belong to an output variable that is no other
     /// output leaf, and none of the kernel's inputs unless the kernel is in place.
-    pub(crate) fn new(
-        rows: NonNull<Column>,
-        dense: &'a mut Column,
-        by_lane: &'a Cell<bool>,
-    ) -> Self {
+    pub(crate) fn new(rows: NonNull<Column>, dense: StandIn<'a>, by_lane: &'a Cell<bool>) -> Self {
         LaneRows {
             rows,
             dense,
@@ -105,7 +145,7 @@ impl<'a> LaneRows<'a> {
     fn reborrow(&mut self) -> LaneRows<'_> {
         LaneRows {
             rows: self.rows,
-            dense: self.dense,
+            dense: self.dense.reborrow(),
             by_lane: self.by_lane,
         }
     }
@@ -121,7 +161,7 @@ pub(crate) enum OutLeaf<'a> {
     Lanes(LaneRows<'a>),
     /// A branch condition: the active lanes sent to the two sides of the branch (or the
     /// stand-in dense column of `bool`s, row `k` for the `k`-th active lane).
-    Split(&'a mut Column, SplitLanes<'a>),
+    Split(StandIn<'a>, SplitLanes<'a>),
 }
 
 /// Where a branch condition's kernel sends the active lanes ([`ScalarsOut::split`]): the lanes
@@ -153,8 +193,8 @@ impl<'a> OutLeaf<'a> {
     fn into_dense(self) -> Result<&'a mut Column, Self> {
         match self {
             OutLeaf::Dense(c) => Ok(c),
-            OutLeaf::Lanes(rows) => Ok(rows.dense),
-            OutLeaf::Split(c, _) => Ok(c),
+            OutLeaf::Lanes(rows) => Ok(rows.dense.into_column()),
+            OutLeaf::Split(c, _) => Ok(c.into_column()),
             other => Err(other),
         }
     }
@@ -165,7 +205,7 @@ impl<'a> OutLeaf<'a> {
             OutLeaf::Dense(c) => OutLeaf::Dense(c),
             OutLeaf::Fresh(f) => OutLeaf::Fresh(f.reborrow()),
             OutLeaf::Lanes(rows) => OutLeaf::Lanes(rows.reborrow()),
-            OutLeaf::Split(c, lists) => OutLeaf::Split(c, lists.reborrow()),
+            OutLeaf::Split(c, lists) => OutLeaf::Split(c.reborrow(), lists.reborrow()),
         }
     }
 }
@@ -180,6 +220,9 @@ pub struct ScalarsOut<'a, T> {
     by_lane: bool,
     /// A branch condition's lane lists, which [`split`](Self::split) fills instead.
     split: Option<SplitLanes<'a>>,
+    /// A branch condition's stand-in column, not yet sized (`len` is zero meanwhile): sized
+    /// and written from the first [`set`](Self::set) on, if the kernel writes by position.
+    stand_in: Option<StandIn<'a>>,
     rows: PhantomData<&'a mut [T]>,
 }
 
@@ -191,6 +234,7 @@ impl<'a, T: Element> ScalarsOut<'a, T> {
             data: NonNull::from(data).cast(),
             by_lane: false,
             split: None,
+            stand_in: None,
             rows: PhantomData,
         }
     }
@@ -200,12 +244,28 @@ impl<'a, T: Element> ScalarsOut<'a, T> {
     pub fn set(&mut self, k: usize, lane: usize, value: T) {
         let row = if self.by_lane { lane } else { k };
         if row >= self.len {
-            out_of_rows(row, self.len);
+            self.size_stand_in(row);
         }
         // SAFETY: `row` is within the `len` elements from `data`, which this value may write
         // (a dense column borrowed for `'a`, or storage's rows under `LaneRows`' guarantee:
         // read meanwhile only by value, through the same kind of pointer).
         unsafe { self.data.as_ptr().add(row).write(value) }
+    }
+
+    /// Before the first write by position into a branch condition's stand-in column: sizes
+    /// the column and writes into it from then on. Panics if `row` is still past the rows.
+    #[cold]
+    #[inline(never)]
+    fn size_stand_in(&mut self, row: usize) {
+        if let Some(stand_in) = self.stand_in.take() {
+            if let Some(data) = stand_in.into_column().as_slice_mut::<T>() {
+                self.len = data.len();
+                self.data = NonNull::from(data).cast();
+            }
+        }
+        if row >= self.len {
+            out_of_rows(row, self.len);
+        }
     }
 }
 
@@ -379,8 +439,8 @@ impl<'a> LaneOutputs<'a> {
     pub fn column(&mut self, i: usize) -> Result<&mut Column, KernelError> {
         match self.leaves.get_mut(i) {
             Some(OutLeaf::Dense(c)) => Ok(c),
-            Some(OutLeaf::Lanes(rows)) => Ok(rows.dense),
-            Some(OutLeaf::Split(c, _)) => Ok(c),
+            Some(OutLeaf::Lanes(rows)) => Ok(rows.dense.column()),
+            Some(OutLeaf::Split(c, _)) => Ok(c.column()),
             Some(OutLeaf::Fresh(_)) => Err(KernelError::whole(format!(
                 "kernel output {i} is written in place; write it with `vectors`"
             ))),
@@ -442,13 +502,25 @@ impl<'a> OutputLeaf<'a> {
                     len,
                     by_lane: true,
                     split: None,
+                    stand_in: None,
                     rows: PhantomData,
                 })
             }
-            OutLeaf::Split(c, lists) => Ok(ScalarsOut {
-                split: Some(lists),
-                ..ScalarsOut::by_position(typed_mut::<T>(c, None)?)
-            }),
+            // Sized at the first write by position: a kernel that splits never sizes it.
+            OutLeaf::Split(c, lists) => match c.column.dtype() {
+                dtype if dtype != T::DTYPE => Err(KernelError::whole(format!(
+                    "kernel output is {dtype}, expected {}",
+                    T::DTYPE
+                ))),
+                _ => Ok(ScalarsOut {
+                    data: NonNull::dangling(),
+                    len: 0,
+                    by_lane: false,
+                    split: Some(lists),
+                    stand_in: Some(c),
+                    rows: PhantomData,
+                }),
+            },
             other => Ok(ScalarsOut::by_position(OutputLeaf(other).slice::<T>()?)),
         }
     }
@@ -531,9 +603,10 @@ mod tests {
     fn scalars_write_by_lane_into_storage_or_by_position_into_the_column() {
         let lanes = [1usize, 3];
         let mut storage = Column::zeros(DType::I64, 4, 1);
-        let mut stand_in = Column::zeros(DType::I64, 2, 1);
-        let wrote = Cell::new(false);
-        let rows = LaneRows::new(NonNull::from(&mut storage), &mut stand_in, &wrote);
+        let mut stand_in = Column::zeros(DType::I64, 0, 1);
+        let (wrote, asked) = (Cell::new(false), Cell::new(false));
+        let stand = StandIn::new(&mut stand_in, lanes.len(), &asked);
+        let rows = LaneRows::new(NonNull::from(&mut storage), stand, &wrote);
         let mut outs = LaneOutputs::from_leaves([OutLeaf::Lanes(rows)].into_iter().collect());
         assert!(outs.scalars::<f64>(0).is_err());
         let mut out = outs.scalars::<i64>(0).unwrap();
@@ -541,9 +614,9 @@ mod tests {
             out.set(k, lane, 10 + k as i64);
         }
         drop(outs);
-        assert!(wrote.get());
+        assert!(wrote.get() && !asked.get());
         assert_eq!(storage.as_slice::<i64>(), Some(&[0, 10, 0, 11][..]));
-        assert_eq!(stand_in.as_slice::<i64>(), Some(&[0, 0][..]));
+        assert_eq!(stand_in.as_slice::<i64>(), Some(&[][..]), "not sized");
 
         let mut dense = [Column::zeros(DType::I64, 2, 1)];
         {
@@ -566,8 +639,8 @@ mod tests {
         let lanes = [0usize, 2, 3, 5, 6];
         let progress = Cell::new(0);
         let (mut yes, mut no) = (vec![9], vec![9, 9]);
-        let used = Cell::new(false);
-        let mut stand_in = Column::zeros(DType::Bool, lanes.len(), 1);
+        let (used, asked) = (Cell::new(false), Cell::new(false));
+        let mut stand_in = Column::zeros(DType::Bool, 1, 1);
         let lists = SplitLanes {
             lanes: &lanes,
             progress: &progress,
@@ -575,8 +648,9 @@ mod tests {
             no: &mut no,
             used: &used,
         };
+        let stand = StandIn::new(&mut stand_in, lanes.len(), &asked);
         let mut outs =
-            LaneOutputs::from_leaves([OutLeaf::Split(&mut stand_in, lists)].into_iter().collect());
+            LaneOutputs::from_leaves([OutLeaf::Split(stand, lists)].into_iter().collect());
         assert!(outs.scalars::<i64>(0).is_err());
         assert!(outs.scalars::<u8>(0).is_err());
         let mut out = outs.scalars::<bool>(0).unwrap();
@@ -586,6 +660,31 @@ mod tests {
         assert!(used.get());
         assert_eq!((yes, no), (vec![0, 3, 6], vec![2, 5]));
         assert_eq!(progress.get(), lanes.len() - 1);
+        // A kernel that splits never sizes the stand-in column.
+        assert!(!asked.get());
+        assert_eq!(stand_in.rows(), 1);
+
+        // One that writes by position sizes it at its first write, to a row per lane.
+        let (mut yes, mut no) = (Vec::new(), Vec::new());
+        let lists = SplitLanes {
+            lanes: &lanes,
+            progress: &progress,
+            yes: &mut yes,
+            no: &mut no,
+            used: &used,
+        };
+        used.set(false);
+        let stand = StandIn::new(&mut stand_in, lanes.len(), &asked);
+        let mut outs =
+            LaneOutputs::from_leaves([OutLeaf::Split(stand, lists)].into_iter().collect());
+        let mut out = outs.scalars::<bool>(0).unwrap();
+        for (k, &lane) in lanes.iter().enumerate() {
+            out.set(k, lane, k % 2 == 0);
+        }
+        drop(outs);
+        assert!(asked.get() && !used.get());
+        let written = [true, false, true, false, true];
+        assert_eq!(stand_in.as_slice::<bool>(), Some(&written[..]));
 
         let mut dense = [Column::zeros(DType::Bool, 2, 1)];
         let mut outs = LaneOutputs::new(&mut dense);
