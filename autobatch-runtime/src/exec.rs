@@ -23,14 +23,20 @@ use std::borrow::Cow;
 use std::cell::Cell;
 use std::ptr::NonNull;
 
-use layout::{Layout, Layouts, Write};
+use layout::{Layout, Layouts, Place, Write};
 
 /// The lane lists of a branch's two sides (its first target's, then its second's).
 pub(crate) type Sides<'a> = (&'a mut Vec<usize>, &'a mut Vec<usize>);
 
-/// Per output leaf of a lane-wise kernel call: whether the kernel wrote it by lane, and whether
-/// it asked for the leaf's stand-in column.
-type LeafFlags = (Cell<bool>, Cell<bool>);
+/// One output leaf of a lane-wise kernel call.
+struct LeafCall {
+    /// Storage's rows, if the kernel may write them by lane.
+    target: Option<NonNull<Column>>,
+    /// Whether the kernel wrote them so.
+    wrote: Cell<bool>,
+    /// Whether it asked for the leaf's stand-in column.
+    asked: Cell<bool>,
+}
 
 /// Inputs a kernel reads from rows set aside rather than from storage, by variable (see
 /// [`Exec::run_reading`]).
@@ -357,21 +363,20 @@ impl<'p> Exec<'p> {
                 .alloc_fresh(leaves * n, &mut fresh, v, block, lanes)?;
         }
         let view = self.storage.arena_view();
-        // The rows of the leaves writable by lane, and whether the kernel wrote them so.
-        let mut targets: SmallVec<[Option<NonNull<Column>>; 16]> = SmallVec::new();
-        let mut writes = layout.writes.iter();
-        for &v in &op.outs {
-            for leaf in 0..self.storage.types(v).len() {
-                let by_lane = writes.next() == Some(&Write::ByLane);
-                let rows = by_lane.then(|| self.storage.lane_rows(v, leaf));
-                targets.push(rows.flatten());
-            }
-        }
-        // Per leaf: written by lane, and its stand-in column asked for. Pushed one by one: a
-        // handful of leaves, where `collect`'s reserve costs more.
-        let mut flags: SmallVec<[LeafFlags; 16]> = SmallVec::new();
-        for _ in 0..targets.len() {
-            flags.push((Cell::new(false), Cell::new(false)));
+        // Per leaf: the rows writable by lane, whether the kernel wrote them so and whether it
+        // asked for the stand-in column. Pushed one by one: a handful of leaves, where
+        // `collect`'s reserve costs more.
+        let mut calls: SmallVec<[LeafCall; 8]> = SmallVec::new();
+        for (place, &write) in layout.places.iter().zip(&layout.writes) {
+            let target = match write {
+                Write::ByLane => self.storage.lane_rows(place.var, place.leaf),
+                _ => None,
+            };
+            calls.push(LeafCall {
+                target,
+                wrote: Cell::new(false),
+                asked: Cell::new(false),
+            });
         }
         let progress = Cell::new(0usize);
         let used = Cell::new(false);
@@ -398,8 +403,8 @@ impl<'p> Exec<'p> {
             let mut stand = stand_ins.iter_mut();
             let mut rows = fresh.chunks_exact(n.max(1));
             let mut outs = LaneOutputs::from_leaves(SmallVec::new());
-            let each = (layout.writes.iter()).zip(targets.iter().zip(&flags));
-            for (i, (&write, (&target, (wrote, asked)))) in each.enumerate() {
+            for (i, (&write, call)) in layout.writes.iter().zip(&calls).enumerate() {
+                let (target, wrote, asked) = (call.target, &call.wrote, &call.asked);
                 let split = split_lists.take_if(|_| split_leaf == Some(i));
                 // A branch condition: the kernel may split the lanes by it.
                 let split = |c| {
@@ -448,7 +453,7 @@ impl<'p> Exec<'p> {
             None => self.check_lane_wise(
                 (op, &layout),
                 (&columns, &mut stand_ins),
-                (&flags, unwritten),
+                (&calls, unwritten),
                 n,
                 block,
             ),
@@ -463,29 +468,34 @@ impl<'p> Exec<'p> {
         let mut dense = columns.iter();
         let mut stand = stand_ins.iter();
         let mut rows = fresh.chunks_exact(n.max(1));
-        let mut leaves = layout.writes.iter().zip(&flags).enumerate();
-        for (&v, &pushed) in op.outs.iter().zip(&layout.pushed) {
-            if !self.storage.is_null(v) && !op.is_in_place(v) && !pushed {
+        let mut leaves = (layout.writes.iter()).zip(&calls).zip(&layout.places);
+        let mut leaves = leaves.by_ref().peekable();
+        let mut i = 0;
+        for (&v, &push) in op.outs.iter().zip(&layout.push_after) {
+            if push {
                 self.storage.push(v, lanes, block)?;
             }
             let mut split_by = false;
-            for leaf in 0..self.storage.types(v).len() {
-                let Some((i, (&write, (wrote, _)))) = leaves.next() else {
-                    break;
-                };
+            // This output's leaves: numbered from zero.
+            let mut next = 0;
+            while let Some(((&write, call), place)) = leaves
+                .next_if(|((_, _), p): &((&Write, &LeafCall), &Place)| p.var == v && p.leaf == next)
+            {
+                next += 1;
                 split_by |= unwritten == Some(i);
                 let column = match write {
                     Write::Fresh => {
                         let handles = rows.next().unwrap_or(&[]);
-                        self.storage.install(v, leaf, lanes, handles);
-                        continue;
+                        self.storage.install(v, place.leaf, lanes, handles);
+                        None
                     }
                     Write::ByLane => stand.next(),
                     Write::Dense => dense.next(),
                 };
-                if let Some(c) = column.filter(|_| !wrote.get() && unwritten != Some(i)) {
-                    self.storage.scatter(v, leaf, lanes, c, block)?;
+                if let Some(c) = column.filter(|_| !call.wrote.get() && unwritten != Some(i)) {
+                    self.storage.scatter(v, place.leaf, lanes, c, block)?;
                 }
+                i += 1;
             }
             if !split_by {
                 self.storage.mark_written(v, lanes);
@@ -507,20 +517,19 @@ impl<'p> Exec<'p> {
         &self,
         (op, layout): (&PrimOp, &Layout),
         (columns, stand_ins): (&[Column], &mut [Column]),
-        (flags, unwritten): (&[LeafFlags], Option<usize>),
+        (calls, unwritten): (&[LeafCall], Option<usize>),
         rows: usize,
         block: Block,
     ) -> Result<()> {
         let (mut dense, mut stand) = (columns.iter(), stand_ins.iter_mut());
-        let types = op.outs.iter().flat_map(|&v| self.storage.types(v));
-        let leaves = layout.writes.iter().zip(flags).zip(types).enumerate();
-        for (i, ((&write, (wrote, asked)), ty)) in leaves {
+        let leaves = layout.writes.iter().zip(calls).zip(&layout.places);
+        for (i, ((&write, call), place)) in leaves.enumerate() {
             let column = match write {
                 Write::Fresh => continue,
                 Write::Dense => dense.next(),
                 Write::ByLane => match stand.next() {
-                    _ if wrote.get() || unwritten == Some(i) => continue,
-                    Some(c) if !asked.get() => {
+                    _ if call.wrote.get() || unwritten == Some(i) => continue,
+                    Some(c) if !call.asked.get() => {
                         c.resize_to(rows);
                         Some(&*c)
                     }
@@ -528,7 +537,7 @@ impl<'p> Exec<'p> {
                 },
             };
             if let Some(c) = column {
-                self.check_column(op, (i, c, ty), rows, block)?;
+                self.check_column(op, (i, c, &place.ty), rows, block)?;
             }
         }
         Ok(())

@@ -26,6 +26,17 @@ pub(super) enum Write {
     Dense,
 }
 
+/// Where one output leaf of a lane-wise op is in storage.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Place {
+    /// Its variable.
+    pub(super) var: Var,
+    /// Its index among the variable's leaves.
+    pub(super) leaf: usize,
+    /// Its type.
+    pub(super) ty: TensorType,
+}
+
 /// The output leaves of one lane-wise op, as [`Layout::of`] decides them.
 #[derive(Debug)]
 pub(super) struct Layout {
@@ -41,8 +52,13 @@ pub(super) struct Layout {
     pub(super) stand_ins: RefCell<Vec<Column>>,
     /// The (variable, leaf) pairs written by lane that the kernel also reads (by value only).
     pub(super) aliased: SmallVec<[(Var, usize); 4]>,
+    /// Per output leaf, over all outputs in order: where it is in storage.
+    pub(super) places: SmallVec<[Place; 8]>,
     /// Per output variable: pushed before the kernel runs (it may write its rows by lane).
     pub(super) pushed: SmallVec<[bool; 8]>,
+    /// Per output variable: pushed after the kernel runs (it has storage, is not written in
+    /// place, and was not pushed before).
+    pub(super) push_after: SmallVec<[bool; 8]>,
     /// How many leaves are written into fresh arena rows, and the output named if allocating
     /// them passes the memory budget (the first with arena rows); `None` if there are none.
     pub(super) fresh: Option<(usize, Var)>,
@@ -57,7 +73,9 @@ impl Layout {
             dense_types: SmallVec::new(),
             stand_ins: RefCell::default(),
             aliased: SmallVec::new(),
+            places: SmallVec::new(),
             pushed: SmallVec::new(),
+            push_after: SmallVec::new(),
             fresh: None,
         };
         let mut fresh_leaves = 0;
@@ -67,6 +85,11 @@ impl Layout {
             let leaves = storage.leaves(v);
             let mut by_lane = false;
             for (i, t) in storage.types(v).iter().enumerate() {
+                layout.places.push(Place {
+                    var: v,
+                    leaf: i,
+                    ty: *t,
+                });
                 let leaf = leaves.get(i);
                 let write = if leaf.is_some_and(Leaf::is_shared) {
                     fresh_leaves += 1;
@@ -93,7 +116,9 @@ impl Layout {
                 by_lane |= write == Write::ByLane;
                 layout.writes.push(write);
             }
-            layout.pushed.push(by_lane && !op.is_in_place(v));
+            let pushed = by_lane && !op.is_in_place(v);
+            layout.pushed.push(pushed);
+            (layout.push_after).push(!storage.is_null(v) && !op.is_in_place(v) && !pushed);
         }
         layout
     }
@@ -196,11 +221,14 @@ mod tests {
         assert_eq!(in_place.writes.as_slice(), [Write::ByLane]);
         assert_eq!(in_place.aliased.as_slice(), [(n, 0)]);
         assert_eq!(in_place.pushed.as_slice(), [true]);
+        // Pushed before the kernel writes by lane, so not again after it.
+        assert_eq!(in_place.push_after.as_slice(), [false]);
         assert_eq!(in_place.fresh, None);
         let copied = Layout::of(ops[0], false, &storage);
         assert_eq!(copied.writes.as_slice(), [Write::Dense]);
         assert!(copied.aliased.is_empty() && copied.pushed.as_slice() == [false]);
         assert_eq!(copied.dense_types.len(), 1);
+        assert_eq!(copied.push_after.as_slice(), [true]);
         assert!(copied.stand_ins.borrow().is_empty());
         let mixed = Layout::of(ops[1], false, &storage);
         let (v, t) = (ops[1].outs[0], ops[1].outs[1]);
@@ -211,6 +239,14 @@ mod tests {
         assert_eq!(mixed.stand_ins.borrow().len(), 2);
         assert_eq!(mixed.fresh, Some((1, v)));
         assert_eq!(mixed.pushed.as_slice(), [false, true]);
+        assert_eq!(mixed.push_after.as_slice(), [true, false]);
+        // Each leaf's variable and its index there, in order.
+        let places: Vec<_> = (mixed.places.iter()).map(|p| (p.var, p.leaf)).collect();
+        assert_eq!(places, [(v, 0), (t, 0), (t, 1)]);
+        assert_eq!(
+            mixed.places[2].ty,
+            TensorType::scalar(autobatch_ir::DType::Bool)
+        );
         assert!(mixed.aliased.is_empty(), "{t:?} is no input");
         // A kernel run for its effect alone writes nothing.
         let effect = Layout::of(ops[2], false, &storage);
