@@ -367,8 +367,8 @@ impl<'p> Exec<'p> {
         // asked for the stand-in column. Pushed one by one: a handful of leaves, where
         // `collect`'s reserve costs more.
         let mut calls: SmallVec<[LeafCall; 8]> = SmallVec::new();
-        for (place, &write) in layout.places.iter().zip(&layout.writes) {
-            let target = match write {
+        for place in &layout.places {
+            let target = match place.write {
                 Write::ByLane => self.storage.lane_rows(place.var, place.leaf),
                 _ => None,
             };
@@ -403,7 +403,7 @@ impl<'p> Exec<'p> {
             let mut stand = stand_ins.iter_mut();
             let mut rows = fresh.chunks_exact(n.max(1));
             let mut outs = LaneOutputs::from_leaves(SmallVec::new());
-            for (i, (&write, call)) in layout.writes.iter().zip(&calls).enumerate() {
+            for (i, (place, call)) in layout.places.iter().zip(&calls).enumerate() {
                 let (target, wrote, asked) = (call.target, &call.wrote, &call.asked);
                 let split = split_lists.take_if(|_| split_leaf == Some(i));
                 // A branch condition: the kernel may split the lanes by it.
@@ -419,7 +419,7 @@ impl<'p> Exec<'p> {
                         OutLeaf::Split(StandIn::new(c, n, asked), lists)
                     })
                 };
-                let next = match write {
+                let next = match place.write {
                     Write::Fresh => rows
                         .next()
                         .map(|handles| OutLeaf::Fresh(FreshRows::new(view, handles))),
@@ -468,8 +468,7 @@ impl<'p> Exec<'p> {
         let mut dense = columns.iter();
         let mut stand = stand_ins.iter();
         let mut rows = fresh.chunks_exact(n.max(1));
-        let mut leaves = (layout.writes.iter()).zip(&calls).zip(&layout.places);
-        let mut leaves = leaves.by_ref().peekable();
+        let mut leaves = layout.places.iter().zip(&calls).peekable();
         let mut i = 0;
         for (&v, &push) in op.outs.iter().zip(&layout.push_after) {
             if push {
@@ -478,12 +477,12 @@ impl<'p> Exec<'p> {
             let mut split_by = false;
             // This output's leaves: numbered from zero.
             let mut next = 0;
-            while let Some(((&write, call), place)) = leaves
-                .next_if(|((_, _), p): &((&Write, &LeafCall), &Place)| p.var == v && p.leaf == next)
+            while let Some((place, call)) =
+                leaves.next_if(|(p, _): &(&Place, &LeafCall)| p.var == v && p.leaf == next)
             {
                 next += 1;
                 split_by |= unwritten == Some(i);
-                let column = match write {
+                let column = match place.write {
                     Write::Fresh => {
                         let handles = rows.next().unwrap_or(&[]);
                         self.storage.install(v, place.leaf, lanes, handles);
@@ -522,9 +521,8 @@ impl<'p> Exec<'p> {
         block: Block,
     ) -> Result<()> {
         let (mut dense, mut stand) = (columns.iter(), stand_ins.iter_mut());
-        let leaves = layout.writes.iter().zip(calls).zip(&layout.places);
-        for (i, ((&write, call), place)) in leaves.enumerate() {
-            let column = match write {
+        for (i, (place, call)) in layout.places.iter().zip(calls).enumerate() {
+            let column = match place.write {
                 Write::Fresh => continue,
                 Write::Dense => dense.next(),
                 Write::ByLane => match stand.next() {

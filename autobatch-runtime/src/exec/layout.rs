@@ -26,9 +26,11 @@ pub(super) enum Write {
     Dense,
 }
 
-/// Where one output leaf of a lane-wise op is in storage.
+/// Where one output leaf of a lane-wise op is in storage, and how it is written.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Place {
+    /// How it is written.
+    pub(super) write: Write,
     /// Its variable.
     pub(super) var: Var,
     /// Its index among the variable's leaves.
@@ -40,8 +42,6 @@ pub(super) struct Place {
 /// The output leaves of one lane-wise op, as [`Layout::of`] decides them.
 #[derive(Debug)]
 pub(super) struct Layout {
-    /// Per output leaf, over all outputs in order.
-    pub(super) writes: SmallVec<[Write; 16]>,
     /// The types of the leaves written into a dense column from the pool (`Write::Dense`), in
     /// order.
     pub(super) dense_types: SmallVec<[TensorType; 16]>,
@@ -52,7 +52,8 @@ pub(super) struct Layout {
     pub(super) stand_ins: RefCell<Vec<Column>>,
     /// The (variable, leaf) pairs written by lane that the kernel also reads (by value only).
     pub(super) aliased: SmallVec<[(Var, usize); 4]>,
-    /// Per output leaf, over all outputs in order: where it is in storage.
+    /// Per output leaf, over all outputs in order: where it is in storage and how it is
+    /// written.
     pub(super) places: SmallVec<[Place; 8]>,
     /// Per output variable: pushed before the kernel runs (it may write its rows by lane).
     pub(super) pushed: SmallVec<[bool; 8]>,
@@ -69,7 +70,6 @@ impl Layout {
     /// writes its outputs if `reads_first`.
     pub(super) fn of(op: &PrimOp, reads_first: bool, storage: &Storage<'_>) -> Layout {
         let mut layout = Layout {
-            writes: SmallVec::new(),
             dense_types: SmallVec::new(),
             stand_ins: RefCell::default(),
             aliased: SmallVec::new(),
@@ -85,11 +85,6 @@ impl Layout {
             let leaves = storage.leaves(v);
             let mut by_lane = false;
             for (i, t) in storage.types(v).iter().enumerate() {
-                layout.places.push(Place {
-                    var: v,
-                    leaf: i,
-                    ty: *t,
-                });
                 let leaf = leaves.get(i);
                 let write = if leaf.is_some_and(Leaf::is_shared) {
                     fresh_leaves += 1;
@@ -114,7 +109,12 @@ impl Layout {
                     }
                 };
                 by_lane |= write == Write::ByLane;
-                layout.writes.push(write);
+                layout.places.push(Place {
+                    write,
+                    var: v,
+                    leaf: i,
+                    ty: *t,
+                });
             }
             let pushed = by_lane && !op.is_in_place(v);
             layout.pushed.push(pushed);
@@ -208,6 +208,11 @@ mod tests {
             .collect()
     }
 
+    /// How each output leaf is written, in order.
+    fn writes(layout: &Layout) -> Vec<Write> {
+        layout.places.iter().map(|p| p.write).collect()
+    }
+
     /// An input the kernel also writes is offered by lane only to a kernel that reads a lane's
     /// inputs first (then it is read by value); vector leaves take fresh rows, leaves offered
     /// by lane a stand-in column each, the others a dense column from the pool.
@@ -218,22 +223,22 @@ mod tests {
         let ops = prims(&program);
         let n = ops[0].outs[0];
         let in_place = Layout::of(ops[0], true, &storage);
-        assert_eq!(in_place.writes.as_slice(), [Write::ByLane]);
+        assert_eq!(writes(&in_place), [Write::ByLane]);
         assert_eq!(in_place.aliased.as_slice(), [(n, 0)]);
         assert_eq!(in_place.pushed.as_slice(), [true]);
         // Pushed before the kernel writes by lane, so not again after it.
         assert_eq!(in_place.push_after.as_slice(), [false]);
         assert_eq!(in_place.fresh, None);
         let copied = Layout::of(ops[0], false, &storage);
-        assert_eq!(copied.writes.as_slice(), [Write::Dense]);
+        assert_eq!(writes(&copied), [Write::Dense]);
         assert!(copied.aliased.is_empty() && copied.pushed.as_slice() == [false]);
         assert_eq!(copied.dense_types.len(), 1);
         assert_eq!(copied.push_after.as_slice(), [true]);
         assert!(copied.stand_ins.borrow().is_empty());
         let mixed = Layout::of(ops[1], false, &storage);
         let (v, t) = (ops[1].outs[0], ops[1].outs[1]);
-        let writes = [Write::Fresh, Write::ByLane, Write::ByLane];
-        assert_eq!(mixed.writes.as_slice(), writes);
+        let expected = [Write::Fresh, Write::ByLane, Write::ByLane];
+        assert_eq!(writes(&mixed), expected);
         // Leaves offered by lane have stand-ins of their own, not pool columns.
         assert!(mixed.dense_types.is_empty());
         assert_eq!(mixed.stand_ins.borrow().len(), 2);
@@ -250,7 +255,7 @@ mod tests {
         assert!(mixed.aliased.is_empty(), "{t:?} is no input");
         // A kernel run for its effect alone writes nothing.
         let effect = Layout::of(ops[2], false, &storage);
-        assert!(effect.writes.is_empty() && effect.pushed.is_empty());
+        assert!(effect.places.is_empty() && effect.pushed.is_empty());
         assert_eq!(effect.fresh, None);
     }
 
@@ -266,6 +271,6 @@ mod tests {
         assert!(Rc::ptr_eq(&first, &again));
         let other = layouts.get(ops[1], false, &storage);
         assert!(!Rc::ptr_eq(&first, &other));
-        assert_eq!(other.writes.len(), 3);
+        assert_eq!(other.places.len(), 3);
     }
 }
