@@ -630,6 +630,26 @@ mod tests {
         assert_eq!(dense[0].as_slice::<i64>(), Some(&[20, 21][..]));
     }
 
+    /// Outputs of one branch condition's leaf over `lanes`: its lane lists, whether the kernel
+    /// split by it (`used`) and whether it sized its stand-in column (`asked`).
+    fn condition<'a>(
+        lanes: &'a [usize],
+        progress: &'a Cell<usize>,
+        (yes, no): (&'a mut Vec<usize>, &'a mut Vec<usize>),
+        (used, asked): (&'a Cell<bool>, &'a Cell<bool>),
+        stand_in: &'a mut Column,
+    ) -> LaneOutputs<'a> {
+        let lists = SplitLanes {
+            lanes,
+            progress,
+            yes,
+            no,
+            used,
+        };
+        let stand = StandIn::new(stand_in, lanes.len(), asked);
+        LaneOutputs::from_leaves([OutLeaf::Split(stand, lists)].into_iter().collect())
+    }
+
     /// A branch condition's leaf splits the lanes in order (`yes` holds the lanes whose
     /// condition holds) and says so; only a `bool` writer splits, and a leaf that is no
     /// branch condition offers no split; a kernel that does not split writes the stand-in
@@ -641,16 +661,8 @@ mod tests {
         let (mut yes, mut no) = (vec![9], vec![9, 9]);
         let (used, asked) = (Cell::new(false), Cell::new(false));
         let mut stand_in = Column::zeros(DType::Bool, 1, 1);
-        let lists = SplitLanes {
-            lanes: &lanes,
-            progress: &progress,
-            yes: &mut yes,
-            no: &mut no,
-            used: &used,
-        };
-        let stand = StandIn::new(&mut stand_in, lanes.len(), &asked);
-        let mut outs =
-            LaneOutputs::from_leaves([OutLeaf::Split(stand, lists)].into_iter().collect());
+        let flags = (&used, &asked);
+        let mut outs = condition(&lanes, &progress, (&mut yes, &mut no), flags, &mut stand_in);
         assert!(outs.scalars::<i64>(0).is_err());
         assert!(outs.scalars::<u8>(0).is_err());
         let mut out = outs.scalars::<bool>(0).unwrap();
@@ -666,17 +678,9 @@ mod tests {
 
         // One that writes by position sizes it at its first write, to a row per lane.
         let (mut yes, mut no) = (Vec::new(), Vec::new());
-        let lists = SplitLanes {
-            lanes: &lanes,
-            progress: &progress,
-            yes: &mut yes,
-            no: &mut no,
-            used: &used,
-        };
         used.set(false);
-        let stand = StandIn::new(&mut stand_in, lanes.len(), &asked);
-        let mut outs =
-            LaneOutputs::from_leaves([OutLeaf::Split(stand, lists)].into_iter().collect());
+        let flags = (&used, &asked);
+        let mut outs = condition(&lanes, &progress, (&mut yes, &mut no), flags, &mut stand_in);
         let mut out = outs.scalars::<bool>(0).unwrap();
         for (k, &lane) in lanes.iter().enumerate() {
             out.set(k, lane, k % 2 == 0);
