@@ -405,37 +405,36 @@ impl<'p> Exec<'p> {
             let mut outs = LaneOutputs::from_leaves(SmallVec::new());
             for (i, (place, call)) in layout.places.iter().zip(&calls).enumerate() {
                 let (target, wrote, asked) = (call.target, &call.wrote, &call.asked);
-                let split = split_lists.take_if(|_| split_leaf == Some(i));
                 // A branch condition: the kernel may split the lanes by it.
-                let split = |c| {
-                    split.map(|(yes, no)| {
-                        let lists = SplitLanes {
-                            lanes,
-                            progress: &progress,
-                            yes,
-                            no,
-                            used: &used,
-                        };
-                        OutLeaf::Split(StandIn::new(c, n, asked), lists)
-                    })
+                let split = split_lists.take_if(|_| split_leaf == Some(i));
+                let condition = |c, (yes, no)| {
+                    let lists = SplitLanes {
+                        lanes,
+                        progress: &progress,
+                        yes,
+                        no,
+                        used: &used,
+                    };
+                    OutLeaf::Split(c, lists)
                 };
                 let next = match place.write {
                     Write::Fresh => rows
                         .next()
                         .map(|handles| OutLeaf::Fresh(FreshRows::new(view, handles))),
-                    Write::ByLane => stand.next().map(|c| match target {
-                        _ if split_leaf == Some(i) => split(c).expect("the split leaf's lists"),
-                        // The rows belong to an output that is no other output leaf and
-                        // no input, or an input read by value only (`by_lane`,
-                        // `LeafView::InPlace`), and storage is only read meanwhile.
-                        Some(rows) => {
-                            OutLeaf::Lanes(LaneRows::new(rows, StandIn::new(c, n, asked), wrote))
+                    Write::ByLane => stand.next().map(|c| {
+                        let c = StandIn::new(c, n, asked);
+                        match (split, target) {
+                            (Some(sides), _) => condition(c, sides),
+                            // The rows belong to an output that is no other output leaf and
+                            // no input, or an input read by value only (`by_lane`,
+                            // `LeafView::InPlace`), and storage is only read meanwhile.
+                            (None, Some(rows)) => OutLeaf::Lanes(LaneRows::new(rows, c, wrote)),
+                            (None, None) => OutLeaf::Dense(c.into_column()),
                         }
-                        None => OutLeaf::Dense(StandIn::new(c, n, asked).into_column()),
                     }),
-                    Write::Dense => dense.next().map(|c| match split_leaf == Some(i) {
-                        true => split(c).expect("the split leaf's lists"),
-                        false => OutLeaf::Dense(c),
+                    Write::Dense => dense.next().map(|c| match split {
+                        Some(sides) => condition(StandIn::new(c, n, asked), sides),
+                        None => OutLeaf::Dense(c),
                     }),
                 };
                 // With no lanes there are no fresh rows: an empty leaf stands in.
