@@ -38,6 +38,15 @@ struct LeafCall {
     asked: Cell<bool>,
 }
 
+impl LeafCall {
+    /// Whether the call's dense column of output leaf `i` is scattered into storage after the
+    /// kernel: the kernel wrote the leaf neither by lane nor (`split`, the leaf it split the
+    /// lanes by, if any) by splitting the lanes.
+    fn scattered(&self, i: usize, split: Option<usize>) -> bool {
+        !self.wrote.get() && split != Some(i)
+    }
+}
+
 /// Inputs a kernel reads from rows set aside rather than from storage, by variable (see
 /// [`Exec::run_reading`]).
 pub(crate) type AsideInputs<'a> = &'a [(Var, &'a [Leaf])];
@@ -490,7 +499,7 @@ impl<'p> Exec<'p> {
                     Write::ByLane => stand.next(),
                     Write::Dense => dense.next(),
                 };
-                if let Some(c) = column.filter(|_| !call.wrote.get() && unwritten != Some(i)) {
+                if let Some(c) = column.filter(|_| call.scattered(i, unwritten)) {
                     self.storage.scatter(v, place.leaf, lanes, c, block)?;
                 }
                 i += 1;
@@ -508,9 +517,9 @@ impl<'p> Exec<'p> {
     }
 
     /// Checks the dense columns a lane-wise kernel call left to scatter (see
-    /// [`check_column`](Self::check_column)): the pool's, and the stand-ins of leaves it wrote
-    /// neither by lane nor by splitting the lanes (one it did not ask for is sized first: a
-    /// kernel that wrote nothing there leaves what the column held).
+    /// [`LeafCall::scattered`] and [`check_column`](Self::check_column)), the pool's and the
+    /// stand-ins (a stand-in the kernel did not ask for is sized first: a kernel that wrote
+    /// nothing there leaves what the column held).
     fn check_lane_wise(
         &self,
         (op, layout): (&PrimOp, &Layout),
@@ -521,19 +530,18 @@ impl<'p> Exec<'p> {
     ) -> Result<()> {
         let (mut dense, mut stand) = (columns.iter(), stand_ins.iter_mut());
         for (i, (place, call)) in layout.places.iter().zip(calls).enumerate() {
+            let scattered = call.scattered(i, unwritten);
             let column = match place.write {
-                Write::Fresh => continue,
+                Write::Fresh => None,
                 Write::Dense => dense.next(),
-                Write::ByLane => match stand.next() {
-                    _ if call.wrote.get() || unwritten == Some(i) => continue,
-                    Some(c) if !call.asked.get() => {
+                Write::ByLane => stand.next().map(|c| {
+                    if scattered && !call.asked.get() {
                         c.resize_to(rows);
-                        Some(&*c)
                     }
-                    c => c.map(|c| &*c),
-                },
+                    &*c
+                }),
             };
-            if let Some(c) = column {
+            if let Some(c) = column.filter(|_| scattered) {
                 self.check_column(op, (i, c, &place.ty), rows, block)?;
             }
         }

@@ -586,11 +586,6 @@ mod tests {
     use super::*;
     use autobatch_ir::{DType, ProgramBuilder, Type};
 
-    /// The spares an executable keeps now.
-    fn kept(exe: &Executable) -> usize {
-        exe.spares.kept()
-    }
-
     /// A run whose inputs are refused (over its memory budget) leaves the memory an earlier
     /// run kept for the next run, as a finished run does.
     #[test]
@@ -609,7 +604,7 @@ mod tests {
             ..Config::default()
         };
         exe.run(&input, &one_thread).unwrap();
-        assert_eq!(kept(&exe), 1);
+        assert_eq!(exe.spares.kept(), 1);
         let no_memory = Config {
             memory_budget: Some(0),
             ..one_thread
@@ -619,6 +614,6 @@ mod tests {
             matches!(refused, RuntimeError::MemoryBudget { .. }),
             "{refused}"
         );
-        assert_eq!(kept(&exe), 1);
+        assert_eq!(exe.spares.kept(), 1);
     }
 }

@@ -96,9 +96,7 @@ impl<'a> StandIn<'a> {
 
     /// The column, sized for the call.
     fn column(&mut self) -> &mut Column {
-        self.asked.set(true);
-        self.column.resize_to(self.rows);
-        self.column
+        self.reborrow().into_column()
     }
 
     /// [`column`](Self::column), for the rest of the call.
