@@ -23,7 +23,7 @@ use std::borrow::Cow;
 use std::cell::Cell;
 use std::ptr::NonNull;
 
-use layout::{Layout, Layouts, Place, Write};
+use layout::{Layout, Layouts, Push, Write};
 
 /// The lane lists of a branch's two sides (its first target's, then its second's).
 pub(crate) type Sides<'a> = (&'a mut Vec<usize>, &'a mut Vec<usize>);
@@ -352,9 +352,9 @@ impl<'p> Exec<'p> {
     ) -> Result<bool> {
         let n = lanes.len();
         let layout = self.layouts.get(op, reads_first, &self.storage);
-        for (&v, &push) in op.outs.iter().zip(&layout.pushed) {
-            if push {
-                self.storage.push(v, lanes, block)?;
+        if layout.pushes_first {
+            for out in layout.outputs.iter().filter(|o| o.push == Push::Before) {
+                self.storage.push(out.var, lanes, block)?;
             }
         }
         let vector_len = self.storage.vector_len();
@@ -476,19 +476,14 @@ impl<'p> Exec<'p> {
         let mut dense = columns.iter();
         let mut stand = stand_ins.iter();
         let mut rows = fresh.chunks_exact(n.max(1));
-        let mut leaves = layout.places.iter().zip(&calls).peekable();
-        let mut i = 0;
-        for (&v, &push) in op.outs.iter().zip(&layout.push_after) {
-            if push {
+        for out in &layout.outputs {
+            let v = out.var;
+            if out.push == Push::After {
                 self.storage.push(v, lanes, block)?;
             }
             let mut split_by = false;
-            // This output's leaves: numbered from zero.
-            let mut next = 0;
-            while let Some((place, call)) =
-                leaves.next_if(|(p, _): &(&Place, &LeafCall)| p.var == v && p.leaf == next)
-            {
-                next += 1;
+            for i in out.leaves.clone() {
+                let (place, call) = (&layout.places[i], &calls[i]);
                 split_by |= unwritten == Some(i);
                 let column = match place.write {
                     Write::Fresh => {
@@ -502,7 +497,6 @@ impl<'p> Exec<'p> {
                 if let Some(c) = column.filter(|_| call.scattered(i, unwritten)) {
                     self.storage.scatter(v, place.leaf, lanes, c, block)?;
                 }
-                i += 1;
             }
             if !split_by {
                 self.storage.mark_written(v, lanes);
@@ -694,7 +688,9 @@ impl<'p> Exec<'p> {
         Ok(failed)
     }
 
-    /// The error a kernel's `result` means, if any, naming the lane at fault.
+    /// The error a kernel's `result` means, if any, naming the lane at fault. Inlined: a call
+    /// that succeeded costs one test here, the error is built out of line.
+    #[inline]
     fn failure(
         &self,
         result: std::thread::Result<std::result::Result<(), KernelError>>,
@@ -703,23 +699,37 @@ impl<'p> Exec<'p> {
         lanes: &[usize],
         block: Block,
     ) -> Option<RuntimeError> {
-        let e = match result {
-            Ok(Ok(())) => return None,
-            Ok(Err(e)) => e,
-            Err(payload) => KernelError::at(progress.get(), panic_message(payload)),
-        };
+        match result {
+            Ok(Ok(())) => None,
+            Ok(Err(e)) => Some(self.kernel_error(e, op, lanes, block)),
+            Err(payload) => {
+                let e = KernelError::at(progress.get(), panic_message(payload));
+                Some(self.kernel_error(e, op, lanes, block))
+            }
+        }
+    }
+
+    /// The run's error for kernel error `e` of `op` on `lanes`.
+    #[cold]
+    fn kernel_error(
+        &self,
+        e: KernelError,
+        op: &PrimOp,
+        lanes: &[usize],
+        block: Block,
+    ) -> RuntimeError {
         let lane = e
             .position
             .and_then(|k| lanes.get(k))
             .or(lanes.first())
             .copied()
             .unwrap_or(0);
-        Some(RuntimeError::Kernel {
+        RuntimeError::Kernel {
             block: self.block_name(block),
             source_text: op.source.clone(),
             lane,
             message: e.message,
-        })
+        }
     }
 
     /// Checks that a kernel left each dense output column with its leaf's dtype and width and

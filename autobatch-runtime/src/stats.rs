@@ -64,9 +64,9 @@ impl KernelClock {
         KernelClock(timed.then(Instant::now))
     }
 
-    /// The time since the start (zero if not timed).
-    pub(crate) fn elapsed(&self) -> Duration {
-        self.0.map_or(Duration::ZERO, |start| start.elapsed())
+    /// The time since the start (`None` if not timed).
+    pub(crate) fn elapsed(&self) -> Option<Duration> {
+        self.0.map(|start| start.elapsed())
     }
 }
 
@@ -159,21 +159,27 @@ impl Stats {
         self.vector_rows += other.vector_rows;
     }
 
-    /// Counts one run of user kernel `kernel` over `lanes` lanes, taking `time`; `batched`
-    /// also adds the time to [`batched_kernel_time`](Self::batched_kernel_time), else to
+    /// Counts one run of user kernel `kernel` over `lanes` lanes, taking `time` if it was
+    /// measured; `batched` also adds the time to
+    /// [`batched_kernel_time`](Self::batched_kernel_time), else to
     /// [`lane_kernel_time`](Self::lane_kernel_time).
     pub(crate) fn record_kernel(
         &mut self,
         kernel: usize,
         lanes: usize,
-        time: Duration,
+        time: Option<Duration>,
         batched: bool,
     ) {
         if let Some(k) = self.kernels.get_mut(kernel) {
             k.runs += 1;
             k.lanes += lanes as u64;
-            k.time += time;
             k.lane_slots += self.batch_size as u64;
+        }
+        let Some(time) = time else {
+            return;
+        };
+        if let Some(k) = self.kernels.get_mut(kernel) {
+            k.time += time;
         }
         if batched {
             self.batched_kernel_time += time;
@@ -202,7 +208,7 @@ mod tests {
         let mut s = Stats::new(4, ["a".to_string(), "b".to_string()], 1);
         s.record(0, 4);
         s.record(1, 2);
-        s.record_kernel(0, 2, Duration::from_millis(1), true);
+        s.record_kernel(0, 2, Some(Duration::from_millis(1)), true);
         assert_eq!(s.utilisation(), 0.75);
         assert_eq!(s.kernel_utilisation(0), Some(0.5));
         assert_eq!(s.kernel_utilisation(1), None);
@@ -216,11 +222,11 @@ mod tests {
         let names = || ["a".to_string()];
         let mut s = Stats::new(4, names(), 1);
         s.record(0, 2);
-        s.record_kernel(0, 2, Duration::from_millis(1), false);
+        s.record_kernel(0, 2, Some(Duration::from_millis(1)), false);
         let mut t = Stats::new(2, names(), 1);
         t.record(0, 1);
         t.record(0, 1);
-        t.record_kernel(0, 1, Duration::from_millis(2), false);
+        t.record_kernel(0, 1, Some(Duration::from_millis(2)), false);
         t.vector_rows = 3;
         s.merge(&t);
         assert_eq!((s.batch_size, s.steps, s.blocks[0].runs), (6, 3, 3));

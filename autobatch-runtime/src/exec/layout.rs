@@ -11,6 +11,7 @@ use smallvec::SmallVec;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::ops::Range;
 use std::rc::Rc;
 
 /// How one output leaf of a lane-wise kernel call is written.
@@ -39,6 +40,29 @@ pub(super) struct Place {
     pub(super) ty: TensorType,
 }
 
+/// When an output variable of a lane-wise op is pushed (a duplicating push saves its value
+/// where the interpreter keeps stacks).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Push {
+    /// Before the kernel runs: it may write the variable's rows by lane.
+    Before,
+    /// After the kernel runs: the variable has storage and is not written in place.
+    After,
+    /// Not at all (no storage, or written in place).
+    Never,
+}
+
+/// One output variable of a lane-wise op.
+#[derive(Clone, Debug)]
+pub(super) struct Output {
+    /// The variable.
+    pub(super) var: Var,
+    /// Its leaves' positions in [`Layout::places`].
+    pub(super) leaves: Range<usize>,
+    /// When it is pushed.
+    pub(super) push: Push,
+}
+
 /// The output leaves of one lane-wise op, as [`Layout::of`] decides them.
 #[derive(Debug)]
 pub(super) struct Layout {
@@ -55,11 +79,10 @@ pub(super) struct Layout {
     /// Per output leaf, over all outputs in order: where it is in storage and how it is
     /// written.
     pub(super) places: SmallVec<[Place; 8]>,
-    /// Per output variable: pushed before the kernel runs (it may write its rows by lane).
-    pub(super) pushed: SmallVec<[bool; 8]>,
-    /// Per output variable: pushed after the kernel runs (it has storage, is not written in
-    /// place, and was not pushed before).
-    pub(super) push_after: SmallVec<[bool; 8]>,
+    /// The output variables in order, each with its leaves and when it is pushed.
+    pub(super) outputs: SmallVec<[Output; 8]>,
+    /// Whether any output is pushed before the kernel runs.
+    pub(super) pushes_first: bool,
     /// How many leaves are written into fresh arena rows, and the output named if allocating
     /// them passes the memory budget (the first with arena rows); `None` if there are none.
     pub(super) fresh: Option<(usize, Var)>,
@@ -74,8 +97,8 @@ impl Layout {
             stand_ins: RefCell::default(),
             aliased: SmallVec::new(),
             places: SmallVec::new(),
-            pushed: SmallVec::new(),
-            push_after: SmallVec::new(),
+            outputs: SmallVec::new(),
+            pushes_first: false,
             fresh: None,
         };
         let mut fresh_leaves = 0;
@@ -83,6 +106,7 @@ impl Layout {
             let read = op.ins.contains(&v);
             let alone = (reads_first || !read) && op.outs.iter().filter(|&&o| o == v).count() == 1;
             let leaves = storage.leaves(v);
+            let first = layout.places.len();
             let mut by_lane = false;
             for (i, t) in storage.types(v).iter().enumerate() {
                 let leaf = leaves.get(i);
@@ -116,9 +140,18 @@ impl Layout {
                     ty: *t,
                 });
             }
-            let pushed = by_lane && !op.is_in_place(v);
-            layout.pushed.push(pushed);
-            (layout.push_after).push(!storage.is_null(v) && !op.is_in_place(v) && !pushed);
+            let push = match (op.is_in_place(v), by_lane, storage.is_null(v)) {
+                (true, _, _) => Push::Never,
+                (false, true, _) => Push::Before,
+                (false, false, false) => Push::After,
+                (false, false, true) => Push::Never,
+            };
+            layout.pushes_first |= push == Push::Before;
+            layout.outputs.push(Output {
+                var: v,
+                leaves: first..layout.places.len(),
+                push,
+            });
         }
         layout
     }
@@ -213,6 +246,11 @@ mod tests {
         layout.places.iter().map(|p| p.write).collect()
     }
 
+    /// When each output is pushed, in order.
+    fn pushes(layout: &Layout) -> Vec<Push> {
+        layout.outputs.iter().map(|o| o.push).collect()
+    }
+
     /// An input the kernel also writes is offered by lane only to a kernel that reads a lane's
     /// inputs first (then it is read by value); vector leaves take fresh rows, leaves offered
     /// by lane a stand-in column each, the others a dense column from the pool.
@@ -225,15 +263,15 @@ mod tests {
         let in_place = Layout::of(ops[0], true, &storage);
         assert_eq!(writes(&in_place), [Write::ByLane]);
         assert_eq!(in_place.aliased.as_slice(), [(n, 0)]);
-        assert_eq!(in_place.pushed.as_slice(), [true]);
         // Pushed before the kernel writes by lane, so not again after it.
-        assert_eq!(in_place.push_after.as_slice(), [false]);
+        assert_eq!(pushes(&in_place), [Push::Before]);
+        assert!(in_place.pushes_first);
         assert_eq!(in_place.fresh, None);
         let copied = Layout::of(ops[0], false, &storage);
         assert_eq!(writes(&copied), [Write::Dense]);
-        assert!(copied.aliased.is_empty() && copied.pushed.as_slice() == [false]);
+        assert!(copied.aliased.is_empty() && !copied.pushes_first);
         assert_eq!(copied.dense_types.len(), 1);
-        assert_eq!(copied.push_after.as_slice(), [true]);
+        assert_eq!(pushes(&copied), [Push::After]);
         assert!(copied.stand_ins.borrow().is_empty());
         let mixed = Layout::of(ops[1], false, &storage);
         let (v, t) = (ops[1].outs[0], ops[1].outs[1]);
@@ -243,8 +281,12 @@ mod tests {
         assert!(mixed.dense_types.is_empty());
         assert_eq!(mixed.stand_ins.borrow().len(), 2);
         assert_eq!(mixed.fresh, Some((1, v)));
-        assert_eq!(mixed.pushed.as_slice(), [false, true]);
-        assert_eq!(mixed.push_after.as_slice(), [true, false]);
+        assert_eq!(pushes(&mixed), [Push::After, Push::Before]);
+        // Each output's leaves, in order.
+        let ranges: Vec<_> = (mixed.outputs.iter())
+            .map(|o| (o.var, o.leaves.clone()))
+            .collect();
+        assert_eq!(ranges, [(v, 0..1), (t, 1..3)]);
         // Each leaf's variable and its index there, in order.
         let places: Vec<_> = (mixed.places.iter()).map(|p| (p.var, p.leaf)).collect();
         assert_eq!(places, [(v, 0), (t, 0), (t, 1)]);
@@ -255,7 +297,7 @@ mod tests {
         assert!(mixed.aliased.is_empty(), "{t:?} is no input");
         // A kernel run for its effect alone writes nothing.
         let effect = Layout::of(ops[2], false, &storage);
-        assert!(effect.places.is_empty() && effect.pushed.is_empty());
+        assert!(effect.places.is_empty() && effect.outputs.is_empty());
         assert_eq!(effect.fresh, None);
     }
 
