@@ -48,7 +48,7 @@ pub(super) enum Push {
     Before,
     /// After the kernel runs: the variable has storage and is not written in place.
     After,
-    /// Not at all (no storage, or written in place).
+    /// Not at all (no stack: no storage, or none kept; or written in place).
     Never,
 }
 
@@ -140,11 +140,11 @@ impl Layout {
                     ty: *t,
                 });
             }
-            let push = match (op.is_in_place(v), by_lane, storage.is_null(v)) {
-                (true, _, _) => Push::Never,
-                (false, true, _) => Push::Before,
-                (false, false, false) => Push::After,
-                (false, false, true) => Push::Never,
+            // A push saves the value only where storage keeps stacks.
+            let push = match (storage.is_stacked(v) && !op.is_in_place(v), by_lane) {
+                (false, _) => Push::Never,
+                (true, true) => Push::Before,
+                (true, false) => Push::After,
             };
             layout.pushes_first |= push == Push::Before;
             layout.outputs.push(Output {
@@ -225,10 +225,27 @@ mod tests {
         b.finish(f).unwrap().into_program()
     }
 
-    /// Storage for `program` over four lanes, vectors of three elements.
+    /// Storage for `program` over four lanes, vectors of three elements, keeping stacks (as
+    /// the full VM's does) if `stacks`.
+    fn storage_with(program: &Program, stacks: bool) -> Storage<'_> {
+        let stacks = if stacks {
+            Stacks::Honour
+        } else {
+            Stacks::Ignore
+        };
+        Storage::new(
+            program,
+            4,
+            3,
+            16,
+            (false, stacks),
+            (None, Default::default()),
+        )
+    }
+
+    /// Storage for `program` that keeps stacks.
     fn storage(program: &Program) -> Storage<'_> {
-        let checks = (false, Stacks::Ignore);
-        Storage::new(program, 4, 3, 16, checks, (None, Default::default()))
+        storage_with(program, true)
     }
 
     fn prims(program: &Program) -> Vec<&PrimOp> {
@@ -295,6 +312,13 @@ mod tests {
             TensorType::scalar(autobatch_ir::DType::Bool)
         );
         assert!(mixed.aliased.is_empty(), "{t:?} is no input");
+        // Where storage keeps no stacks (stackless), nothing is pushed, but the leaves are
+        // written alike.
+        let unstacked = storage_with(&program, false);
+        let stackless = Layout::of(ops[1], false, &unstacked);
+        assert_eq!(pushes(&stackless), [Push::Never, Push::Never]);
+        assert!(!stackless.pushes_first);
+        assert_eq!(writes(&stackless), expected);
         // A kernel run for its effect alone writes nothing.
         let effect = Layout::of(ops[2], false, &storage);
         assert!(effect.places.is_empty() && effect.outputs.is_empty());

@@ -258,7 +258,8 @@ impl<'p> Storage<'p> {
         self.program.block(b).name.clone()
     }
 
-    fn is_stacked(&self, v: Var) -> bool {
+    /// Whether `v`'s pushes save its value (it is FULL and storage keeps stacks).
+    pub(crate) fn is_stacked(&self, v: Var) -> bool {
         self.vars[v.index()].alloc == Allocation::Full && self.stacks == Stacks::Honour
     }
 
