@@ -98,6 +98,9 @@ pub(crate) struct Storage<'p> {
     stack_bytes: usize,
     /// Bytes of the snapshots taken and not yet restored.
     held_bytes: usize,
+    /// Lists of restored snapshots, kept for the next snapshots (one is taken around every
+    /// stackless call).
+    held_lists: Vec<Vec<Held>>,
     /// Bytes of the rows made for [`set_aside`](Self::set_aside) (in use or spare).
     spare_bytes: usize,
     /// Bytes of the interpreter's own call stack (the full VM's return addresses).
@@ -160,6 +163,7 @@ impl<'p> Storage<'p> {
             memory_budget,
             stack_bytes: 0,
             held_bytes: 0,
+            held_lists: Vec::new(),
             spare_bytes: 0,
             call_stack_bytes: 0,
             spare,
@@ -702,11 +706,9 @@ impl<'p> Storage<'p> {
     pub(crate) fn snapshot(&mut self, v: Var, lanes: &[usize], block: Block) -> Result<Snapshot> {
         self.read(v, lanes, block)?;
         let (arena, spare) = (&mut self.arena, &mut self.spare);
-        let held = self.vars[v.index()]
-            .leaves
-            .iter()
-            .map(|leaf| leaf.take(arena, lanes, spare))
-            .collect();
+        let mut held = self.held_lists.pop().unwrap_or_default();
+        let leaves = self.vars[v.index()].leaves.iter();
+        held.extend(leaves.map(|leaf| leaf.take(arena, lanes, spare)));
         let snapshot = Snapshot(held);
         let bytes = snapshot.bytes();
         self.check_memory(bytes, block, lanes, || self.variable(v))?;
@@ -778,7 +780,8 @@ impl<'p> Storage<'p> {
         let arena = &mut self.arena;
         let store = &mut self.vars[v.index()];
         let null = store.alloc == Allocation::Null;
-        for (i, held) in snapshot.0.into_iter().enumerate() {
+        let mut list = snapshot.0;
+        for (i, held) in list.drain(..).enumerate() {
             let fits = match store.leaves.get_mut(i) {
                 Some(leaf) => leaf.put(arena, lanes, held, &mut self.spare),
                 None => {
@@ -791,6 +794,7 @@ impl<'p> Storage<'p> {
                 return Err(self.value_type(v, i, found, block));
             }
         }
+        self.held_lists.push(list);
         self.mark_written(v, lanes);
         Ok(())
     }
