@@ -83,11 +83,13 @@ impl<'a> LaneInputs<'a> {
         self.inputs.is_empty()
     }
 
+    /// Input leaf `i` (inlined into every accessor: the error is built out of line).
+    #[inline]
     fn input(&self, i: usize) -> Result<LeafView<'a>, KernelError> {
-        self.inputs
-            .get(i)
-            .copied()
-            .ok_or_else(|| KernelError::whole(format!("kernel input {i} is missing")))
+        match self.inputs.get(i) {
+            Some(&leaf) => Ok(leaf),
+            None => Err(missing_input(i)),
+        }
     }
 
     /// Input leaf `i` as a raw column indexed by lane. Vector leaves shared through the
@@ -346,4 +348,10 @@ impl<'a, T: Copy + 'static> InputRows<'a, T> {
         }
         prefetch(self.row(lane));
     }
+}
+
+/// The error of a kernel asking for input leaf `i`, which it does not have.
+#[cold]
+fn missing_input(i: usize) -> KernelError {
+    KernelError::whole(format!("kernel input {i} is missing"))
 }

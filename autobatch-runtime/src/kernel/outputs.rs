@@ -480,6 +480,7 @@ impl<'a> OutputLeaf<'a> {
     /// `k` and its lane. Where the interpreter can, the values go straight into its storage
     /// (no copy after the kernel); otherwise into row `k` of a dense column, as
     /// [`slice`](Self::slice) writes. A leaf is written through one of the two, not both.
+    #[inline]
     pub fn scalars<T: Element>(self) -> Result<ScalarsOut<'a, T>, KernelError> {
         match self.0 {
             OutLeaf::Lanes(rows) => {
