@@ -174,13 +174,13 @@ impl Stats {
             k.runs += 1;
             k.lanes += lanes as u64;
             k.lane_slots += self.batch_size as u64;
+            if let Some(time) = time {
+                k.time += time;
+            }
         }
         let Some(time) = time else {
             return;
         };
-        if let Some(k) = self.kernels.get_mut(kernel) {
-            k.time += time;
-        }
         if batched {
             self.batched_kernel_time += time;
         } else {
