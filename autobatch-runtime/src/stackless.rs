@@ -174,6 +174,8 @@ struct Buffers {
     spare: Vec<Vec<usize>>,
     scratch: Vec<usize>,
     frames: Vec<Frame>,
+    /// Lists of the values held around a call, given back (one per call in progress).
+    held: Vec<Vec<Kept>>,
 }
 
 impl Buffers {
@@ -219,6 +221,11 @@ impl Buffers {
     /// An empty list (one kept earlier, if any).
     fn list(&mut self) -> Vec<usize> {
         self.spare.pop().unwrap_or_default()
+    }
+
+    /// An empty list of held values (one given back earlier, if any).
+    fn held(&mut self) -> Vec<Kept> {
+        self.held.pop().unwrap_or_default()
     }
 }
 
@@ -383,7 +390,14 @@ impl Activation<'_> {
         // the kernel and the call run as written, so the error is the one they give.
         let mut held = None;
         let (params, args): (&[Var], &[Var]) = match &plan.fused {
-            Some(fused) => match hold(exec, plan, lanes, block, Some(&fused.into_formals)) {
+            Some(fused) => match hold(
+                exec,
+                plan,
+                lanes,
+                block,
+                Some(&fused.into_formals),
+                self.held(),
+            ) {
                 Ok(saved) => {
                     // The kernel reads the saves set aside where they were set aside (a list on
                     // the stack: this runs at every call).
@@ -397,7 +411,7 @@ impl Activation<'_> {
                     let ran = exec.run_reading(&fused.into_formals, lanes, block, stats, &aside);
                     drop(aside);
                     if let Err(e) = ran {
-                        give_back(exec, &plan.saves, lanes, saved, block)?;
+                        give_back(exec, &plan.saves, lanes, &mut { saved }, block)?;
                         return Err(e);
                     }
                     held = Some(saved);
@@ -418,15 +432,22 @@ impl Activation<'_> {
         }
         // The caller's live values are held before any formal is written (a self-call's
         // formals are the caller's own variables); vector rows are shared, not copied.
-        let saved = match held {
+        let mut saved = match held {
             Some(saved) => saved,
-            None => hold(exec, plan, lanes, block, None)?,
+            None => hold(exec, plan, lanes, block, None, self.held())?,
         };
         pass(exec, params, args, lanes, block)?;
         let depth = depth + usize::from(counted);
         on_enough_stack(|| self.run_function(exec, stats, call.func, lanes, depth))?;
         pass(exec, &plan.outs, &plan.returns, lanes, block)?;
-        give_back(exec, &plan.saves, lanes, saved, block)
+        give_back(exec, &plan.saves, lanes, &mut saved, block)?;
+        self.buffers.borrow_mut().held.push(saved);
+        Ok(())
+    }
+
+    /// An empty list for the values held around a call.
+    fn held(&self) -> Vec<Kept> {
+        self.buffers.borrow_mut().held()
     }
 }
 
@@ -450,16 +471,18 @@ const ASIDE_SHARE: usize = 64;
 /// that still holds its value): a save kept in itself and of dense rows is set aside whole
 /// when at least one lane in [`ASIDE_SHARE`] calls, it is not passed as an argument (the
 /// arguments are read from storage), and the argument kernel `fused`, if it reads it, is
-/// lane-wise (so it can read the rows set aside); else it is snapshot. If one fails, those
-/// taken are given back first.
+/// lane-wise (so it can read the rows set aside); else it is snapshot. Returns them in
+/// `saved` (a list kept from an earlier call, emptied first). If one fails, those taken are
+/// given back first.
 fn hold(
     exec: &mut Exec<'_>,
     plan: &CallPlan,
     lanes: &[usize],
     block: Block,
     fused: Option<&PrimOp>,
+    mut saved: Vec<Kept>,
 ) -> Result<Vec<Kept>> {
-    let mut saved = Vec::with_capacity(plan.saves.len());
+    saved.clear();
     let wide = lanes.len() * ASIDE_SHARE >= exec.storage.batch();
     let fused_reads = |v: Var| fused.is_some_and(|op| op.ins.contains(&v));
     let lane_wise = fused.is_none_or(|op| exec.is_lane_wise(op));
@@ -483,7 +506,7 @@ fn hold(
         match kept {
             Ok(k) => saved.push(k),
             Err(e) => {
-                give_back(exec, &plan.saves[..saved.len()], lanes, saved, block)?;
+                give_back(exec, &plan.saves[..saved.len()], lanes, &mut saved, block)?;
                 return Err(e);
             }
         }
@@ -492,15 +515,15 @@ fn hold(
 }
 
 /// Gives back the values `saved` of `saves` at `lanes`: snapshots restored, rows set aside
-/// taken back.
+/// taken back; `saved` is left empty, for the next call's values.
 fn give_back(
     exec: &mut Exec<'_>,
     saves: &[Var],
     lanes: &[usize],
-    saved: Vec<Kept>,
+    saved: &mut Vec<Kept>,
     block: Block,
 ) -> Result<()> {
-    for (&v, kept) in saves.iter().zip(saved) {
+    for (&v, kept) in saves.iter().zip(saved.drain(..)) {
         match kept {
             Kept::Snapshot(value) => exec.storage.restore(v, lanes, value, block)?,
             Kept::Aside(aside) => exec.storage.take_back(v, aside),
