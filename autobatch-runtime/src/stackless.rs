@@ -17,6 +17,7 @@ use crate::depth::{limit_error, on_enough_stack};
 use crate::error::{function_name, Result, RuntimeError};
 use crate::exec::Exec;
 use crate::policy::{partition_into, LaneSteps, Waiting};
+use crate::spare::Lists;
 use crate::stats::Stats;
 use crate::storage::leaf::Leaf;
 use crate::storage::{Aside, Snapshot, Stacks};
@@ -171,11 +172,11 @@ struct Frame {
 /// copied only when two lists meet. Activations' frames likewise (one per depth in use).
 #[derive(Default)]
 struct Buffers {
-    spare: Vec<Vec<usize>>,
+    spare: Lists<usize>,
     scratch: Vec<usize>,
     frames: Vec<Frame>,
     /// Lists of the values held around a call, given back (one per call in progress).
-    held: Vec<Vec<Kept>>,
+    held: Lists<Kept>,
 }
 
 impl Buffers {
@@ -211,21 +212,13 @@ impl Buffers {
     }
 
     /// Keeps `list`'s allocation for a later list.
-    fn keep(&mut self, mut list: Vec<usize>) {
-        if list.capacity() > 0 {
-            list.clear();
-            self.spare.push(list);
-        }
+    fn keep(&mut self, list: Vec<usize>) {
+        self.spare.give(list);
     }
 
     /// An empty list (one kept earlier, if any).
     fn list(&mut self) -> Vec<usize> {
-        self.spare.pop().unwrap_or_default()
-    }
-
-    /// An empty list of held values (one given back earlier, if any).
-    fn held(&mut self) -> Vec<Kept> {
-        self.held.pop().unwrap_or_default()
+        self.spare.take()
     }
 }
 
@@ -398,7 +391,7 @@ impl Activation<'_> {
                 Some(&fused.into_formals),
                 self.held(),
             ) {
-                Ok(saved) => {
+                Ok(mut saved) => {
                     // The kernel reads the saves set aside where they were set aside (a list on
                     // the stack: this runs at every call).
                     let aside: SmallVec<[(Var, &[Leaf]); 4]> = (plan.saves.iter().zip(&saved))
@@ -411,7 +404,7 @@ impl Activation<'_> {
                     let ran = exec.run_reading(&fused.into_formals, lanes, block, stats, &aside);
                     drop(aside);
                     if let Err(e) = ran {
-                        give_back(exec, &plan.saves, lanes, &mut { saved }, block)?;
+                        give_back(exec, &plan.saves, lanes, &mut saved, block)?;
                         return Err(e);
                     }
                     held = Some(saved);
@@ -441,13 +434,13 @@ impl Activation<'_> {
         on_enough_stack(|| self.run_function(exec, stats, call.func, lanes, depth))?;
         pass(exec, &plan.outs, &plan.returns, lanes, block)?;
         give_back(exec, &plan.saves, lanes, &mut saved, block)?;
-        self.buffers.borrow_mut().held.push(saved);
+        self.buffers.borrow_mut().held.give(saved);
         Ok(())
     }
 
     /// An empty list for the values held around a call.
     fn held(&self) -> Vec<Kept> {
-        self.buffers.borrow_mut().held()
+        self.buffers.borrow_mut().held.take()
     }
 }
 

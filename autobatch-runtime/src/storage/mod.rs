@@ -15,7 +15,7 @@ pub(crate) use rows::{each_lane_below, split_below};
 
 use crate::column::{width_of, Column};
 use crate::error::{Result, RuntimeError};
-use crate::spare::Spare;
+use crate::spare::{Lists, Spare};
 use arena::{Arena, ArenaView};
 use autobatch_ir::{Allocation, Block, Program, TensorType, Var};
 use leaf::{Held, Leaf};
@@ -100,7 +100,7 @@ pub(crate) struct Storage<'p> {
     held_bytes: usize,
     /// Lists of restored snapshots, kept for the next snapshots (one is taken around every
     /// stackless call).
-    held_lists: Vec<Vec<Held>>,
+    held_lists: Lists<Held>,
     /// Bytes of the rows made for [`set_aside`](Self::set_aside) (in use or spare).
     spare_bytes: usize,
     /// Bytes of the interpreter's own call stack (the full VM's return addresses).
@@ -163,7 +163,7 @@ impl<'p> Storage<'p> {
             memory_budget,
             stack_bytes: 0,
             held_bytes: 0,
-            held_lists: Vec::new(),
+            held_lists: Lists::default(),
             spare_bytes: 0,
             call_stack_bytes: 0,
             spare,
@@ -706,7 +706,7 @@ impl<'p> Storage<'p> {
     pub(crate) fn snapshot(&mut self, v: Var, lanes: &[usize], block: Block) -> Result<Snapshot> {
         self.read(v, lanes, block)?;
         let (arena, spare) = (&mut self.arena, &mut self.spare);
-        let mut held = self.held_lists.pop().unwrap_or_default();
+        let mut held = self.held_lists.take();
         let leaves = self.vars[v.index()].leaves.iter();
         held.extend(leaves.map(|leaf| leaf.take(arena, lanes, spare)));
         let snapshot = Snapshot(held);
@@ -794,7 +794,7 @@ impl<'p> Storage<'p> {
                 return Err(self.value_type(v, i, found, block));
             }
         }
-        self.held_lists.push(list);
+        self.held_lists.give(list);
         self.mark_written(v, lanes);
         Ok(())
     }
