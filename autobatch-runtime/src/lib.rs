@@ -616,4 +616,28 @@ mod tests {
         );
         assert_eq!(exe.spares.kept(), 1);
     }
+
+    /// A stackless run leaves its lane lists to the next run with the rest of its memory.
+    #[test]
+    fn a_stackless_run_leaves_its_lane_lists() {
+        let mut b = ProgramBuilder::new();
+        let v = b.var("v", Type::scalar(DType::I64));
+        let f = b.function("f");
+        b.signature(f, &[v], &[v]);
+        let entry = b.block(f, "entry");
+        b.ret(entry);
+        let program = b.finish(f).unwrap().into_program();
+        let exe = Executable::new(program, Vec::new()).unwrap();
+        let config = Config {
+            threads: 1,
+            ..Config::with_mode(Mode::Stackless)
+        };
+        exe.run(&[Column::from_scalars(&[1i64, 2, 3])], &config)
+            .unwrap();
+        let mut lists = exe.spares.take().take_lane_lists();
+        assert!(
+            lists.take().capacity() >= 3,
+            "the entry's list of every lane"
+        );
+    }
 }

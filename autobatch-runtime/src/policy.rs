@@ -134,6 +134,11 @@ impl Waiting {
         incoming
     }
 
+    /// The list's allocation, whatever it holds.
+    pub(crate) fn into_list(self) -> Vec<usize> {
+        self.lanes
+    }
+
     /// Takes the waiting lanes, in lane order, leaving none (`scratch` holds a merge).
     pub(crate) fn take(&mut self, scratch: &mut Vec<usize>) -> Vec<usize> {
         if self.sorted < self.lanes.len() {

@@ -38,16 +38,24 @@ pub(crate) fn run(
     config: &Config,
     stats: &mut Stats,
 ) -> Result<()> {
-    let lanes: Vec<usize> = (0..exec.storage.batch()).collect();
+    let mut buffers = Buffers {
+        spare: exec.storage.take_lane_lists(),
+        ..Buffers::default()
+    };
+    let mut lanes = buffers.list();
+    lanes.extend(0..exec.storage.batch());
     let main = exec.program.main;
     let lane_steps = RefCell::new(LaneSteps::new(config, lanes.len()));
     let activation = Activation {
         plan,
         config,
         lane_steps,
-        buffers: RefCell::default(),
+        buffers: RefCell::new(buffers),
     };
     let run = activation.run_function(exec, stats, main, &lanes, 0);
+    let mut buffers = activation.buffers.into_inner();
+    buffers.keep(lanes);
+    exec.storage.keep_lane_lists(buffers.into_lane_lists());
     run.map_err(|e| match e {
         RuntimeError::StepBudget {
             budget, mut lanes, ..
@@ -219,6 +227,24 @@ impl Buffers {
     /// An empty list (one kept earlier, if any).
     fn list(&mut self) -> Vec<usize> {
         self.spare.take()
+    }
+
+    /// Every lane list these buffers hold, emptied (the waiting lists' and the merge's too):
+    /// what the run leaves to the next.
+    fn into_lane_lists(self) -> Lists<usize> {
+        let Buffers {
+            mut spare,
+            scratch,
+            frames,
+            held: _,
+        } = self;
+        spare.give(scratch);
+        for frame in frames {
+            for waiting in frame.waiting {
+                spare.give(waiting.into_list());
+            }
+        }
+        spare
     }
 }
 

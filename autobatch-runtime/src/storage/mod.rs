@@ -170,6 +170,16 @@ impl<'p> Storage<'p> {
         }
     }
 
+    /// The interpreter's emptied lane lists, from the memory an earlier run left.
+    pub(crate) fn take_lane_lists(&mut self) -> Lists<usize> {
+        self.spare.take_lane_lists()
+    }
+
+    /// Keeps the interpreter's emptied lane lists with the memory kept for the next run.
+    pub(crate) fn keep_lane_lists(&mut self, lists: Lists<usize>) {
+        self.spare.keep_lane_lists(lists);
+    }
+
     /// Ends the run: every variable's dense columns go to the memory kept for the next run.
     pub(crate) fn into_spare(self) -> Spare {
         let mut spare = self.spare;
