@@ -312,22 +312,71 @@ impl Column {
         })
     }
 
+    /// Copies runs of rows of `src` into `self`: for each `(to, from, len)`, rows
+    /// `from..from + len` of `src` into rows `to..to + len` of `self`, one slice copy each.
+    /// Returns `false` (copying nothing) if the dtypes or widths differ.
+    fn copy_runs(
+        &mut self,
+        src: &Column,
+        runs: impl IntoIterator<Item = (usize, usize, usize)>,
+    ) -> bool {
+        fn copy<T: Copy>(
+            dst: &mut Array2<T>,
+            src: &Array2<T>,
+            runs: impl IntoIterator<Item = (usize, usize, usize)>,
+        ) -> bool {
+            let w = dst.ncols();
+            if w != src.ncols() {
+                return false;
+            }
+            let (Some(d), Some(s)) = (dst.as_slice_mut(), src.as_slice()) else {
+                return false;
+            };
+            for (to, from, len) in runs {
+                d[to * w..(to + len) * w].copy_from_slice(&s[from * w..(from + len) * w]);
+            }
+            true
+        }
+        with_array!(self, d => match Element::array(src) {
+            Some(s) => copy(d, s, runs),
+            None => false,
+        })
+    }
+
     /// Copies row `from` of `src` into row `to` of `self` (same dtype and width required).
     pub(crate) fn copy_row_from(&mut self, to: usize, src: &Column, from: usize) -> bool {
         self.copy_rows(src, [(to, from)])
     }
 
-    /// A new dense column holding `rows` of `self` in order.
+    /// A new dense column holding `rows` of `self` in order (consecutive rows copied as one
+    /// slice).
     pub fn gather(&self, rows: &[usize]) -> Column {
         let mut out = Column::zeros(self.dtype(), rows.len(), self.width());
-        out.copy_rows(self, rows.iter().copied().enumerate());
+        out.copy_runs(self, runs(rows));
         out
     }
 
-    /// Writes row `k` of dense `src` into row `rows[k]` of `self`, for every `k`.
+    /// Writes row `k` of dense `src` into row `rows[k]` of `self`, for every `k` (consecutive
+    /// rows copied as one slice).
     pub fn scatter(&mut self, rows: &[usize], src: &Column) {
-        self.copy_rows(src, rows.iter().copied().zip(0..));
+        self.copy_runs(src, runs(rows).map(|(k, row, len)| (row, k, len)));
     }
+}
+
+/// The runs of consecutive values in `rows`: `(k, rows[k], len)` for each longest stretch
+/// `rows[k..k + len]` of `rows[k], rows[k] + 1, ..`.
+fn runs(rows: &[usize]) -> impl Iterator<Item = (usize, usize, usize)> + '_ {
+    let mut k = 0;
+    std::iter::from_fn(move || {
+        let &first = rows.get(k)?;
+        let len = 1
+            + (rows[k + 1..].iter().zip(first + 1..))
+                .take_while(|(&r, next)| r == *next)
+                .count();
+        let run = (k, first, len);
+        k += len;
+        Some(run)
+    })
 }
 
 /// The row width of a leaf of type `ty` when vectors have `vector_len` elements.
@@ -352,6 +401,36 @@ mod tests {
         assert_eq!(d.as_slice::<i64>().unwrap(), &[13, 0, 11, 0]);
         assert_eq!(c.dtype(), DType::I64);
         assert!(c.as_slice::<f64>().is_none());
+    }
+
+    /// Rows in runs of consecutive indices (copied a run at a time) land where single rows
+    /// would, in vector columns too.
+    #[test]
+    fn gathers_and_scatters_copy_runs_of_rows_as_single_rows_would() {
+        assert_eq!(
+            runs(&[4, 5, 6, 0, 2, 3, 9]).collect::<Vec<_>>(),
+            [(0, 4, 3), (3, 0, 1), (4, 2, 2), (6, 9, 1)]
+        );
+        assert_eq!(runs(&[]).count(), 0);
+        let rows: Vec<[f64; 2]> = (0..10).map(|r| [r as f64, -(r as f64)]).collect();
+        let c = Column::from_view2(ndarray::Array2::from(rows).view());
+        let lanes = [4, 5, 6, 0, 2, 3, 9];
+        let g = c.gather(&lanes);
+        let expected: Vec<f64> = lanes
+            .iter()
+            .flat_map(|&r| [r as f64, -(r as f64)])
+            .collect();
+        assert_eq!(g.as_slice::<f64>().unwrap(), &expected[..]);
+        let mut back = Column::zeros(DType::F64, 10, 2);
+        back.scatter(&lanes, &g);
+        for r in 0..10 {
+            let row = &back.as_slice::<f64>().unwrap()[2 * r..2 * r + 2];
+            let want = match lanes.contains(&r) {
+                true => [r as f64, -(r as f64)],
+                false => [0.0, 0.0],
+            };
+            assert_eq!(row, want, "row {r}");
+        }
     }
 
     #[test]

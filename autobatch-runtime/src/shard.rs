@@ -105,7 +105,7 @@ fn concatenate(runs: Vec<Run>, shards: &[Vec<usize>], batch: usize) -> Run {
     let mut failed = Vec::new();
     for (run, lanes) in runs.into_iter().zip(shards) {
         for (out, col) in outputs.iter_mut().zip(&run.outputs) {
-            out.copy_rows(col, lanes.iter().enumerate().map(|(r, &lane)| (lane, r)));
+            out.scatter(lanes, col);
         }
         failed.extend(run.failed.into_iter().map(|f| LaneFailure {
             lane: lanes[f.lane],
