@@ -617,9 +617,9 @@ mod tests {
         assert_eq!(exe.spares.kept(), 1);
     }
 
-    /// A stackless run leaves its lane lists to the next run with the rest of its memory.
+    /// A run in either mode leaves its lane lists to the next run with the rest of its memory.
     #[test]
-    fn a_stackless_run_leaves_its_lane_lists() {
+    fn a_run_leaves_its_lane_lists() {
         let mut b = ProgramBuilder::new();
         let v = b.var("v", Type::scalar(DType::I64));
         let f = b.function("f");
@@ -628,16 +628,23 @@ mod tests {
         b.ret(entry);
         let program = b.finish(f).unwrap().into_program();
         let exe = Executable::new(program, Vec::new()).unwrap();
-        let config = Config {
-            threads: 1,
-            ..Config::with_mode(Mode::Stackless)
-        };
-        exe.run(&[Column::from_scalars(&[1i64, 2, 3])], &config)
-            .unwrap();
-        let mut lists = exe.spares.take().take_lane_lists();
-        assert!(
-            lists.take().capacity() >= 3,
-            "the entry's list of every lane"
-        );
+        for mode in [Mode::Stackless, Mode::FullVm] {
+            let config = Config {
+                threads: 1,
+                ..Config::with_mode(mode)
+            };
+            exe.run(&[Column::from_scalars(&[1i64, 2, 3])], &config)
+                .unwrap();
+            let mut spare = exe.spares.take();
+            let mut lists = spare.take_lane_lists();
+            let every_lane = lists.take();
+            assert!(
+                every_lane.capacity() >= 3,
+                "{mode:?}: the list of every lane"
+            );
+            lists.give(every_lane);
+            spare.keep_lane_lists(lists);
+            exe.spares.give(spare);
+        }
     }
 }

@@ -32,7 +32,7 @@ pub(crate) struct Spare {
     bytes: usize,
     /// The kernels' output columns.
     pub(crate) pool: ColumnPool,
-    /// Emptied lane lists (the stackless interpreter's), at most [`KEEP_BYTES`] of them.
+    /// Emptied lane lists (the interpreters'), at most [`KEEP_BYTES`] of them.
     lane_lists: Lists<usize>,
 }
 

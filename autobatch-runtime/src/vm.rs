@@ -138,16 +138,19 @@ fn run_steps(exec: &mut Exec<'_>, plan: &Plan, config: &Config, stats: &mut Stat
     let batch = exec.storage.batch();
     let n_blocks = program.blocks.len();
     let mut waiting: Vec<LaneSet> = (0..n_blocks).map(|_| LaneSet::new(batch)).collect();
-    let all: Vec<usize> = (0..batch).collect();
+    // The lane lists an earlier run left, so this run's are pages the process has already.
+    let mut lists = exec.storage.take_lane_lists();
+    let mut all = lists.take();
+    all.extend(0..batch);
     waiting[program.main_function().entry().index()].extend(&all);
-    let mut lanes = Vec::with_capacity(batch);
+    let mut lanes = lists.take();
     // The lanes of the block being run, as a set: gotos and branches pass them on word by word.
     let mut taken = LaneSet::new(batch);
     let mut returns = ReturnStacks::new(batch);
     let mut depth: Vec<u32> = vec![0; batch];
     let max_depth = config.max_stack_depth;
     let budget = config.step_budget.unwrap_or(u64::MAX);
-    let mut values_lanes = Vec::new();
+    let mut values_lanes = lists.take();
     // Each block's waiting count before an indirect jump, kept for its allocation.
     let mut counts: Vec<usize> = Vec::with_capacity(n_blocks);
     let mut lane_steps = LaneSteps::new(config, batch);
@@ -271,6 +274,10 @@ fn run_steps(exec: &mut Exec<'_>, plan: &Plan, config: &Config, stats: &mut Stat
             }
         }
     }
+    for list in [all, lanes, values_lanes] {
+        lists.give(list);
+    }
+    exec.storage.keep_lane_lists(lists);
     Ok(())
 }
 
