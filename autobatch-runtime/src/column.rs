@@ -285,31 +285,7 @@ impl Column {
         src: &Column,
         pairs: impl IntoIterator<Item = (usize, usize)>,
     ) -> bool {
-        fn copy<T: Copy>(
-            dst: &mut Array2<T>,
-            src: &Array2<T>,
-            pairs: impl IntoIterator<Item = (usize, usize)>,
-        ) -> bool {
-            let w = dst.ncols();
-            if w != src.ncols() {
-                return false;
-            }
-            let (Some(d), Some(s)) = (dst.as_slice_mut(), src.as_slice()) else {
-                return false;
-            };
-            if w == 1 {
-                pairs.into_iter().for_each(|(to, from)| d[to] = s[from]);
-            } else {
-                for (to, from) in pairs {
-                    d[to * w..(to + 1) * w].copy_from_slice(&s[from * w..(from + 1) * w]);
-                }
-            }
-            true
-        }
-        with_array!(self, d => match Element::array(src) {
-            Some(s) => copy(d, s, pairs),
-            None => false,
-        })
+        self.copy_runs(src, pairs.into_iter().map(|(to, from)| (to, from, 1)))
     }
 
     /// Copies runs of rows of `src` into `self`: for each `(to, from, len)`, rows
@@ -333,7 +309,11 @@ impl Column {
                 return false;
             };
             for (to, from, len) in runs {
-                d[to * w..(to + len) * w].copy_from_slice(&s[from * w..(from + len) * w]);
+                if w == 1 && len == 1 {
+                    d[to] = s[from];
+                } else {
+                    d[to * w..(to + len) * w].copy_from_slice(&s[from * w..(from + len) * w]);
+                }
             }
             true
         }

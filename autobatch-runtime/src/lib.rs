@@ -586,18 +586,23 @@ mod tests {
     use super::*;
     use autobatch_ir::{DType, ProgramBuilder, Type};
 
-    /// A run whose inputs are refused (over its memory budget) leaves the memory an earlier
-    /// run kept for the next run, as a finished run does.
-    #[test]
-    fn a_run_refused_at_its_inputs_gives_its_memory_back() {
+    /// The program `f(v: ty) -> v`, with no kernels.
+    fn identity(ty: Type) -> Executable {
         let mut b = ProgramBuilder::new();
-        let v = b.var("v", Type::vector(DType::F64));
+        let v = b.var("v", ty);
         let f = b.function("f");
         b.signature(f, &[v], &[v]);
         let entry = b.block(f, "entry");
         b.ret(entry);
         let program = b.finish(f).unwrap().into_program();
-        let exe = Executable::new(program, Vec::new()).unwrap();
+        Executable::new(program, Vec::new()).unwrap()
+    }
+
+    /// A run whose inputs are refused (over its memory budget) leaves the memory an earlier
+    /// run kept for the next run, as a finished run does.
+    #[test]
+    fn a_run_refused_at_its_inputs_gives_its_memory_back() {
+        let exe = identity(Type::vector(DType::F64));
         let input = [Column::zeros(DType::F64, 8, 3)];
         let one_thread = Config {
             threads: 1,
@@ -620,14 +625,7 @@ mod tests {
     /// A run in either mode leaves its lane lists to the next run with the rest of its memory.
     #[test]
     fn a_run_leaves_its_lane_lists() {
-        let mut b = ProgramBuilder::new();
-        let v = b.var("v", Type::scalar(DType::I64));
-        let f = b.function("f");
-        b.signature(f, &[v], &[v]);
-        let entry = b.block(f, "entry");
-        b.ret(entry);
-        let program = b.finish(f).unwrap().into_program();
-        let exe = Executable::new(program, Vec::new()).unwrap();
+        let exe = identity(Type::scalar(DType::I64));
         for mode in [Mode::Stackless, Mode::FullVm] {
             let config = Config {
                 threads: 1,
