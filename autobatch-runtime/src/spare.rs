@@ -1,7 +1,8 @@
 //! `Spare`: the memory one run of an executable leaves to its next run (its variables' dense
-//! columns, its kernels' output columns and the interpreter's lane lists), so that repeated runs write pages the process
-//! already has instead of having new ones mapped in; within a run, the dense copies of values
-//! kept around calls (snapshots) are taken from it and given back to it as well.
+//! columns, its kernels' output columns and the interpreters' lane lists), so that repeated
+//! runs write pages the process already has instead of having new ones mapped in; within a
+//! run, the dense copies of values kept around calls (snapshots) are taken from it and given
+//! back to it as well.
 //!
 //! A run's storage is a few columns of a row per lane; freed at the end of a run, the C heap
 //! gives that memory back to the system, and the next run's first write to each page faults it
