@@ -622,27 +622,30 @@ mod tests {
         assert_eq!(exe.spares.kept(), 1);
     }
 
-    /// A run in either mode leaves its lane lists to the next run with the rest of its memory.
+    /// A run in either mode leaves its lane lists to the next run with the rest of its memory,
+    /// and so does a run that fails (out of steps before its first block).
     #[test]
     fn a_run_leaves_its_lane_lists() {
         let exe = identity(Type::scalar(DType::I64));
+        let input = [Column::from_scalars(&[1i64, 2, 3])];
         for mode in [Mode::Stackless, Mode::FullVm] {
-            let config = Config {
-                threads: 1,
-                ..Config::with_mode(mode)
-            };
-            exe.run(&[Column::from_scalars(&[1i64, 2, 3])], &config)
-                .unwrap();
-            let mut spare = exe.spares.take();
-            let mut lists = spare.take_lane_lists();
-            let every_lane = lists.take();
-            assert!(
-                every_lane.capacity() >= 3,
-                "{mode:?}: the list of every lane"
-            );
-            lists.give(every_lane);
-            spare.keep_lane_lists(lists);
-            exe.spares.give(spare);
+            for budget in [None, Some(0)] {
+                let config = Config {
+                    threads: 1,
+                    step_budget: budget,
+                    ..Config::with_mode(mode)
+                };
+                let ran = exe.run(&input, &config);
+                assert_eq!(ran.is_ok(), budget.is_none(), "{mode:?}, budget {budget:?}");
+                let mut spare = exe.spares.take();
+                let mut lists = spare.take_lane_lists();
+                let every_lane = lists.take();
+                assert!(
+                    every_lane.capacity() >= 3,
+                    "{mode:?}, budget {budget:?}: the list of every lane"
+                );
+                exe.spares.give(spare);
+            }
         }
     }
 }

@@ -107,16 +107,37 @@ pub(crate) fn run(
     config: &Config,
     stats: &mut Stats,
 ) -> Result<()> {
+    // The lane lists an earlier run left (every lane; the lanes of the block being run), so
+    // this run's are pages the process has already; given back failed or not.
+    let mut lists = exec.storage.take_lane_lists();
+    let mut all = lists.take();
+    all.extend(0..exec.storage.batch());
+    let mut lanes = lists.take();
+    let ran = run_bits(exec, plan, config, stats, (&all, &mut lanes));
+    lists.give(all);
+    lists.give(lanes);
+    exec.storage.keep_lane_lists(lists);
+    ran
+}
+
+/// [`run_steps`] in the copy the CPU can run (see [`run`]).
+fn run_bits(
+    exec: &mut Exec<'_>,
+    plan: &Plan,
+    config: &Config,
+    stats: &mut Stats,
+    lists: (&[usize], &mut Vec<usize>),
+) -> Result<()> {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("popcnt")
             && std::arch::is_x86_feature_detected!("bmi1")
         {
             // SAFETY: the CPU has both features `run_with_bit_instructions` is compiled for.
-            return unsafe { run_with_bit_instructions(exec, plan, config, stats) };
+            return unsafe { run_with_bit_instructions(exec, plan, config, stats, lists) };
         }
     }
-    run_steps(exec, plan, config, stats)
+    run_steps(exec, plan, config, stats, lists)
 }
 
 /// [`run_steps`] compiled for `popcnt` and `bmi1`.
@@ -127,30 +148,33 @@ fn run_with_bit_instructions(
     plan: &Plan,
     config: &Config,
     stats: &mut Stats,
+    lists: (&[usize], &mut Vec<usize>),
 ) -> Result<()> {
-    run_steps(exec, plan, config, stats)
+    run_steps(exec, plan, config, stats, lists)
 }
 
-/// The step loop of [`run`], inlined into each of its copies.
+/// The step loop of [`run`], inlined into each of its copies: `all` lists every lane, `lanes`
+/// holds the lanes of the block being run.
 #[inline(always)]
-fn run_steps(exec: &mut Exec<'_>, plan: &Plan, config: &Config, stats: &mut Stats) -> Result<()> {
+fn run_steps(
+    exec: &mut Exec<'_>,
+    plan: &Plan,
+    config: &Config,
+    stats: &mut Stats,
+    (all, lanes): (&[usize], &mut Vec<usize>),
+) -> Result<()> {
     let program = exec.program;
     let batch = exec.storage.batch();
     let n_blocks = program.blocks.len();
     let mut waiting: Vec<LaneSet> = (0..n_blocks).map(|_| LaneSet::new(batch)).collect();
-    // The lane lists an earlier run left, so this run's are pages the process has already.
-    let mut lists = exec.storage.take_lane_lists();
-    let mut all = lists.take();
-    all.extend(0..batch);
-    waiting[program.main_function().entry().index()].extend(&all);
-    let mut lanes = lists.take();
+    waiting[program.main_function().entry().index()].extend(all);
     // The lanes of the block being run, as a set: gotos and branches pass them on word by word.
     let mut taken = LaneSet::new(batch);
     let mut returns = ReturnStacks::new(batch);
     let mut depth: Vec<u32> = vec![0; batch];
     let max_depth = config.max_stack_depth;
     let budget = config.step_budget.unwrap_or(u64::MAX);
-    let mut values_lanes = lists.take();
+    let mut values_lanes = Vec::new();
     // Each block's waiting count before an indirect jump, kept for its allocation.
     let mut counts: Vec<usize> = Vec::with_capacity(n_blocks);
     let mut lane_steps = LaneSteps::new(config, batch);
@@ -170,14 +194,14 @@ fn run_steps(exec: &mut Exec<'_>, plan: &Plan, config: &Config, stats: &mut Stat
             });
         }
         let block = Block::new(index);
-        waiting[index].take(&mut taken, &mut lanes);
+        waiting[index].take(&mut taken, lanes);
         if let Some(steps) = &mut lane_steps {
-            steps.run(&lanes)?;
+            steps.run(lanes)?;
         }
         stats.record(index, lanes.len());
         let data = program.block(block);
         if let Some(function) = &plan.entries[index] {
-            if let Some(lane) = enter(&mut depth, &lanes, max_depth) {
+            if let Some(lane) = enter(&mut depth, lanes, max_depth) {
                 return Err(limit_error(function, lane, max_depth));
             }
         }
@@ -185,28 +209,28 @@ fn run_steps(exec: &mut Exec<'_>, plan: &Plan, config: &Config, stats: &mut Stat
             match op {
                 Op::Prim(prim) => {
                     let fused = match plan.push_copies[index][i] {
-                        Some((v, from)) => exec.storage.push_copy(v, from, &lanes, block)?,
+                        Some((v, from)) => exec.storage.push_copy(v, from, lanes, block)?,
                         None => false,
                     };
                     if !fused {
-                        exec.run_prim(prim, &lanes, block, stats)?;
+                        exec.run_prim(prim, lanes, block, stats)?;
                     }
                 }
                 Op::Pop(_) => {
                     for &v in &plan.pops[index][i] {
-                        exec.storage.pop(v, &lanes, block)?;
+                        exec.storage.pop(v, lanes, block)?;
                     }
                 }
                 Op::Call(_) => unreachable!("a verified lowered program has no calls"),
             }
         }
         for &v in &plan.dead_vectors[index] {
-            exec.storage.release_rows(v, &lanes);
+            exec.storage.release_rows(v, lanes);
         }
         match &data.term {
             Terminator::Goto(t) => waiting[t.index()].add(&taken),
             Terminator::Branch { cond, then_, else_ } => {
-                let conditions = exec.storage.conditions(*cond, &lanes, block)?;
+                let conditions = exec.storage.conditions(*cond, lanes, block)?;
                 let (t, e) = (then_.index(), else_.index());
                 if t == e {
                     waiting[t].add(&taken);
@@ -234,7 +258,7 @@ fn run_steps(exec: &mut Exec<'_>, plan: &Plan, config: &Config, stats: &mut Stat
                     let callee = callee.unwrap_or(&program.block(*target).name);
                     format!("the return addresses of calls to `{callee}`")
                 })?;
-                returns.push(&lanes, *ret, &depth);
+                returns.push(lanes, *ret, &depth);
                 waiting[target.index()].add(&taken);
             }
             Terminator::IndirectGoto => {
@@ -247,7 +271,7 @@ fn run_steps(exec: &mut Exec<'_>, plan: &Plan, config: &Config, stats: &mut Stat
                 let (held, depth) = (&mut returns.held[..n], &mut depth[..n]);
                 let slots = &returns.slots[..];
                 let mut popped = 0;
-                for &lane in &lanes {
+                for &lane in lanes.iter() {
                     if lane >= n {
                         lane_out_of_range(lane, n);
                     }
@@ -274,10 +298,6 @@ fn run_steps(exec: &mut Exec<'_>, plan: &Plan, config: &Config, stats: &mut Stat
             }
         }
     }
-    for list in [all, lanes, values_lanes] {
-        lists.give(list);
-    }
-    exec.storage.keep_lane_lists(lists);
     Ok(())
 }
 
