@@ -456,6 +456,24 @@ impl<'p> Exec<'p> {
         };
         // The branch condition the kernel split the lanes by is not written.
         let unwritten = split_leaf.filter(|_| used.get());
+        // Every leaf written in place (by lane, or as the lanes split): nothing to check or
+        // scatter, only the outputs to mark written.
+        if layout.in_place_only
+            && matches!(result, Ok(Ok(())))
+            && calls
+                .iter()
+                .enumerate()
+                .all(|(i, c)| c.wrote.get() || unwritten == Some(i))
+        {
+            for out in &layout.outputs {
+                if !out.leaves.contains(&unwritten.unwrap_or(usize::MAX)) {
+                    self.storage.mark_written(out.var, lanes);
+                }
+            }
+            drop(stand_ins);
+            self.fresh = fresh;
+            return Ok(unwritten.is_some());
+        }
         let checked = match self.failure(result, &progress, op, lanes, block) {
             Some(e) => Err(e),
             None => self.check_lane_wise(

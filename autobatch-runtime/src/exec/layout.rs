@@ -86,6 +86,9 @@ pub(super) struct Layout {
     /// How many leaves are written into fresh arena rows, and the output named if allocating
     /// them passes the memory budget (the first with arena rows); `None` if there are none.
     pub(super) fresh: Option<(usize, Var)>,
+    /// Whether every output leaf is offered by lane and no output is pushed: a call whose
+    /// kernel takes every offer leaves nothing to scatter.
+    pub(super) in_place_only: bool,
 }
 
 impl Layout {
@@ -100,6 +103,7 @@ impl Layout {
             outputs: SmallVec::new(),
             pushes_first: false,
             fresh: None,
+            in_place_only: false,
         };
         let mut fresh_leaves = 0;
         for &v in &op.outs {
@@ -153,6 +157,8 @@ impl Layout {
                 push,
             });
         }
+        layout.in_place_only = layout.places.iter().all(|p| p.write == Write::ByLane)
+            && layout.outputs.iter().all(|o| o.push == Push::Never);
         layout
     }
 }
