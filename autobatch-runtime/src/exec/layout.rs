@@ -86,8 +86,8 @@ pub(super) struct Layout {
     /// How many leaves are written into fresh arena rows, and the output named if allocating
     /// them passes the memory budget (the first with arena rows); `None` if there are none.
     pub(super) fresh: Option<(usize, Var)>,
-    /// Whether every output leaf is offered by lane and no output is pushed: a call whose
-    /// kernel takes every offer leaves nothing to scatter.
+    /// Whether every output leaf is offered by lane: a call whose kernel takes every offer
+    /// leaves nothing to scatter or push afterwards.
     pub(super) in_place_only: bool,
 }
 
@@ -157,8 +157,8 @@ impl Layout {
                 push,
             });
         }
-        layout.in_place_only = layout.places.iter().all(|p| p.write == Write::ByLane)
-            && layout.outputs.iter().all(|o| o.push == Push::Never);
+        // (An output whose leaves are all offered by lane is pushed, if at all, before.)
+        layout.in_place_only = layout.places.iter().all(|p| p.write == Write::ByLane);
         layout
     }
 }
