@@ -166,8 +166,25 @@ impl Layout {
 /// The layouts decided so far in one run, by the address of their op: every op a run executes
 /// is borrowed from the program or an interpreter's plan for the whole run, so an address
 /// names one op for as long as the table lives (one [`Exec`](super::Exec), one batch).
-#[derive(Default)]
-pub(super) struct Layouts(HashMap<usize, Rc<Layout>, BuildHasherDefault<AddressHasher>>);
+///
+/// The ops of the blocks being run are looked up again and again: a small table of recent
+/// ones, one slot per address hash, answers most lookups with a compare, before the map.
+pub(super) struct Layouts {
+    recent: [(usize, Option<Rc<Layout>>); RECENT],
+    all: HashMap<usize, Rc<Layout>, BuildHasherDefault<AddressHasher>>,
+}
+
+/// Slots in [`Layouts`]' table of recent ops (a power of two).
+const RECENT: usize = 64;
+
+impl Default for Layouts {
+    fn default() -> Self {
+        Layouts {
+            recent: std::array::from_fn(|_| (0, None)),
+            all: HashMap::default(),
+        }
+    }
+}
 
 impl Layouts {
     /// `op`'s layout, decided on its first call.
@@ -178,10 +195,20 @@ impl Layouts {
         storage: &Storage<'_>,
     ) -> Rc<Layout> {
         let key = op as *const PrimOp as usize;
-        self.0
+        let slot = (((key >> 3) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58) as usize;
+        let recent = &mut self.recent[slot % RECENT];
+        if let (at, Some(layout)) = recent {
+            if *at == key {
+                return layout.clone();
+            }
+        }
+        let layout = self
+            .all
             .entry(key)
             .or_insert_with(|| Rc::new(Layout::of(op, reads_first, storage)))
-            .clone()
+            .clone();
+        *recent = (key, Some(layout.clone()));
+        layout
     }
 }
 
