@@ -6,6 +6,11 @@
 //! `collatz`, `fib-macro`, `ackermann`; modes `vm`, `sl`, `rust`, and `lowered`, which prints
 //! the program stackless runs and the one the full VM runs). It prints the lane-ops the run made
 //! (the lanes over every kernel and assignment run) so instructions per lane-op can be read off.
+//!
+//! With a thread count (`lane_ops collatz sl 2 101`) it times that many runs and prints their
+//! median. `LANE_OPS_BATCH` sets the batch (10,000 by default); `LANE_OPS_SHARD` sets
+//! `Config::shard_size` (on one thread, shards of half the batch run one after the other:
+//! what sharding itself costs, apart from the threads).
 
 use autobatch_runtime::ir::{DType, KernelId};
 use autobatch_runtime::ndarray::Array1;
@@ -114,6 +119,9 @@ fn main() {
     };
     let config = config.map(|c| Config {
         threads: threads.unwrap_or(1),
+        shard_size: std::env::var("LANE_OPS_SHARD")
+            .ok()
+            .map(|s| s.parse().expect("a shard size")),
         ..c
     });
     let reps = match (threads, args.get(4)) {
