@@ -175,8 +175,8 @@ fn run_steps(
     let max_depth = config.max_stack_depth;
     let budget = config.step_budget.unwrap_or(u64::MAX);
     let mut values_lanes = Vec::new();
-    // Each block's waiting count before an indirect jump, kept for its allocation.
-    let mut counts: Vec<usize> = Vec::with_capacity(n_blocks);
+    // Per block, whether an indirect jump sent it lanes (kept for its allocation).
+    let mut gained: Vec<bool> = Vec::with_capacity(n_blocks);
     let mut lane_steps = LaneSteps::new(config, batch);
     while let Some(index) = waiting.iter().position(|w| !w.is_empty()) {
         if lane_steps.is_none() && stats.steps >= budget {
@@ -262,15 +262,19 @@ fn run_steps(
                 waiting[target.index()].add(&taken);
             }
             Terminator::IndirectGoto => {
-                counts.clear();
-                counts.extend(waiting.iter().map(|w| w.count));
                 // One pass: each lane's last return address popped, its caller's depth
                 // restored and the lane added to the block it returns to. An empty return
                 // stack is the "halt" address beneath main.
+                gained.clear();
+                gained.resize(n_blocks, false);
                 let n = returns.held.len().min(depth.len());
                 let (held, depth) = (&mut returns.held[..n], &mut depth[..n]);
                 let slots = &returns.slots[..];
                 let mut popped = 0;
+                // The lanes of one word that return to one block, gathered in a register
+                // while the lanes (in rising order) keep to both, and written to that block's
+                // set when they change: a write per lane would wait on the last lane's.
+                let (mut word_of, mut bits) = ((usize::MAX, 0), 0u64);
                 for &lane in lanes.iter() {
                     if lane >= n {
                         lane_out_of_range(lane, n);
@@ -282,14 +286,24 @@ fn run_steps(
                     popped += 1;
                     let (ret, calls) = slots[d as usize * batch + lane];
                     depth[lane] = calls;
-                    waiting[ret.index()].insert_within(lane);
+                    let here = (ret.index(), lane / 64);
+                    if here != word_of {
+                        if let Some(set) = waiting.get_mut(word_of.0) {
+                            set.words[word_of.1] |= bits;
+                        }
+                        (word_of, bits) = (here, 0);
+                        gained[here.0] = true;
+                    }
+                    bits |= 1 << (lane % 64);
+                }
+                if let Some(set) = waiting.get_mut(word_of.0) {
+                    set.words[word_of.1] |= bits;
                 }
                 returns.frames -= popped;
-                // The sets that gained lanes cover this block's lanes' words.
-                for (set, &before) in waiting.iter_mut().zip(&counts) {
-                    if set.count != before {
-                        set.cover(&taken);
-                    }
+                // The sets that gained lanes count them (this block's lanes, which waited
+                // nowhere else) and cover this block's lanes' words.
+                for (set, _) in waiting.iter_mut().zip(&gained).filter(|(_, &g)| g) {
+                    set.gain_from(&taken);
                 }
                 let bytes = returns.frames * std::mem::size_of::<Return>();
                 let first = || lanes.first().copied();
@@ -410,17 +424,15 @@ impl LaneSet {
         self.count == 0
     }
 
-    /// Adds `lane` (not already waiting here) without widening the range of words: the
-    /// caller [`cover`](Self::cover)s the lane's word afterwards.
+    /// Counts the lanes of `other` that were set in this set's words (none of them waited
+    /// here before) and widens the range of words to include `other`'s.
     #[inline(always)]
-    fn insert_within(&mut self, lane: usize) {
-        self.words[lane / 64] |= 1 << (lane % 64);
-        self.count += 1;
-    }
-
-    /// Widens the range of words to include `other`'s.
-    #[inline(always)]
-    fn cover(&mut self, other: &LaneSet) {
+    fn gain_from(&mut self, other: &LaneSet) {
+        let (lo, hi) = (other.lo.min(other.hi), other.hi);
+        let words = self.words[lo..hi].iter().zip(&other.words[lo..hi]);
+        self.count += words
+            .map(|(a, b)| (a & b).count_ones() as usize)
+            .sum::<usize>();
         self.lo = self.lo.min(other.lo);
         self.hi = self.hi.max(other.hi);
     }
@@ -620,16 +632,17 @@ mod tests {
         e.list_into(&mut out);
         assert_eq!((out, e.count), (vec![1, 2, 5, 130, 199], 5));
 
-        // Lanes added within a range, then covered by the range they came from.
+        // Lanes of another set written into the words, then counted and covered by the
+        // range they came from (its other lanes not counted).
         let mut from = LaneSet::new(200);
-        from.extend(&[65, 190]);
+        from.extend(&[65, 70, 190]);
         let mut to = LaneSet::new(200);
-        to.extend(&[3]);
-        to.insert_within(190);
-        to.cover(&from);
-        assert_eq!((to.lo, to.hi, to.count), (0, 3, 2));
+        to.extend(&[3, 66]);
+        to.words[190 / 64] |= 1 << (190 % 64);
+        to.gain_from(&from);
+        assert_eq!((to.lo, to.hi, to.count), (0, 3, 3));
         let mut listed = Vec::new();
         to.list_into(&mut listed);
-        assert_eq!(listed, vec![3, 190]);
+        assert_eq!(listed, vec![3, 66, 190]);
     }
 }
