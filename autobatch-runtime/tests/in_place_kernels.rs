@@ -1,5 +1,7 @@
 //! In-place lane-wise kernels (`Kernel::lane_wise_in_place`): an output that is also an input
-//! is written in storage itself, in both modes, and ordinary lane-wise kernels are unaffected.
+//! is written in storage itself, in both modes, and ordinary lane-wise kernels are unaffected;
+//! a kernel writing some outputs by lane (in storage itself) and others by position has them
+//! all written.
 
 use autobatch_runtime::ir::{KernelId, ProgramBuilder, Type};
 use autobatch_runtime::{Column, Config, Executable, Kernel, KernelError, Mode, RuntimeError};
@@ -95,5 +97,66 @@ fn an_input_written_in_place_is_read_by_value_only() {
             matches!(&e, RuntimeError::Kernel { lane: 0, message, .. } if message.contains("read with `scalar`")),
             "{e}"
         );
+    }
+}
+
+/// `f(x) = (a, b)` by one lane-wise kernel writing `a = x + 1` and `b = 2 x`: output 0 through
+/// `scalars` (by lane where the interpreter offers it) if `a_by_lane`, else by position into
+/// its dense column, and output 1 the other way round.
+fn two_outputs(a_by_lane: bool) -> Executable {
+    let mut b = ProgramBuilder::new();
+    let x = b.var("x", Type::I64);
+    let (va, vb) = (b.var("a", Type::I64), b.var("b", Type::I64));
+    let f = b.function("f");
+    b.signature(f, &[x], &[va, vb]);
+    let e = b.block(f, "entry");
+    b.prim(e, &[va, vb], &[x], KernelId::new(0), "(x + 1, 2 * x)");
+    b.ret(e);
+    let program = b.finish_with_entry(f).unwrap();
+    let kernel = Kernel::lane_wise(move |ins, outs| {
+        let x = ins.rows::<i64>(0)?;
+        let lanes = ins.lanes();
+        let [a, b] = outs.leaves::<2>()?;
+        let (by_lane, by_position) = if a_by_lane { (a, b) } else { (b, a) };
+        let (lane_value, position_value): (fn(i64) -> i64, fn(i64) -> i64) = if a_by_lane {
+            (|x| x + 1, |x| 2 * x)
+        } else {
+            (|x| 2 * x, |x| x + 1)
+        };
+        let mut out = by_lane.scalars::<i64>()?;
+        for (k, &lane) in lanes.iter().enumerate() {
+            out.set(k, lane, lane_value(x.scalar(lane)));
+        }
+        let column = by_position.slice::<i64>()?;
+        for (k, &lane) in lanes.iter().enumerate() {
+            column[k] = position_value(x.scalar(lane));
+        }
+        Ok(())
+    });
+    Executable::new(program, vec![kernel]).unwrap()
+}
+
+/// Outputs a kernel writes by lane are in place after it, and outputs it writes by position
+/// are copied in after it, in the same call: a call counts as written in place only if the
+/// kernel took every offer.
+#[test]
+fn outputs_written_by_lane_and_by_position_in_one_call_are_all_written() {
+    let xs: Vec<i64> = (0..300).map(|i| i * 7 % 101).collect();
+    let want_a: Vec<i64> = xs.iter().map(|x| x + 1).collect();
+    let want_b: Vec<i64> = xs.iter().map(|x| 2 * x).collect();
+    for a_by_lane in [true, false] {
+        let exe = two_outputs(a_by_lane);
+        for config in both() {
+            for shard_size in [None, Some(7)] {
+                let config = Config {
+                    shard_size,
+                    ..config.clone()
+                };
+                let run = exe.run(&[Column::from_scalars(&xs)], &config).unwrap();
+                let got = |i: usize| run.outputs[i].as_slice::<i64>().unwrap().to_vec();
+                assert_eq!(got(0), want_a, "a, by lane: {a_by_lane}, {config:?}");
+                assert_eq!(got(1), want_b, "b, by lane: {}, {config:?}", !a_by_lane);
+            }
+        }
     }
 }
