@@ -117,19 +117,17 @@ fn two_outputs(a_by_lane: bool) -> Executable {
         let x = ins.rows::<i64>(0)?;
         let lanes = ins.lanes();
         let [a, b] = outs.leaves::<2>()?;
+        // Output `i`'s value at `x`.
+        let value = |i: usize, x: i64| if i == 0 { x + 1 } else { 2 * x };
+        let (lane_leaf, position_leaf) = if a_by_lane { (0, 1) } else { (1, 0) };
         let (by_lane, by_position) = if a_by_lane { (a, b) } else { (b, a) };
-        let (lane_value, position_value): (fn(i64) -> i64, fn(i64) -> i64) = if a_by_lane {
-            (|x| x + 1, |x| 2 * x)
-        } else {
-            (|x| 2 * x, |x| x + 1)
-        };
         let mut out = by_lane.scalars::<i64>()?;
         for (k, &lane) in lanes.iter().enumerate() {
-            out.set(k, lane, lane_value(x.scalar(lane)));
+            out.set(k, lane, value(lane_leaf, x.scalar(lane)));
         }
         let column = by_position.slice::<i64>()?;
         for (k, &lane) in lanes.iter().enumerate() {
-            column[k] = position_value(x.scalar(lane));
+            column[k] = value(position_leaf, x.scalar(lane));
         }
         Ok(())
     });
