@@ -273,8 +273,14 @@ fn run_steps(
                 let mut popped = 0;
                 // The lanes of one word that return to one block, gathered in a register
                 // while the lanes (in rising order) keep to both, and written to that block's
-                // set when they change: a write per lane would wait on the last lane's.
+                // set when they change: a write per lane would wait on the last lane's. (Each
+                // set counts its new lanes once afterwards, for the same reason.)
                 let (mut word_of, mut bits) = ((usize::MAX, 0), 0u64);
+                let mut write = |(set, word): (usize, usize), bits| {
+                    if let Some(set) = waiting.get_mut(set) {
+                        set.words[word] |= bits;
+                    }
+                };
                 for &lane in lanes.iter() {
                     if lane >= n {
                         lane_out_of_range(lane, n);
@@ -288,17 +294,13 @@ fn run_steps(
                     depth[lane] = calls;
                     let here = (ret.index(), lane / 64);
                     if here != word_of {
-                        if let Some(set) = waiting.get_mut(word_of.0) {
-                            set.words[word_of.1] |= bits;
-                        }
+                        write(word_of, bits);
                         (word_of, bits) = (here, 0);
                         gained[here.0] = true;
                     }
                     bits |= 1 << (lane % 64);
                 }
-                if let Some(set) = waiting.get_mut(word_of.0) {
-                    set.words[word_of.1] |= bits;
-                }
+                write(word_of, bits);
                 returns.frames -= popped;
                 // The sets that gained lanes count them (this block's lanes, which waited
                 // nowhere else) and cover this block's lanes' words.
