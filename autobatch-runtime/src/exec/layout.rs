@@ -195,8 +195,9 @@ impl Layouts {
         storage: &Storage<'_>,
     ) -> Rc<Layout> {
         let key = op as *const PrimOp as usize;
-        let slot = (((key >> 3) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58) as usize;
-        let recent = &mut self.recent[slot % RECENT];
+        // The hash's top bits pick the slot.
+        let slot = address_hash(key) >> (u64::BITS - RECENT.trailing_zeros());
+        let recent = &mut self.recent[slot as usize];
         if let (at, Some(layout)) = recent {
             if *at == key {
                 return layout.clone();
@@ -230,8 +231,14 @@ impl Hasher for AddressHasher {
     }
 
     fn write_usize(&mut self, n: usize) {
-        self.0 = ((n as u64) >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.0 = address_hash(n);
     }
+}
+
+/// An address hashed with one multiplication, its alignment bits (always zero) shifted out
+/// first; the top bits are the best mixed.
+fn address_hash(address: usize) -> u64 {
+    ((address as u64) >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
 #[cfg(test)]
