@@ -3,13 +3,14 @@
 //! and written back. Kernel output columns, gathered batched inputs and the op's working lists
 //! are reused, so an op allocates nothing once warmed up.
 
+mod direct;
 mod layout;
 
 use crate::column::{width_of, Column};
 use crate::error::{Result, RuntimeError};
 use crate::kernel::{
-    BatchedFn, Context, FreshRows, Kernel, KernelError, LaneInputs, LaneOutputs, LaneRows,
-    LaneWiseFn, OutLeaf, SplitLanes, StandIn,
+    BatchedFn, Context, DirectFn, FreshRows, Kernel, KernelError, LaneInputs, LaneOutputs,
+    LaneRows, LaneWiseFn, OutLeaf, SplitLanes, StandIn,
 };
 use crate::panics::catch_quietly;
 use crate::pool::ColumnPool;
@@ -44,6 +45,20 @@ impl LeafCall {
     /// lanes by, if any) by splitting the lanes.
     fn scattered(&self, i: usize, split: Option<usize>) -> bool {
         !self.wrote.get() && split != Some(i)
+    }
+}
+
+/// A lane-wise kernel as [`Exec::run_lane_wise`] runs it: its index, its body, whether it is
+/// in place, and its direct body, if any.
+type LaneWise<'k> = (usize, &'k LaneWiseFn, bool, Option<&'k DirectFn>);
+
+/// `kernel` (number `id`, lane-wise: not batched) as [`Exec::run_lane_wise`] runs it.
+fn lane_wise_parts(id: usize, kernel: &Kernel) -> LaneWise<'_> {
+    match kernel {
+        Kernel::LaneWise(f) => (id, f.as_ref(), false, None),
+        Kernel::LaneWiseInPlace(f) => (id, f.as_ref(), true, None),
+        Kernel::LaneWiseDirect(f, direct) => (id, f.as_ref(), true, Some(direct.as_ref())),
+        Kernel::Batched(_) => unreachable!("a batched kernel is run dense"),
     }
 }
 
@@ -135,7 +150,7 @@ impl<'p> Exec<'p> {
         };
         matches!(
             kernel,
-            Some(Kernel::LaneWise(_) | Kernel::LaneWiseInPlace(_))
+            Some(Kernel::LaneWise(_) | Kernel::LaneWiseInPlace(_) | Kernel::LaneWiseDirect(..))
         )
     }
 
@@ -159,32 +174,15 @@ impl<'p> Exec<'p> {
         if copies && aside.is_empty() {
             return self.assign(op, lanes, block);
         }
-        match self.kernel(op, block)? {
-            Some((id, Kernel::LaneWise(f))) => self
-                .run_lane_wise(
-                    op,
-                    (id, f.as_ref(), false),
-                    lanes,
-                    block,
-                    stats,
-                    (None, aside),
-                )
-                .map(drop),
-            Some((id, Kernel::LaneWiseInPlace(f))) => self
-                .run_lane_wise(
-                    op,
-                    (id, f.as_ref(), true),
-                    lanes,
-                    block,
-                    stats,
-                    (None, aside),
-                )
-                .map(drop),
+        let kernel = match self.kernel(op, block)? {
             Some((id, Kernel::Batched(f))) => {
-                self.run_dense(op, Some((id, f.as_ref())), lanes, block, stats)
+                return self.run_dense(op, Some((id, f.as_ref())), lanes, block, stats)
             }
-            None => self.run_dense(op, None, lanes, block, stats),
-        }
+            None => return self.run_dense(op, None, lanes, block, stats),
+            Some((id, lane_wise)) => lane_wise_parts(id, lane_wise),
+        };
+        self.run_lane_wise(op, kernel, lanes, block, stats, (None, aside))
+            .map(drop)
     }
 
     /// The kernel `op` runs (none for an assignment), with its index in the kernel table.
@@ -233,13 +231,10 @@ impl<'p> Exec<'p> {
                     .sum::<usize>()
             });
         match (self.kernel(op, block)?, leaf) {
-            (Some((id, Kernel::LaneWise(f))), Some(leaf)) => {
+            (Some((id, kernel)), Some(leaf)) if !matches!(kernel, Kernel::Batched(_)) => {
                 let split = (Some((leaf, lists)), &[][..]);
-                self.run_lane_wise(op, (id, f.as_ref(), false), lanes, block, stats, split)
-            }
-            (Some((id, Kernel::LaneWiseInPlace(f))), Some(leaf)) => {
-                let split = (Some((leaf, lists)), &[][..]);
-                self.run_lane_wise(op, (id, f.as_ref(), true), lanes, block, stats, split)
+                let kernel = lane_wise_parts(id, kernel);
+                self.run_lane_wise(op, kernel, lanes, block, stats, split)
             }
             _ => self.run_prim(op, lanes, block, stats).map(|()| false),
         }
@@ -344,14 +339,20 @@ impl<'p> Exec<'p> {
     fn run_lane_wise(
         &mut self,
         op: &PrimOp,
-        (id, f, reads_first): (usize, &LaneWiseFn, bool),
+        (id, f, reads_first, direct): LaneWise<'_>,
         lanes: &[usize],
         block: Block,
         stats: &mut Stats,
-        (split, aside): (Option<(usize, Sides<'_>)>, AsideInputs<'_>),
+        (mut split, aside): (Option<(usize, Sides<'_>)>, AsideInputs<'_>),
     ) -> Result<bool> {
         let n = lanes.len();
         let layout = self.layouts.get(op, reads_first, &self.storage);
+        if let Some(direct) = direct.filter(|_| layout.in_place_only) {
+            let (called, lanes) = ((id, direct, &*layout), (lanes, aside));
+            if let Some(split) = self.run_direct(op, called, lanes, (block, stats), &mut split)? {
+                return Ok(split);
+            }
+        }
         if layout.pushes_first {
             for out in layout.outputs.iter().filter(|o| o.push == Push::Before) {
                 self.storage.push(out.var, lanes, block)?;

@@ -38,8 +38,8 @@ pub mod __private {
     pub use crate::prefetch::PREFETCH_AHEAD;
     pub use crate::primitive::{check_agreement, AgreementError, Tolerance};
     pub use crate::{
-        Column, Config, Context, ContextType, Executable, Isolated, Kernel, KernelError, Key,
-        LaneInputs, LaneOutputs, RuntimeError, Stats, Vector, VectorOut,
+        Column, Config, Context, ContextType, DirectCall, Executable, Isolated, Kernel,
+        KernelError, Key, LaneInputs, LaneOutputs, RuntimeError, Stats, Vector, VectorOut,
     };
     pub use autobatch_ir as ir;
     /// A callee's description re-applies `autobatch` to its caller through `resume!`.
@@ -55,8 +55,9 @@ pub use config::{
 };
 pub use error::{Result, RuntimeError};
 pub use kernel::{
-    output_slice, Context, ContextType, DenseScalars, InputRows, Kernel, KernelError, LaneInputs,
-    LaneOutputs, LaneScalarsOut, LaneSplit, OutputLeaf, ScalarsOut, VectorOut,
+    output_slice, BatchedFn, Context, ContextType, DenseScalars, DirectCall, DirectFn, InputRows,
+    Kernel, KernelError, LaneInputs, LaneOutputs, LaneScalarsOut, LaneSplit, LaneWiseFn,
+    OutputLeaf, ScalarsOut, VectorOut,
 };
 pub use ndarray;
 pub use random::Key;

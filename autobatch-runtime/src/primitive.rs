@@ -64,7 +64,7 @@ fn run_kernel(
         .map(|t| Column::zeros(t.dtype, lanes.len(), width_of(*t, vector_len)))
         .collect();
     match kernel {
-        Kernel::LaneWise(f) | Kernel::LaneWiseInPlace(f) => {
+        Kernel::LaneWise(f) | Kernel::LaneWiseInPlace(f) | Kernel::LaneWiseDirect(f, _) => {
             let refs: Vec<&Column> = inputs.iter().collect();
             let progress = Cell::new(0);
             f(

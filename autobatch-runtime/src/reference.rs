@@ -268,7 +268,9 @@ impl Interp<'_> {
                 let refs: Vec<&Column> = inputs.iter().collect();
                 let progress = Cell::new(0);
                 let result = catch_quietly(|| match kernel {
-                    Kernel::LaneWise(f) | Kernel::LaneWiseInPlace(f) => f(
+                    Kernel::LaneWise(f)
+                    | Kernel::LaneWiseInPlace(f)
+                    | Kernel::LaneWiseDirect(f, _) => f(
                         &LaneInputs::new(&refs, &[0], &progress).with_context(self.context),
                         &mut LaneOutputs::new(&mut outputs),
                     ),

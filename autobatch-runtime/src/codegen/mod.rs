@@ -46,6 +46,7 @@ mod tests {
             type_name::<rt::KernelError>(),
             type_name::<rt::Key>(),
             type_name::<rt::LaneInputs<'_>>(),
+            type_name::<rt::DirectCall<'_>>(),
             type_name::<rt::LaneOutputs<'_>>(),
             type_name::<rt::RuntimeError>(),
             type_name::<rt::Stats>(),
@@ -71,6 +72,11 @@ mod tests {
             |c: rt::Avx2Fma| rt::with_avx2(c, |_| ()),
             rt::sum_onto(0.0, 1.0),
             |ins: &rt::LaneInputs<'_>| rt::each_lane(ins, (), (), |()| ()),
+            |call: &mut rt::DirectCall<'_>| {
+                let _ = (call.input::<f64>(0), call.output::<f64>(0), call.split());
+                call.each_lane((), (), |()| ());
+                call.context::<f64>().map(drop)
+            },
             |s: crate::LaneSplit<'_>| rt::split_lanes(s, (), (), |()| ((), true)),
         );
         assert_eq!(rt::PREFETCH_AHEAD, crate::prefetch::PREFETCH_AHEAD);

@@ -230,6 +230,15 @@ pub struct DenseScalars<'a, T> {
 }
 
 impl<T: Copy> DenseScalars<'_, T> {
+    /// The `len` scalars from `data` (storage's rows, read by value only while borrowed).
+    pub(crate) fn from_raw(data: NonNull<T>, len: usize) -> Self {
+        DenseScalars {
+            data,
+            len,
+            rows: PhantomData,
+        }
+    }
+
     /// The number of rows (one scalar per lane, lanes `0..len`).
     pub(crate) fn len(&self) -> usize {
         self.len
@@ -266,11 +275,9 @@ impl<'a, T: Copy + 'static> InputRows<'a, T> {
     /// hold every scalar variable), `None` for vector rows or a leaf with other rows.
     pub fn dense_scalars(&self) -> Option<DenseScalars<'a, T>> {
         match self.source {
-            Source::Dense { data, len, .. } if self.width == 1 => Some(DenseScalars {
-                data,
-                len,
-                rows: PhantomData,
-            }),
+            Source::Dense { data, len, .. } if self.width == 1 => {
+                Some(DenseScalars::from_raw(data, len))
+            }
             _ => None,
         }
     }

@@ -5,6 +5,7 @@
 //! Leaves come as nested pairs ending in `()`, `(first, (second, ()))`, so one impl covers
 //! every number of them; the values of a lane come the same way.
 
+use super::inputs::Position;
 use super::{DenseScalars, LaneInputs, LaneScalarsOut, LaneSplit};
 use crate::column::Element;
 use crate::storage::each_lane_below;
@@ -99,15 +100,26 @@ impl<T: Element, W: Writes> Writes for (LaneScalarsOut<'_, T>, W) {
 pub fn each_lane<R: Reads, W: Writes>(
     ins: &LaneInputs<'_>,
     reads: R,
+    writes: W,
+    body: impl FnMut(R::Values) -> W::Values,
+) {
+    each_lane_at(ins.lanes(), ins.position(), reads, writes, body);
+}
+
+/// The loop of [`each_lane`] over `lanes`, recording the position it computes in `at`.
+#[inline(always)]
+pub(crate) fn each_lane_at<R: Reads, W: Writes>(
+    lanes: &[usize],
+    mut at: Position<'_>,
+    reads: R,
     mut writes: W,
     mut body: impl FnMut(R::Values) -> W::Values,
 ) {
     let rows = reads.rows().min(writes.rows());
-    let mut at = ins.position();
     // Inlined at each of the loop's unrolled calls, with the body (the generated kernels
     // mark theirs so too): a call per lane would cost more than most bodies.
     each_lane_below(
-        ins.lanes(),
+        lanes,
         rows,
         #[inline(always)]
         |k, lane| {

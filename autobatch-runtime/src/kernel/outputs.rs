@@ -272,11 +272,7 @@ impl<T: Element> ScalarsOut<'_, T> {
     /// the row is the lane's own), `None` if it writes row `k` of a dense column: a kernel's
     /// lane loop over such writers decides nothing per write.
     pub fn by_lane(&mut self) -> Option<LaneScalarsOut<'_, T>> {
-        self.by_lane.then_some(LaneScalarsOut {
-            data: self.data,
-            len: self.len,
-            rows: PhantomData,
-        })
+        (self.by_lane).then_some(LaneScalarsOut::from_raw(self.data, self.len))
     }
 }
 
@@ -295,6 +291,13 @@ impl<T: Element> ScalarsOut<'_, T> {
 /// A branch condition's kernel sending each active lane to the side of the branch its
 /// condition names ([`ScalarsOut::split`]).
 pub struct LaneSplit<'a>(SplitLanes<'a>);
+
+impl<'a> LaneSplit<'a> {
+    /// The kernel's use of `lists`.
+    pub(crate) fn new(lists: SplitLanes<'a>) -> Self {
+        LaneSplit(lists)
+    }
+}
 
 impl LaneSplit<'_> {
     /// Sends every active lane, in order, to the branch's first target if `cond(lane)` holds
@@ -341,6 +344,15 @@ pub struct LaneScalarsOut<'a, T> {
 }
 
 impl<T: Element> LaneScalarsOut<'_, T> {
+    /// A writer of the `len` scalars from `data` (storage's rows, written by lane only).
+    pub(crate) fn from_raw(data: NonNull<T>, len: usize) -> Self {
+        LaneScalarsOut {
+            data,
+            len,
+            rows: PhantomData,
+        }
+    }
+
     /// The number of rows (lanes `0..len`).
     pub(crate) fn len(&self) -> usize {
         self.len

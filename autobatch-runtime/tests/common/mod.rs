@@ -4,7 +4,9 @@
 
 use autobatch_runtime::ir::KernelId;
 use autobatch_runtime::Source;
-use autobatch_runtime::{Column, Executable, Kernel, KernelError, LaneInputs, LaneOutputs};
+use autobatch_runtime::{
+    Column, DirectCall, Executable, Kernel, KernelError, LaneInputs, LaneOutputs, LaneWiseFn,
+};
 use autobatch_testkit::conformance::KernelNamer;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -154,20 +156,30 @@ pub fn build_counting<P>(
         .iter()
         .position(|s| s == counted)
         .expect("counted source is used");
-    let (inner, in_place) = match kernels[i].clone() {
-        Kernel::LaneWise(inner) => (inner, false),
-        Kernel::LaneWiseInPlace(inner) => (inner, true),
-        Kernel::Batched(_) => unreachable!("test kernels are lane-wise"),
-    };
     let (c, l) = (calls.clone(), lanes.clone());
-    let counting = move |ins: &LaneInputs<'_>, outs: &mut LaneOutputs<'_>| {
+    let count = move |lanes: &[usize]| {
         c.fetch_add(1, Ordering::SeqCst);
-        l.fetch_add(ins.lanes().len(), Ordering::SeqCst);
-        inner(ins, outs)
+        l.fetch_add(lanes.len(), Ordering::SeqCst);
     };
-    kernels[i] = match in_place {
-        true => Kernel::lane_wise_in_place(counting),
-        false => Kernel::lane_wise(counting),
+    let general = |inner: Arc<LaneWiseFn>| {
+        let count = count.clone();
+        move |ins: &LaneInputs<'_>, outs: &mut LaneOutputs<'_>| {
+            count(ins.lanes());
+            inner(ins, outs)
+        }
+    };
+    kernels[i] = match kernels[i].clone() {
+        Kernel::LaneWise(inner) => Kernel::lane_wise(general(inner)),
+        Kernel::LaneWiseInPlace(inner) => Kernel::lane_wise_in_place(general(inner)),
+        Kernel::LaneWiseDirect(inner, direct) => {
+            let count = count.clone();
+            let direct = move |call: &mut DirectCall<'_>| {
+                count(call.lanes());
+                direct(call)
+            };
+            Kernel::lane_wise_direct(general(inner), direct)
+        }
+        Kernel::Batched(_) => unreachable!("test kernels are lane-wise"),
     };
     (program, kernels, calls, lanes)
 }

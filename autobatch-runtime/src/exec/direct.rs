@@ -1,0 +1,117 @@
+//! Running a lane-wise kernel's direct body ([`Kernel::lane_wise_direct`]): where the op's
+//! layout offers every output leaf by lane and storage holds every input leaf as scalars in
+//! place, the kernel is handed storage's columns themselves. Nothing is built per leaf (no
+//! input views, output leaves or stand-in columns), and nothing is checked or scattered after
+//! it: its outputs are in place.
+//!
+//! [`Kernel::lane_wise_direct`]: crate::Kernel::lane_wise_direct
+
+use super::layout::{Layout, Push};
+use super::{AsideInputs, Exec, Sides};
+use crate::column::Column;
+use crate::error::{Result, RuntimeError};
+use crate::kernel::{DirectCall, DirectFn, SplitLanes};
+use crate::panics::catch_quietly;
+use crate::stats::{KernelClock, Stats};
+use autobatch_ir::{Block, PrimOp};
+use smallvec::SmallVec;
+use std::cell::Cell;
+use std::ptr::NonNull;
+
+/// Storage columns of a direct call's leaves: a handful, on the stack.
+type Columns = SmallVec<[NonNull<Column>; 8]>;
+
+impl Exec<'_> {
+    /// Runs `op` on `lanes` through `direct`, the direct body of kernel `id`, whose `layout`
+    /// offers every output leaf by lane (inputs `aside` read from the rows given, as
+    /// [`Exec::run_reading`] reads them). With `split` (a branch condition's output leaf and
+    /// its two lists), the lists are offered if that leaf is the kernel's last (the one a
+    /// direct body splits by). `None`, with nothing done, where an input leaf is not scalars
+    /// in place (the general body runs then); else whether the kernel split the lanes.
+    pub(super) fn run_direct(
+        &mut self,
+        op: &PrimOp,
+        (id, direct, layout): (usize, &DirectFn, &Layout),
+        (lanes, aside): (&[usize], AsideInputs<'_>),
+        (block, stats): (Block, &mut Stats),
+        split: &mut Option<(usize, Sides<'_>)>,
+    ) -> Result<Option<bool>> {
+        let mut ins = Columns::new();
+        if !self.direct_inputs(op, (lanes, aside), block, &mut ins)? {
+            return Ok(None);
+        }
+        if layout.pushes_first {
+            for out in layout.outputs.iter().filter(|o| o.push == Push::Before) {
+                self.storage.push(out.var, lanes, block)?;
+            }
+            // Pushing may have moved the rows: the inputs are taken again.
+            self.direct_inputs(op, (lanes, aside), block, &mut ins)?;
+        }
+        let mut outs = Columns::new();
+        for place in &layout.places {
+            match self.storage.lane_rows(place.var, place.leaf) {
+                Some(rows) => outs.push(rows),
+                None => {
+                    return Err(RuntimeError::ValueType {
+                        block: self.block_name(block),
+                        var: self.program.var(place.var).name.clone(),
+                        expected: format!("{} scalars held by lane", place.ty),
+                        found: "other rows".to_string(),
+                    })
+                }
+            }
+        }
+        let last = layout.places.len().checked_sub(1);
+        let offered = split.as_ref().is_some_and(|&(leaf, _)| Some(leaf) == last);
+        let (progress, used) = (Cell::new(0usize), Cell::new(false));
+        let lists = split.take_if(|_| offered).map(|(_, (yes, no))| SplitLanes {
+            lanes,
+            progress: &progress,
+            yes,
+            no,
+            used: &used,
+        });
+        let clock = KernelClock::start(self.time_kernels);
+        let result = {
+            let mut call = DirectCall::new((lanes, &progress, self.context), &ins, &outs, lists);
+            catch_quietly(|| direct(&mut call))
+        };
+        stats.record_kernel(id, lanes.len(), clock.elapsed(), false);
+        if let Some(e) = self.failure(result, &progress, op, lanes, block) {
+            return Err(e);
+        }
+        // The branch condition the kernel split the lanes by is not written.
+        let unwritten = last.filter(|_| used.get());
+        for out in &layout.outputs {
+            if !out.leaves.contains(&unwritten.unwrap_or(usize::MAX)) {
+                self.storage.mark_written(out.var, lanes);
+            }
+        }
+        Ok(Some(unwritten.is_some()))
+    }
+
+    /// Lists in `ins` (emptied first) the columns of `op`'s input leaves at `lanes`, in
+    /// storage or among the rows `aside`; `false` if one is not scalars in place.
+    fn direct_inputs(
+        &self,
+        op: &PrimOp,
+        (lanes, aside): (&[usize], AsideInputs<'_>),
+        block: Block,
+        ins: &mut Columns,
+    ) -> Result<bool> {
+        ins.clear();
+        for &v in &op.ins {
+            let leaves = match aside.iter().find(|&&(a, _)| a == v) {
+                Some(&(_, leaves)) => leaves,
+                None => self.storage.read(v, lanes, block)?,
+            };
+            for leaf in leaves {
+                match leaf.dense().filter(|rows| rows.width() == 1) {
+                    Some(rows) => ins.push(NonNull::from(rows)),
+                    None => return Ok(false),
+                }
+            }
+        }
+        Ok(true)
+    }
+}
