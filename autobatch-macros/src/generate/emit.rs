@@ -46,7 +46,9 @@ fn read_value(
 /// `context` is given, and the value's leaves stored as outputs. It is an in-place kernel
 /// (`Kernel::lane_wise_in_place`): at each lane every input is read into its binding before
 /// the body runs, and the outputs are stored after it, so an output that is also an input
-/// (`n = n / 2`, `steps += 1`) is written in storage itself.
+/// (`n = n / 2`, `steps += 1`) is written in storage itself. Where every leaf is a scalar it
+/// is also direct (`Kernel::lane_wise_direct`): a second body runs the same loop on the
+/// storage columns the interpreter hands over, with nothing built per leaf.
 pub fn lane_kernel(
     rt: &Runtime,
     inputs: &[(Ident, Ty)],
@@ -63,6 +65,8 @@ pub fn lane_kernel(
     // the leaves `__fN`, see below).
     let mut fast_bindings = Vec::new();
     let mut fast_inputs = Vec::new();
+    // The same leaves as a direct body takes them (see `Kernel::lane_wise_direct`).
+    let mut direct_inputs = Vec::new();
     let mut next = 0;
     for (name, ty) in inputs {
         let ls = leaf_paths(ty, quote!());
@@ -73,6 +77,7 @@ pub fn lane_kernel(
             accessors.push(quote!(let #acc = __ins.rows::<#el>(#idx)?;));
             let fast = format_ident!("__f{}", next + i);
             fast_inputs.push(quote!(let ::std::option::Option::Some(#fast) = #acc.dense_scalars() else { break '__fast; };));
+            direct_inputs.push(quote!(let #fast = __ins.input::<#el>(#idx)?;));
         }
         let rty = rt.rust_type(ty);
         let mut fast_next = next;
@@ -158,6 +163,15 @@ pub fn lane_kernel(
                 quote!(let ::std::option::Option::Some(#w) = #o.by_lane() else { break '__fast; };)
             })
             .collect();
+        let direct_outputs: Vec<_> = outs
+            .iter()
+            .zip(&writers)
+            .enumerate()
+            .map(|(i, ((leaf, _), w))| {
+                let el = rt.element_type(leaf);
+                quote!(let #w = __ins.output::<#el>(#i)?;)
+            })
+            .collect();
         let paths: Vec<TokenStream> = outs.iter().map(|(_, path)| path.clone()).collect();
         let (writes, results) = (nest(&writers), nest(&paths));
         // A branch condition (the last output leaf, a `bool`: a block's condition is computed
@@ -165,28 +179,33 @@ pub fn lane_kernel(
         // straight to its side of the branch (no condition written and read back), the other
         // outputs are written by lane as below.
         let last = outs.len().checked_sub(1);
-        let split = last
-            .filter(|&l| matches!(outs[l].0, Ty::Scalar(DType::Bool)))
-            .map(|l| {
-                let (o, condition) = (&out_names[l], &paths[l]);
-                let others = &fast_outputs[..l];
-                let (writes, results) = (nest(&writers[..l]), nest(&paths[..l]));
-                quote! {
-                    if let ::std::option::Option::Some(__s) = #o.split() {
-                        #(#others)*
-                        #rtp::split_lanes(__s, #reads, #writes, #[inline(always)] move |#values| {
-                            #(#fast_bindings)*
-                            #result
-                            (#results, #condition)
-                        });
-                        return ::std::result::Result::Ok(());
+        // The split, from the lists `taken` (the general body's leaf or the direct body's
+        // call) with the other outputs' writers `others`.
+        let split = |taken: TokenStream, others: &[TokenStream]| {
+            last.filter(|&l| matches!(outs[l].0, Ty::Scalar(DType::Bool)))
+                .map(|l| {
+                    let condition = &paths[l];
+                    let others = &others[..l];
+                    let (writes, results) = (nest(&writers[..l]), nest(&paths[..l]));
+                    quote! {
+                        if let ::std::option::Option::Some(__s) = #taken.split() {
+                            #(#others)*
+                            #rtp::split_lanes(__s, #reads, #writes, #[inline(always)] move |#values| {
+                                #(#fast_bindings)*
+                                #result
+                                (#results, #condition)
+                            });
+                            return ::std::result::Result::Ok(());
+                        }
                     }
-                }
-            });
-        quote! {
+                })
+        };
+        let general_split = last.map(|l| &out_names[l]).and_then(|o| split(quote!(#o), &fast_outputs));
+        let direct_split = split(quote!(__ins), &direct_outputs);
+        let fast = quote! {
             '__fast: {
                 #(#fast_inputs)*
-                #split
+                #general_split
                 #(#fast_outputs)*
                 // Moved in: the loop reads its own copies, which no store aliases.
                 #rtp::each_lane(__ins, #reads, #writes, #[inline(always)] move |#values| {
@@ -196,10 +215,26 @@ pub fn lane_kernel(
                 });
                 return ::std::result::Result::Ok(());
             }
-        }
+        };
+        let direct = quote! {
+            |__ins: &mut #rtp::DirectCall<'_>| -> ::std::result::Result<(), #rtp::KernelError> {
+                #context
+                #(#direct_inputs)*
+                #direct_split
+                #(#direct_outputs)*
+                __ins.each_lane(#reads, #writes, #[inline(always)] move |#values| {
+                    #(#fast_bindings)*
+                    #result
+                    #results
+                });
+                ::std::result::Result::Ok(())
+            }
+        };
+        (fast, direct)
     });
-    quote! {
-        #rtp::Kernel::lane_wise_in_place(|__ins: &#rtp::LaneInputs<'_>, __outs: &mut #rtp::LaneOutputs<'_>| -> ::std::result::Result<(), #rtp::KernelError> {
+    let (fast, direct) = fast.unzip();
+    let general = quote! {
+        |__ins: &#rtp::LaneInputs<'_>, __outs: &mut #rtp::LaneOutputs<'_>| -> ::std::result::Result<(), #rtp::KernelError> {
             #context
             #(#accessors)*
             let [#(#out_names),*] = __outs.leaves::<#n_outs>()?;
@@ -213,7 +248,11 @@ pub fn lane_kernel(
                 #(#stores)*
             }
             ::std::result::Result::Ok(())
-        })
+        }
+    };
+    match direct {
+        Some(direct) => quote!(#rtp::Kernel::lane_wise_direct(#general, #direct)),
+        None => quote!(#rtp::Kernel::lane_wise_in_place(#general)),
     }
 }
 
