@@ -487,10 +487,11 @@ enum Kept {
 const ASIDE_SHARE: usize = 64;
 
 /// `plan`'s saves at `lanes`, kept from their sources (each itself, or the return variable
-/// that still holds its value): a save kept in itself and of dense rows is set aside whole
-/// when at least one lane in [`ASIDE_SHARE`] calls, it is not passed as an argument (the
-/// arguments are read from storage), and the argument kernel `fused`, if it reads it, is
-/// lane-wise (so it can read the rows set aside); else it is snapshot. Returns them in
+/// that still holds its value): a save of dense rows is set aside whole (its value first
+/// copied into it from the return variable holding it, if any) when at least one lane in
+/// [`ASIDE_SHARE`] calls, it is not passed as an argument (the arguments are read from
+/// storage), and the argument kernel `fused`, if it reads it, is lane-wise (so it can read
+/// the rows set aside); else it is snapshot. Returns them in
 /// `saved` (a list kept from an earlier call, emptied first). If one fails, those taken are
 /// given back first.
 fn hold(
@@ -509,15 +510,22 @@ fn hold(
     let passed =
         |v: Var| plan.args.contains(&v) || plan.fused.as_ref().is_some_and(|f| f.args.contains(&v));
     for (&v, &source) in plan.saves.iter().zip(&plan.sources) {
-        let aside = wide
-            && v == source
-            && exec.storage.can_set_aside(v)
-            && !passed(v)
-            && (lane_wise || !fused_reads(v));
-        let aside = aside.then(|| exec.storage.set_aside(v)).flatten();
-        let kept = match aside {
-            Some(aside) => Ok(Kept::Aside(aside)),
-            None => exec
+        let aside =
+            wide && exec.storage.can_set_aside(v) && !passed(v) && (lane_wise || !fused_reads(v));
+        // A value still in the return variable of the call before moves into its own
+        // variable first, at the calling lanes (a copy, where a snapshot would gather it and
+        // its restore scatter it): then its own rows are set aside whole.
+        let moved = match aside && v != source {
+            true => exec.storage.copy_value(v, source, lanes, block),
+            false => Ok(()),
+        };
+        let aside = (aside && moved.is_ok())
+            .then(|| exec.storage.set_aside(v))
+            .flatten();
+        let kept = match (moved, aside) {
+            (Err(e), _) => Err(e),
+            (Ok(()), Some(aside)) => Ok(Kept::Aside(aside)),
+            (Ok(()), None) => exec
                 .storage
                 .snapshot(source, lanes, block)
                 .map(Kept::Snapshot),
