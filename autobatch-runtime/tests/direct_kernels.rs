@@ -12,6 +12,9 @@ use autobatch_runtime::{
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+mod common;
+use common::self_update;
+
 /// Every mode, unsharded and in shards of 7 lanes.
 fn configs() -> Vec<Config> {
     let mut all = Vec::new();
@@ -93,19 +96,6 @@ fn counted(f: fn(i64) -> i64, outs: usize, condition: bool, calls: &Arc<Calls>) 
         Ok::<(), KernelError>(())
     };
     Kernel::lane_wise_direct(general, direct)
-}
-
-/// `f(x) = { x = kernel(x); x }`.
-fn self_update(kernel: Kernel) -> Executable {
-    let mut b = ProgramBuilder::new();
-    let x = b.var("x", Type::I64);
-    let f = b.function("f");
-    b.signature(f, &[x], &[x]);
-    let e = b.block(f, "entry");
-    b.prim(e, &[x], &[x], KernelId::new(0), "x = kernel(x)");
-    b.ret(e);
-    let program = b.finish_with_entry(f).unwrap();
-    Executable::new(program, vec![kernel]).unwrap()
 }
 
 fn run(exe: &Executable, xs: &[i64], config: &Config) -> Result<Vec<i64>, RuntimeError> {

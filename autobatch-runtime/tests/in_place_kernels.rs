@@ -6,24 +6,14 @@
 use autobatch_runtime::ir::{KernelId, ProgramBuilder, Type};
 use autobatch_runtime::{Column, Config, Executable, Kernel, KernelError, Mode, RuntimeError};
 
+mod common;
+use common::self_update;
+
 fn both() -> [Config; 2] {
     [
         Config::with_mode(Mode::FullVm),
         Config::with_mode(Mode::Stackless),
     ]
-}
-
-/// `f(x) = { x = kernel(x); x }`: one kernel whose output is its own input.
-fn self_update(kernel: Kernel) -> Executable {
-    let mut b = ProgramBuilder::new();
-    let x = b.var("x", Type::I64);
-    let f = b.function("f");
-    b.signature(f, &[x], &[x]);
-    let e = b.block(f, "entry");
-    b.prim(e, &[x], &[x], KernelId::new(0), "x = kernel(x)");
-    b.ret(e);
-    let program = b.finish_with_entry(f).unwrap();
-    Executable::new(program, vec![kernel]).unwrap()
 }
 
 /// Writes `x + 10` for each lane, then reads `x` at that lane again and writes twice that:

@@ -204,3 +204,16 @@ pub fn as_i64s(c: &Column) -> Vec<i64> {
 pub fn as_bools(c: &Column) -> Vec<bool> {
     c.as_slice::<bool>().expect("bool column").to_vec()
 }
+
+/// `f(x) = { x = kernel(x); x }`: one `i64` kernel whose output is its own input.
+pub fn self_update(kernel: Kernel) -> Executable {
+    let mut b = autobatch_runtime::ir::ProgramBuilder::new();
+    let x = b.var("x", autobatch_runtime::ir::Type::I64);
+    let f = b.function("f");
+    b.signature(f, &[x], &[x]);
+    let e = b.block(f, "entry");
+    b.prim(e, &[x], &[x], KernelId::new(0), "x = kernel(x)");
+    b.ret(e);
+    let program = b.finish_with_entry(f).unwrap();
+    Executable::new(program, vec![kernel]).unwrap()
+}
