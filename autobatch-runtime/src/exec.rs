@@ -345,7 +345,6 @@ impl<'p> Exec<'p> {
         stats: &mut Stats,
         (mut split, aside): (Option<(usize, Sides<'_>)>, AsideInputs<'_>),
     ) -> Result<bool> {
-        let n = lanes.len();
         let layout = self.layouts.get(op, reads_first, &self.storage);
         if let Some(direct) = direct.filter(|_| layout.in_place_only) {
             let (called, lanes) = ((id, direct, &*layout), (lanes, aside));
@@ -353,6 +352,22 @@ impl<'p> Exec<'p> {
                 return Ok(split);
             }
         }
+        self.run_general(op, (id, f, &layout), lanes, (block, stats), (split, aside))
+    }
+
+    /// [`run_lane_wise`](Self::run_lane_wise) through the kernel's general body `f`, with the
+    /// op's `layout` (out of line: the direct path, taken by most calls of scalar kernels,
+    /// does not pay for this one's frame).
+    #[inline(never)]
+    fn run_general(
+        &mut self,
+        op: &PrimOp,
+        (id, f, layout): (usize, &LaneWiseFn, &Layout),
+        lanes: &[usize],
+        (block, stats): (Block, &mut Stats),
+        (split, aside): (Option<(usize, Sides<'_>)>, AsideInputs<'_>),
+    ) -> Result<bool> {
+        let n = lanes.len();
         if layout.pushes_first {
             for out in layout.outputs.iter().filter(|o| o.push == Push::Before) {
                 self.storage.push(out.var, lanes, block)?;
@@ -478,7 +493,7 @@ impl<'p> Exec<'p> {
         let checked = match self.failure(result, &progress, op, lanes, block) {
             Some(e) => Err(e),
             None => self.check_lane_wise(
-                (op, &layout),
+                (op, layout),
                 (&columns, &mut stand_ins),
                 (&calls, unwritten),
                 n,
