@@ -52,14 +52,14 @@ impl LeafCall {
 /// in place, and its direct body, if any.
 type LaneWise<'k> = (usize, &'k LaneWiseFn, bool, Option<&'k DirectFn>);
 
-/// `kernel` (number `id`, lane-wise: not batched) as [`Exec::run_lane_wise`] runs it.
-fn lane_wise_parts(id: usize, kernel: &Kernel) -> LaneWise<'_> {
-    match kernel {
+/// `kernel` (number `id`) as [`Exec::run_lane_wise`] runs it, or a batched kernel's body.
+fn lane_wise_parts(id: usize, kernel: &Kernel) -> std::result::Result<LaneWise<'_>, &BatchedFn> {
+    Ok(match kernel {
         Kernel::LaneWise(f) => (id, f.as_ref(), false, None),
         Kernel::LaneWiseInPlace(f) => (id, f.as_ref(), true, None),
         Kernel::LaneWiseDirect(f, direct) => (id, f.as_ref(), true, Some(direct.as_ref())),
-        Kernel::Batched(_) => unreachable!("a batched kernel is run dense"),
-    }
+        Kernel::Batched(f) => return Err(f.as_ref()),
+    })
 }
 
 /// Inputs a kernel reads from rows set aside rather than from storage, by variable (see
@@ -174,15 +174,15 @@ impl<'p> Exec<'p> {
         if copies && aside.is_empty() {
             return self.assign(op, lanes, block);
         }
-        let kernel = match self.kernel(op, block)? {
-            Some((id, Kernel::Batched(f))) => {
-                return self.run_dense(op, Some((id, f.as_ref())), lanes, block, stats)
-            }
-            None => return self.run_dense(op, None, lanes, block, stats),
-            Some((id, lane_wise)) => lane_wise_parts(id, lane_wise),
+        let Some((id, kernel)) = self.kernel(op, block)? else {
+            return self.run_dense(op, None, lanes, block, stats);
         };
-        self.run_lane_wise(op, kernel, lanes, block, stats, (None, aside))
-            .map(drop)
+        match lane_wise_parts(id, kernel) {
+            Ok(kernel) => self
+                .run_lane_wise(op, kernel, lanes, block, stats, (None, aside))
+                .map(drop),
+            Err(batched) => self.run_dense(op, Some((id, batched)), lanes, block, stats),
+        }
     }
 
     /// The kernel `op` runs (none for an assignment), with its index in the kernel table.
@@ -230,10 +230,10 @@ impl<'p> Exec<'p> {
                     .map(|&v| storage.types(v).len())
                     .sum::<usize>()
             });
-        match (self.kernel(op, block)?, leaf) {
-            (Some((id, kernel)), Some(leaf)) if !matches!(kernel, Kernel::Batched(_)) => {
+        let kernel = self.kernel(op, block)?;
+        match (kernel.and_then(|(id, k)| lane_wise_parts(id, k).ok()), leaf) {
+            (Some(kernel), Some(leaf)) => {
                 let split = (Some((leaf, lists)), &[][..]);
-                let kernel = lane_wise_parts(id, kernel);
                 self.run_lane_wise(op, kernel, lanes, block, stats, split)
             }
             _ => self.run_prim(op, lanes, block, stats).map(|()| false),

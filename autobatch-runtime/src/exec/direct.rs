@@ -9,7 +9,7 @@
 use super::layout::{Layout, Push};
 use super::{AsideInputs, Exec, Sides};
 use crate::column::Column;
-use crate::error::{Result, RuntimeError};
+use crate::error::Result;
 use crate::kernel::{DirectCall, DirectFn, SplitLanes};
 use crate::panics::catch_quietly;
 use crate::stats::{KernelClock, Stats};
@@ -27,7 +27,8 @@ impl Exec<'_> {
     /// [`Exec::run_reading`] reads them). With `split` (a branch condition's output leaf and
     /// its two lists), the lists are offered if that leaf is the kernel's last (the one a
     /// direct body splits by). `None`, with nothing done, where an input leaf is not scalars
-    /// in place (the general body runs then); else whether the kernel split the lanes.
+    /// in place or an output leaf has no rows by lane (the general body runs then); else
+    /// whether the kernel split the lanes.
     pub(super) fn run_direct(
         &mut self,
         op: &PrimOp,
@@ -36,29 +37,22 @@ impl Exec<'_> {
         (block, stats): (Block, &mut Stats),
         split: &mut Option<(usize, Sides<'_>)>,
     ) -> Result<Option<bool>> {
+        // Both lists are taken before any push: a push saves rows into a leaf's saved frames
+        // and never moves its current rows, which the lists point to.
         let mut ins = Columns::new();
         if !self.direct_inputs(op, (lanes, aside), block, &mut ins)? {
             return Ok(None);
-        }
-        if layout.pushes_first {
-            for out in layout.outputs.iter().filter(|o| o.push == Push::Before) {
-                self.storage.push(out.var, lanes, block)?;
-            }
-            // Pushing may have moved the rows: the inputs are taken again.
-            self.direct_inputs(op, (lanes, aside), block, &mut ins)?;
         }
         let mut outs = Columns::new();
         for place in &layout.places {
             match self.storage.lane_rows(place.var, place.leaf) {
                 Some(rows) => outs.push(rows),
-                None => {
-                    return Err(RuntimeError::ValueType {
-                        block: self.block_name(block),
-                        var: self.program.var(place.var).name.clone(),
-                        expected: format!("{} scalars held by lane", place.ty),
-                        found: "other rows".to_string(),
-                    })
-                }
+                None => return Ok(None),
+            }
+        }
+        if layout.pushes_first {
+            for out in layout.outputs.iter().filter(|o| o.push == Push::Before) {
+                self.storage.push(out.var, lanes, block)?;
             }
         }
         let last = layout.places.len().checked_sub(1);
