@@ -29,7 +29,8 @@ use std::time::{Duration, Instant};
 pub struct Stats {
     /// Lanes in the batch.
     pub batch_size: usize,
-    /// Block executions in total (summed over shards).
+    /// Block executions in total (summed over shards). The full VM does not run, or count, a
+    /// block that does nothing in it (pops of variables without a stack, then a goto).
     pub steps: u64,
     /// The sum over block executions of the lanes of the run (or shard) they were part of:
     /// what [`utilisation`](Self::utilisation) divides by (`steps * batch_size` in a run of

@@ -6,6 +6,9 @@
 //! step, so a step costs in proportion to the lanes it runs, not to the batch size; a set is a
 //! bitset, so the lanes come out in lane order without sorting and nothing allocates per step.
 //! Return addresses live on per-lane stacks (the program counter's stack), with "halt" beneath.
+//! A block that does nothing here (its pops are of variables without a stack, and it ends in a
+//! goto: the edges lowering adds to a loop) is not run: lanes sent to it go straight on, so it
+//! counts no step and no run in [`Stats`].
 
 use crate::config::Config;
 use crate::depth::{counted_entries, limit_error};
@@ -38,12 +41,18 @@ pub(crate) struct Plan {
     /// Per block: the function a lane entering it calls, if that call counts against the
     /// depth limit (see [`counted_entries`]).
     entries: Vec<Option<String>>,
+    /// Per block: where a lane sent to it goes. A block that does nothing here (every pop
+    /// of a variable without a stack, no row to release, no call counted) and ends in a
+    /// goto is passed through to the goto's target: the edge blocks lowering adds for pops
+    /// at a branch would otherwise cost a loop a second step per iteration. A cycle of such
+    /// blocks is kept (its lanes run it step by step, so the step budget still ends it).
+    forward: Vec<Block>,
 }
 
 impl Plan {
     /// The plan of lowered `program`, lowered from `high` (`None` if written lowered).
     pub(crate) fn new(program: &LoweredProgram, high: Option<&Program>) -> Plan {
-        let pops = program
+        let pops: Vec<Vec<Vec<Var>>> = program
             .blocks
             .iter()
             .map(|data| {
@@ -82,11 +91,43 @@ impl Plan {
                     .collect()
             })
             .collect();
+        let dead_vectors = dead_vectors(program, &liveness(program), STACKS);
+        let entries = counted_entries(program, high);
+        let passes_to = |b: usize| {
+            let data = program.block(Block::new(b));
+            let idle = data.ops.iter().enumerate().all(|(i, op)| match op {
+                Op::Pop(_) => pops[b][i].is_empty(),
+                Op::Prim(p) => p.kernel == KernelRef::Assign && p.outs.is_empty(),
+                Op::Call(_) => false,
+            });
+            match data.term {
+                Terminator::Goto(t)
+                    if idle && dead_vectors[b].is_empty() && entries[b].is_none() =>
+                {
+                    Some(t)
+                }
+                _ => None,
+            }
+        };
+        let forward = (0..program.blocks.len())
+            .map(|b| {
+                // Followed at most once per block: a longer chain has a cycle.
+                let mut at = Block::new(b);
+                for _ in 0..program.blocks.len() {
+                    match passes_to(at.index()) {
+                        Some(next) => at = next,
+                        None => return at,
+                    }
+                }
+                Block::new(b)
+            })
+            .collect();
         Plan {
             pops,
             push_copies,
-            dead_vectors: dead_vectors(program, &liveness(program), STACKS),
-            entries: counted_entries(program, high),
+            dead_vectors,
+            entries,
+            forward,
         }
     }
 }
@@ -167,7 +208,8 @@ fn run_steps(
     let batch = exec.storage.batch();
     let n_blocks = program.blocks.len();
     let mut waiting: Vec<LaneSet> = (0..n_blocks).map(|_| LaneSet::new(batch)).collect();
-    waiting[program.main_function().entry().index()].extend(all);
+    let forward = |b: &Block| plan.forward[b.index()].index();
+    waiting[forward(&program.main_function().entry())].extend(all);
     // The lanes of the block being run, as a set: gotos and branches pass them on word by word.
     let mut taken = LaneSet::new(batch);
     let mut returns = ReturnStacks::new(batch);
@@ -228,10 +270,10 @@ fn run_steps(
             exec.storage.release_rows(v, lanes);
         }
         match &data.term {
-            Terminator::Goto(t) => waiting[t.index()].add(&taken),
+            Terminator::Goto(t) => waiting[forward(t)].add(&taken),
             Terminator::Branch { cond, then_, else_ } => {
                 let conditions = exec.storage.conditions(*cond, lanes, block)?;
-                let (t, e) = (then_.index(), else_.index());
+                let (t, e) = (forward(then_), forward(else_));
                 if t == e {
                     waiting[t].add(&taken);
                 } else {
@@ -258,8 +300,8 @@ fn run_steps(
                     let callee = callee.unwrap_or(&program.block(*target).name);
                     format!("the return addresses of calls to `{callee}`")
                 })?;
-                returns.push(lanes, *ret, &depth);
-                waiting[target.index()].add(&taken);
+                returns.push(lanes, plan.forward[ret.index()], &depth);
+                waiting[forward(target)].add(&taken);
             }
             Terminator::IndirectGoto => {
                 // One pass: each lane's last return address popped, its caller's depth
