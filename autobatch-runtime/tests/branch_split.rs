@@ -6,11 +6,14 @@
 //! full VM, bit for bit; a panicking condition names its lane and, with lane isolation,
 //! fails that lane alone.
 
+mod common;
+
 use autobatch_runtime::ir::{DType, KernelId};
 use autobatch_runtime::{
     autobatch, Column, Config, Executable, Kernel, KernelError, Mode, RuntimeError,
 };
 use autobatch_testkit::conformance;
+use common::collatz;
 use proptest::prelude::*;
 
 /// Every branch condition is read by its branch alone: each splits.
@@ -21,22 +24,6 @@ fn fib(n: i64) -> i64 {
     } else {
         1
     }
-}
-
-/// Loop conditions (`n != 1`) and a branch inside the loop (`n % 2 == 0`).
-#[autobatch]
-fn collatz(n: i64) -> i64 {
-    let mut n = n;
-    let mut steps = 0;
-    while n != 1 {
-        if n % 2 == 0 {
-            n /= 2;
-        } else {
-            n = 3 * n + 1;
-        }
-        steps += 1;
-    }
-    steps
 }
 
 /// `c` is read again after its first branch: that branch must leave it written.

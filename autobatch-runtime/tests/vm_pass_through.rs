@@ -3,25 +3,12 @@
 //! the scalar function's, a block whose pop does something still runs, and a cycle of empty
 //! blocks still ends at the step budget.
 
+mod common;
+
 use autobatch_runtime::ir::{ProgramBuilder, Type};
 use autobatch_runtime::ndarray::Array1;
 use autobatch_runtime::{autobatch, Column, Config, Executable, Mode, RuntimeError};
-
-/// Collatz step counts: a loop whose edges pop the loop's registers.
-#[autobatch]
-fn collatz(n: i64) -> i64 {
-    let mut n = n;
-    let mut steps = 0;
-    while n != 1 {
-        if n % 2 == 0 {
-            n /= 2;
-        } else {
-            n = 3 * n + 1;
-        }
-        steps += 1;
-    }
-    steps
-}
+use common::collatz;
 
 /// `n` is kept across the call (a stacked variable) and dies where the loop ends: the loop's
 /// exit edge pops it, which must run.

@@ -217,3 +217,20 @@ pub fn self_update(kernel: Kernel) -> Executable {
     let program = b.finish_with_entry(f).unwrap();
     Executable::new(program, vec![kernel]).unwrap()
 }
+
+/// Collatz step counts: a loop whose condition (`n != 1`) and inner branch (`n % 2 == 0`)
+/// are both branches, whose edges pop the loop's registers.
+#[autobatch_runtime::autobatch]
+pub fn collatz(n: i64) -> i64 {
+    let mut n = n;
+    let mut steps = 0;
+    while n != 1 {
+        if n % 2 == 0 {
+            n /= 2;
+        } else {
+            n = 3 * n + 1;
+        }
+        steps += 1;
+    }
+    steps
+}
