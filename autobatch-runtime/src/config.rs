@@ -81,8 +81,9 @@ pub struct Config {
     pub max_stack_depth: usize,
     /// Maximum block executions (one block run for any number of lanes is one) before the run
     /// gives up with a typed error naming the lanes still running; with
-    /// [`lane_isolation`](Self::lane_isolation), the most any one lane may run. `None`
-    /// removes the limit. Default: `Some(100_000_000)`.
+    /// [`lane_isolation`](Self::lane_isolation), the most any one lane may run (blocks the
+    /// full VM passes lanes through without running, see [`Stats::steps`](crate::Stats::steps),
+    /// do not count). `None` removes the limit. Default: `Some(100_000_000)`.
     pub step_budget: Option<u64>,
     /// The most bytes the run's growing storage may hold at once: the saved frames of stacked
     /// variables and the full VM's return addresses, the values stackless saves around calls,

@@ -97,7 +97,9 @@ impl Plan {
             let data = program.block(Block::new(b));
             let idle = data.ops.iter().enumerate().all(|(i, op)| match op {
                 Op::Pop(_) => pops[b][i].is_empty(),
-                Op::Prim(p) => p.kernel == KernelRef::Assign && p.outs.is_empty(),
+                Op::Prim(p) => {
+                    p.kernel == KernelRef::Assign && p.outs.is_empty() && p.ins.is_empty()
+                }
                 Op::Call(_) => false,
             });
             match data.term {
