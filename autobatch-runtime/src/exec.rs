@@ -80,6 +80,8 @@ pub(crate) struct Exec<'p> {
     sources: Vec<(Var, usize)>,
     /// Fresh arena rows of the lane-wise kernel being run, kept for their allocation.
     fresh: Vec<u32>,
+    /// The input and output columns of the direct call being run, kept for their allocation.
+    direct: direct::Columns,
     /// How each lane-wise op writes its outputs, decided on its first call.
     layouts: Layouts,
     /// Whether kernel calls are timed ([`Config::time_kernels`](crate::Config::time_kernels)).
@@ -114,6 +116,7 @@ impl<'p> Exec<'p> {
             pool,
             sources: Vec::new(),
             fresh: Vec::new(),
+            direct: direct::Columns::default(),
             layouts: Layouts::default(),
             time_kernels,
         }

@@ -515,9 +515,10 @@ fn hold(
         // A value still in the return variable of the call before moves into its own
         // variable first, at the calling lanes (a copy, where a snapshot would gather it and
         // its restore scatter it): then its own rows are set aside whole.
-        let moved = match aside && v != source {
-            true => exec.storage.copy_value(v, source, lanes, block),
-            false => Ok(()),
+        let moved = if aside && v != source {
+            exec.storage.copy_value(v, source, lanes, block)
+        } else {
+            Ok(())
         };
         let aside = (aside && moved.is_ok())
             .then(|| exec.storage.set_aside(v))

@@ -14,12 +14,17 @@ use crate::kernel::{DirectCall, DirectFn, SplitLanes};
 use crate::panics::catch_quietly;
 use crate::stats::{KernelClock, Stats};
 use autobatch_ir::{Block, PrimOp};
-use smallvec::SmallVec;
 use std::cell::Cell;
 use std::ptr::NonNull;
 
-/// Storage columns of a direct call's leaves: a handful, on the stack.
-type Columns = SmallVec<[NonNull<Column>; 8]>;
+/// Storage columns of a direct call's input and output leaves. Kept by [`Exec`] between calls,
+/// so a call allocates nothing however many leaves its kernel has; emptied before each use
+/// (what a call leaves in them is not read again).
+#[derive(Default)]
+pub(super) struct Columns {
+    ins: Vec<NonNull<Column>>,
+    outs: Vec<NonNull<Column>>,
+}
 
 impl Exec<'_> {
     /// Runs `op` on `lanes` through `direct`, the direct body of kernel `id`, whose `layout`
@@ -37,13 +42,36 @@ impl Exec<'_> {
         (block, stats): (Block, &mut Stats),
         split: &mut Option<(usize, Sides<'_>)>,
     ) -> Result<Option<bool>> {
+        let mut columns = std::mem::take(&mut self.direct);
+        let called = (id, direct, layout);
+        let ran = self.call_direct(
+            op,
+            called,
+            (lanes, aside),
+            (block, stats),
+            split,
+            &mut columns,
+        );
+        self.direct = columns;
+        ran
+    }
+
+    /// [`run_direct`](Self::run_direct) with `columns` to list the leaves' columns in.
+    fn call_direct(
+        &mut self,
+        op: &PrimOp,
+        (id, direct, layout): (usize, &DirectFn, &Layout),
+        (lanes, aside): (&[usize], AsideInputs<'_>),
+        (block, stats): (Block, &mut Stats),
+        split: &mut Option<(usize, Sides<'_>)>,
+        Columns { ins, outs }: &mut Columns,
+    ) -> Result<Option<bool>> {
         // Both lists are taken before any push: a push saves rows into a leaf's saved frames
         // and never moves its current rows, which the lists point to.
-        let mut ins = Columns::new();
-        if !self.direct_inputs(op, (lanes, aside), block, &mut ins)? {
+        if !self.direct_inputs(op, (lanes, aside), block, ins)? {
             return Ok(None);
         }
-        let mut outs = Columns::new();
+        outs.clear();
         for place in &layout.places {
             match self.storage.lane_rows(place.var, place.leaf) {
                 Some(rows) => outs.push(rows),
@@ -67,7 +95,7 @@ impl Exec<'_> {
         });
         let clock = KernelClock::start(self.time_kernels);
         let result = {
-            let mut call = DirectCall::new((lanes, &progress, self.context), &ins, &outs, lists);
+            let mut call = DirectCall::new((lanes, &progress, self.context), ins, outs, lists);
             catch_quietly(|| direct(&mut call))
         };
         stats.record_kernel(id, lanes.len(), clock.elapsed(), false);
@@ -91,7 +119,7 @@ impl Exec<'_> {
         op: &PrimOp,
         (lanes, aside): (&[usize], AsideInputs<'_>),
         block: Block,
-        ins: &mut Columns,
+        ins: &mut Vec<NonNull<Column>>,
     ) -> Result<bool> {
         ins.clear();
         for &v in &op.ins {

@@ -272,7 +272,8 @@ impl<T: Element> ScalarsOut<'_, T> {
     /// the row is the lane's own), `None` if it writes row `k` of a dense column: a kernel's
     /// lane loop over such writers decides nothing per write.
     pub fn by_lane(&mut self) -> Option<LaneScalarsOut<'_, T>> {
-        (self.by_lane).then_some(LaneScalarsOut::from_raw(self.data, self.len))
+        self.by_lane
+            .then_some(LaneScalarsOut::from_raw(self.data, self.len))
     }
 }
 
