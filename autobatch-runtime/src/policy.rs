@@ -1,13 +1,34 @@
 //! What both interpreters decide the same way about a block: which vector variables it lets
-//! go of when it ends, how a branch splits its lanes (and how lanes arriving from two places
-//! wait in order), and (with lane isolation) which lanes ran past the step budget.
+//! go of when it ends, whether its last kernel may split its lanes by the branch condition as
+//! it computes it, how a branch splits its lanes (and how lanes arriving from two places wait
+//! in order), and (with lane isolation) which lanes ran past the step budget.
 
 use crate::config::Config;
 use crate::error::{Result, RuntimeError};
 use crate::storage::leaf::Leaf;
 use crate::storage::{split_below, Stacks};
 use autobatch_ir::passes::Liveness;
-use autobatch_ir::{Allocation, Block, Program, Var};
+use autobatch_ir::{Allocation, Block, PrimOp, Program, Terminator, Var};
+
+/// The condition of block `b`'s branch, if `prim`, the block's last kernel, may split the
+/// block's lanes by it as it computes it: it writes the condition once, as its last output
+/// (where `#[autobatch]` kernels put it), does not read it, and leaves it to the branch alone
+/// (not live after the block by `live`), so it need never be written.
+pub(crate) fn split_condition(
+    program: &Program,
+    live: &Liveness,
+    b: Block,
+    prim: &PrimOp,
+) -> Option<Var> {
+    let Terminator::Branch { cond, .. } = program.block(b).term else {
+        return None;
+    };
+    let provable = prim.outs.last() == Some(&cond)
+        && prim.outs.iter().filter(|&&v| v == cond).count() == 1
+        && !prim.ins.contains(&cond)
+        && !live.block(b).live_out.contains(&cond);
+    provable.then_some(cond)
+}
 
 /// Per block of `program`: the variables with shared vector rows that the block reads or
 /// writes and that are dead when it ends (by `live`), which an interpreter releases there
@@ -188,6 +209,43 @@ impl LaneSteps {
             lanes: over,
         })
     }
+}
+
+/// Programs whose one branch's condition no kernel may split by, each with what stops it: read
+/// again after the branch, read by the kernel computing it, not last among its outputs.
+#[cfg(test)]
+pub(crate) fn unsplit_conditions() -> Vec<(&'static str, autobatch_ir::HighProgram)> {
+    use autobatch_ir::{KernelId, ProgramBuilder, Type};
+    let cases = ["read after", "read by its kernel", "not last"];
+    cases
+        .into_iter()
+        .map(|case| {
+            let mut b = ProgramBuilder::new();
+            let (x, y) = (b.var("x", Type::I64), b.var("y", Type::I64));
+            let c = b.var("c", Type::BOOL);
+            let f = b.function("f");
+            b.signature(f, &[x], &[y]);
+            let (e, yes, no) = (b.block(f, "e"), b.block(f, "yes"), b.block(f, "no"));
+            match case {
+                "read by its kernel" => {
+                    b.prim(e, &[c], &[x], KernelId::new(0), "x > 0");
+                    b.prim(e, &[c], &[x, c], KernelId::new(1), "x > 1 && c");
+                }
+                "not last" => b.prim(e, &[c, y], &[x], KernelId::new(0), "(x > 0, x)"),
+                _ => b.prim(e, &[c], &[x], KernelId::new(0), "x > 0"),
+            }
+            b.branch(e, c, yes, no);
+            let reads = match case {
+                "read after" => vec![x, c],
+                _ => vec![x],
+            };
+            b.prim(yes, &[y], &reads, KernelId::new(2), "x");
+            b.ret(yes);
+            b.prim(no, &[y], &[x], KernelId::new(3), "-x");
+            b.ret(no);
+            (case, b.finish(f).expect("a valid program"))
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -9,15 +9,22 @@
 //! A block that does nothing here (its pops are of variables without a stack, and it ends in a
 //! goto: the edges lowering adds to a loop) is not run: lanes sent to it go straight on, so it
 //! counts no step and no run in [`Stats`].
+//!
+//! A block's lanes are listed from its set when it runs, unless the step before left them
+//! listed: lanes a goto or call sends to a block where none wait stay in the list they ran
+//! in, and a branch whose last kernel splits the lanes by the condition as it computes it
+//! (where nothing else reads the condition) keeps its lower-numbered side listed the same way.
+//! That block runs from the list if it is the next to run (a loop's body, a callee's entry
+//! after its caller); if a lower block has lanes, the listed lanes join their set first.
 
 use crate::config::Config;
 use crate::depth::{counted_entries, limit_error};
 use crate::error::{Result, RuntimeError};
 use crate::exec::Exec;
-use crate::policy::{dead_vectors, LaneSteps};
+use crate::policy::{dead_vectors, split_condition, LaneSteps};
 use crate::stats::Stats;
 use crate::storage::Stacks;
-use autobatch_ir::passes::liveness;
+use autobatch_ir::passes::{liveness, Liveness};
 use autobatch_ir::{Allocation, Block, KernelRef, LoweredProgram, Op, Program, Terminator, Var};
 
 /// The full VM keeps FULL variables' saved frames in storage: pushes and pops act on them.
@@ -47,6 +54,9 @@ pub(crate) struct Plan {
     /// at a branch would otherwise cost a loop a second step per iteration. A cycle of such
     /// blocks is kept (its lanes run it step by step, so the step budget still ends it).
     forward: Vec<Block>,
+    /// Per block: the branch condition its last kernel (the op at the index given) computes
+    /// and splits the block's lanes by as it does (see [`splits`]).
+    split: Vec<Option<(usize, Var)>>,
 }
 
 impl Plan {
@@ -91,7 +101,23 @@ impl Plan {
                     .collect()
             })
             .collect();
-        let dead_vectors = dead_vectors(program, &liveness(program), STACKS);
+        let live = liveness(program);
+        let dead_vectors = dead_vectors(program, &live, STACKS);
+        // Liveness as the VM sees it: a pop of a variable without a stack does nothing here (it
+        // neither reads nor writes the value), where lowering's liveness counts every pop as a
+        // use; so a loop's condition, popped on its edges, is left to its branch alone.
+        let mut popless: Program = Program::clone(program);
+        for (data, pops) in popless.blocks.iter_mut().zip(&pops) {
+            for (op, kept) in data.ops.iter_mut().zip(pops) {
+                if let Op::Pop(vars) = op {
+                    vars.clone_from(kept);
+                }
+            }
+        }
+        let popless = liveness(&popless);
+        let split = (0..program.blocks.len())
+            .map(|b| splits(program, &popless, Block::new(b)))
+            .collect();
         let entries = counted_entries(program, high);
         let passes_to = |b: usize| {
             let data = program.block(Block::new(b));
@@ -130,8 +156,25 @@ impl Plan {
             dead_vectors,
             entries,
             forward,
+            split,
         }
     }
+}
+
+/// The index of block `b`'s last kernel and the condition of its branch, if only pops (none of
+/// the condition) follow that kernel and it may split the lanes by the condition
+/// ([`split_condition`], with `live` the liveness the VM sees).
+fn splits(program: &Program, live: &Liveness, b: Block) -> Option<(usize, Var)> {
+    let ops = &program.block(b).ops;
+    let last = ops.iter().rposition(|op| !matches!(op, Op::Pop(_)))?;
+    let Op::Prim(prim) = &ops[last] else {
+        return None;
+    };
+    let cond = split_condition(program, live, b, prim)?;
+    let popped = ops[last + 1..]
+        .iter()
+        .any(|op| matches!(op, Op::Pop(vars) if vars.contains(&cond)));
+    (!popped).then_some((last, cond))
 }
 
 /// One return address: the block to return to and the caller's call depth, restored on return
@@ -155,12 +198,143 @@ pub(crate) fn run(
     let mut lists = exec.storage.take_lane_lists();
     let mut all = lists.take();
     all.extend(0..exec.storage.batch());
-    let mut lanes = lists.take();
-    let ran = run_bits(exec, plan, config, stats, (&all, &mut lanes));
+    let batch = exec.storage.batch();
+    let mut queue = Queue {
+        waiting: (0..exec.program.blocks.len())
+            .map(|_| LaneSet::new(batch))
+            .collect(),
+        lanes: lists.take(),
+        taken: LaneSet::new(batch),
+        taken_valid: false,
+        pending: None,
+        next: lists.take(),
+        yes: lists.take(),
+        no: lists.take(),
+    };
+    let ran = run_bits(exec, plan, config, stats, (&all, &mut queue));
     lists.give(all);
-    lists.give(lanes);
+    for list in [queue.lanes, queue.next, queue.yes, queue.no] {
+        lists.give(list);
+    }
     exec.storage.keep_lane_lists(lists);
     ran
+}
+
+/// The lanes waiting at each block, and those of the block being run.
+struct Queue {
+    /// Per block, the lanes waiting there (but `pending`'s).
+    waiting: Vec<LaneSet>,
+    /// The lanes of the block being run, in lane order.
+    lanes: Vec<usize>,
+    /// The same lanes as a set, if `taken_valid` (a block run from a list gets its set only
+    /// where its terminator passes lanes on word by word).
+    taken: LaneSet,
+    taken_valid: bool,
+    /// A block whose waiting lanes are listed in `next`, its set left empty: the last step
+    /// sent its lanes, as it had them listed, to a block where no lane waited. Used as they
+    /// are if that block runs next, so a loop's body or a callee's entry after its caller runs
+    /// without listing its lanes from a set; else they join its set.
+    pending: Option<usize>,
+    next: Vec<usize>,
+    /// A branch's sides (then, else), where its kernel split the lanes as it ran.
+    yes: Vec<usize>,
+    no: Vec<usize>,
+}
+
+impl Queue {
+    /// The block to run next: the lowest-numbered one with lanes waiting, if any.
+    #[inline(always)]
+    fn next_block(&mut self) -> Option<usize> {
+        let first = self.waiting.iter().position(|w| !w.is_empty());
+        match (self.pending, first) {
+            (Some(p), Some(f)) if f < p => {
+                // Another block runs first: the listed lanes wait in their set after all.
+                self.waiting[p].extend(&self.next);
+                self.pending = None;
+                Some(f)
+            }
+            (Some(p), _) => Some(p),
+            (None, first) => first,
+        }
+    }
+
+    /// Makes the lanes waiting at block `index` (the one [`next_block`](Self::next_block)
+    /// chose) the lanes being run.
+    #[inline(always)]
+    fn take(&mut self, index: usize) {
+        if self.pending == Some(index) {
+            self.pending = None;
+            std::mem::swap(&mut self.lanes, &mut self.next);
+            self.taken_valid = false;
+        } else {
+            self.waiting[index].take(&mut self.taken, &mut self.lanes);
+            self.taken_valid = true;
+        }
+    }
+
+    /// The lanes being run, as a set (made from their list if the block ran from one).
+    #[inline(always)]
+    fn taken(&mut self) -> &LaneSet {
+        if !self.taken_valid {
+            self.taken.clear();
+            self.taken.extend(&self.lanes);
+            self.taken_valid = true;
+        }
+        &self.taken
+    }
+
+    /// Sends the lanes being run to block `to`: as their list if no lane waits there, else
+    /// word by word into its set. (No block is pending during a step: the step's block was
+    /// chosen before it, and a pending block is either that one or joined its set then.)
+    #[inline(always)]
+    fn send(&mut self, to: usize) {
+        if self.waiting[to].is_empty() {
+            std::mem::swap(&mut self.lanes, &mut self.next);
+            self.pending = Some(to);
+        } else {
+            self.taken();
+            self.waiting[to].add(&self.taken);
+        }
+    }
+
+    /// Sends a branch's sides as its kernel split them, `yes` to block `then_` and `no` to
+    /// block `else_` (two blocks): the side of the lower-numbered block that gets lanes, which
+    /// runs first, as its list if no lane waits there; every other side into its set.
+    #[inline(always)]
+    fn send_split(&mut self, then_: usize, else_: usize) {
+        let (first, second) = match then_ < else_ {
+            true => ((then_, &mut self.yes), (else_, &mut self.no)),
+            false => ((else_, &mut self.no), (then_, &mut self.yes)),
+        };
+        let mut listed = false;
+        for (block, side) in [first, second] {
+            if side.is_empty() {
+                continue;
+            }
+            if !listed && self.waiting[block].is_empty() {
+                std::mem::swap(&mut self.next, side);
+                self.pending = Some(block);
+            } else {
+                self.waiting[block].extend(side);
+            }
+            listed = true;
+        }
+    }
+
+    /// Every waiting lane, in lane order.
+    fn all_waiting(&self) -> Vec<usize> {
+        let mut lanes = Vec::new();
+        let mut listed = Vec::new();
+        for set in &self.waiting {
+            set.list_into(&mut listed);
+            lanes.extend_from_slice(&listed);
+        }
+        if self.pending.is_some() {
+            lanes.extend_from_slice(&self.next);
+        }
+        lanes.sort_unstable();
+        lanes
+    }
 }
 
 /// [`run_steps`] in the copy the CPU can run (see [`run`]).
@@ -169,7 +343,7 @@ fn run_bits(
     plan: &Plan,
     config: &Config,
     stats: &mut Stats,
-    lists: (&[usize], &mut Vec<usize>),
+    lists: (&[usize], &mut Queue),
 ) -> Result<()> {
     #[cfg(target_arch = "x86_64")]
     {
@@ -191,45 +365,36 @@ fn run_with_bit_instructions(
     plan: &Plan,
     config: &Config,
     stats: &mut Stats,
-    lists: (&[usize], &mut Vec<usize>),
+    lists: (&[usize], &mut Queue),
 ) -> Result<()> {
     run_steps(exec, plan, config, stats, lists)
 }
 
-/// The step loop of [`run`], inlined into each of its copies: `all` lists every lane, `lanes`
-/// holds the lanes of the block being run.
+/// The step loop of [`run`], inlined into each of its copies: `all` lists every lane, `queue`
+/// holds the lanes waiting (none yet) and being run.
 #[inline(always)]
 fn run_steps(
     exec: &mut Exec<'_>,
     plan: &Plan,
     config: &Config,
     stats: &mut Stats,
-    (all, lanes): (&[usize], &mut Vec<usize>),
+    (all, queue): (&[usize], &mut Queue),
 ) -> Result<()> {
     let program = exec.program;
     let batch = exec.storage.batch();
     let n_blocks = program.blocks.len();
-    let mut waiting: Vec<LaneSet> = (0..n_blocks).map(|_| LaneSet::new(batch)).collect();
     let forward = |b: &Block| plan.forward[b.index()].index();
-    waiting[forward(&program.main_function().entry())].extend(all);
-    // The lanes of the block being run, as a set: gotos and branches pass them on word by word.
-    let mut taken = LaneSet::new(batch);
+    queue.waiting[forward(&program.main_function().entry())].extend(all);
     let mut returns = ReturnStacks::new(batch);
     let mut depth: Vec<u32> = vec![0; batch];
     let max_depth = config.max_stack_depth;
     let budget = config.step_budget.unwrap_or(u64::MAX);
-    let mut values_lanes = Vec::new();
     // Per block, whether an indirect jump sent it lanes (kept for its allocation).
     let mut gained: Vec<bool> = Vec::with_capacity(n_blocks);
     let mut lane_steps = LaneSteps::new(config, batch);
-    while let Some(index) = waiting.iter().position(|w| !w.is_empty()) {
+    while let Some(index) = queue.next_block() {
         if lane_steps.is_none() && stats.steps >= budget {
-            let mut lanes = Vec::new();
-            for set in &waiting {
-                set.list_into(&mut values_lanes);
-                lanes.extend_from_slice(&values_lanes);
-            }
-            lanes.sort_unstable();
+            let lanes = queue.all_waiting();
             let running = lanes.len();
             return Err(RuntimeError::StepBudget {
                 budget,
@@ -238,7 +403,8 @@ fn run_steps(
             });
         }
         let block = Block::new(index);
-        waiting[index].take(&mut taken, lanes);
+        queue.take(index);
+        let lanes = &queue.lanes;
         if let Some(steps) = &mut lane_steps {
             steps.run(lanes)?;
         }
@@ -249,6 +415,8 @@ fn run_steps(
                 return Err(limit_error(function, lane, max_depth));
             }
         }
+        // Whether the branch's kernel split the lanes into `yes` and `no` as it ran.
+        let mut split = false;
         for (i, op) in data.ops.iter().enumerate() {
             match op {
                 Op::Prim(prim) => {
@@ -256,8 +424,13 @@ fn run_steps(
                         Some((v, from)) => exec.storage.push_copy(v, from, lanes, block)?,
                         None => false,
                     };
-                    if !fused {
-                        exec.run_prim(prim, lanes, block, stats)?;
+                    match plan.split[index] {
+                        _ if fused => {}
+                        Some((at, cond)) if at == i => {
+                            let sides = (&mut queue.yes, &mut queue.no);
+                            split = exec.run_branch((prim, cond), lanes, block, stats, sides)?;
+                        }
+                        _ => exec.run_prim(prim, lanes, block, stats)?,
                     }
                 }
                 Op::Pop(_) => {
@@ -272,21 +445,24 @@ fn run_steps(
             exec.storage.release_rows(v, lanes);
         }
         match &data.term {
-            Terminator::Goto(t) => waiting[forward(t)].add(&taken),
+            Terminator::Goto(t) => queue.send(forward(t)),
             Terminator::Branch { cond, then_, else_ } => {
-                let conditions = exec.storage.conditions(*cond, lanes, block)?;
                 let (t, e) = (forward(then_), forward(else_));
                 if t == e {
-                    waiting[t].add(&taken);
+                    queue.send(t);
+                } else if split {
+                    queue.send_split(t, e);
                 } else {
-                    let (low, high) = waiting.split_at_mut(t.max(e));
+                    let conditions = exec.storage.conditions(*cond, lanes, block)?;
+                    queue.taken();
+                    let (low, high) = queue.waiting.split_at_mut(t.max(e));
                     let (at_min, at_max) = (&mut low[t.min(e)], &mut high[0]);
                     let (then_set, else_set) = if t < e {
                         (at_min, at_max)
                     } else {
                         (at_max, at_min)
                     };
-                    taken.split_into(conditions, then_set, else_set);
+                    queue.taken.split_into(conditions, then_set, else_set);
                 }
             }
             Terminator::Return => {}
@@ -303,7 +479,7 @@ fn run_steps(
                     format!("the return addresses of calls to `{callee}`")
                 })?;
                 returns.push(lanes, plan.forward[ret.index()], &depth);
-                waiting[forward(target)].add(&taken);
+                queue.send(forward(target));
             }
             Terminator::IndirectGoto => {
                 // One pass: each lane's last return address popped, its caller's depth
@@ -311,6 +487,13 @@ fn run_steps(
                 // stack is the "halt" address beneath main.
                 gained.clear();
                 gained.resize(n_blocks, false);
+                queue.taken();
+                let Queue {
+                    waiting,
+                    lanes,
+                    taken,
+                    ..
+                } = &mut *queue;
                 let n = returns.held.len().min(depth.len());
                 let (held, depth) = (&mut returns.held[..n], &mut depth[..n]);
                 let slots = &returns.slots[..];
@@ -349,7 +532,7 @@ fn run_steps(
                 // The sets that gained lanes count them (this block's lanes, which waited
                 // nowhere else) and cover this block's lanes' words.
                 for (set, _) in waiting.iter_mut().zip(&gained).filter(|(_, &g)| g) {
-                    set.gain_from(&taken);
+                    set.gain_from(taken);
                 }
                 let bytes = returns.frames * std::mem::size_of::<Return>();
                 let first = || lanes.first().copied();
@@ -559,14 +742,20 @@ impl LaneSet {
         }
     }
 
+    /// Empties the set.
+    #[inline(always)]
+    fn clear(&mut self) {
+        self.words[self.lo.min(self.hi)..self.hi].fill(0);
+        self.count = 0;
+        self.lo = usize::MAX;
+        self.hi = 0;
+    }
+
     /// Moves every waiting lane into `taken` (emptied first) and lists them, in lane order,
     /// in `out`; this set keeps `taken`'s emptied words.
     #[inline(always)]
     fn take(&mut self, taken: &mut LaneSet, out: &mut Vec<usize>) {
-        taken.words[taken.lo.min(taken.hi)..taken.hi].fill(0);
-        taken.count = 0;
-        taken.lo = usize::MAX;
-        taken.hi = 0;
+        taken.clear();
         std::mem::swap(self, taken);
         taken.list_into(out);
     }
@@ -621,7 +810,128 @@ fn pack(conditions: &[bool]) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::{pack, LaneSet};
+    use super::{pack, LaneSet, Queue};
+    use crate::policy::unsplit_conditions;
+    use crate::Executable;
+    use autobatch_ir::{Block, HighProgram, KernelId, ProgramBuilder, Type};
+    use autobatch_testkit::conformance;
+
+    /// The blocks of `program`'s lowered form whose last kernel splits the lanes, by name.
+    fn split_blocks(program: HighProgram) -> Vec<String> {
+        let exe = Executable::new(program, Vec::new()).expect("a valid program");
+        (0..exe.lowered.blocks.len())
+            .filter(|&b| exe.vm_plan.split[b].is_some())
+            .map(|b| exe.lowered.block(Block::new(b)).name.clone())
+            .collect()
+    }
+
+    /// A condition left to its branch splits, in a recursive function and in a loop whose
+    /// edges pop it (a pop of a variable without a stack does nothing in the VM, so it is no
+    /// read); one read after the branch, by its own kernel or not last among the kernel's
+    /// outputs does not.
+    #[test]
+    fn only_a_condition_left_to_its_branch_is_split() {
+        let mut kernels = 0;
+        let mut namer = |_: &str| {
+            kernels += 1;
+            KernelId::new(kernels - 1)
+        };
+        let fib = conformance::fibonacci_function_calls(&mut namer, autobatch_ir::DType::I64);
+        assert_eq!(split_blocks(fib), ["enter_fib"]);
+        let mut b = ProgramBuilder::new();
+        let (x, y) = (b.var("x", Type::I64), b.var("y", Type::I64));
+        let c = b.var("c", Type::BOOL);
+        let f = b.function("f");
+        b.signature(f, &[x], &[y]);
+        let (e, body, done) = (b.block(f, "e"), b.block(f, "body"), b.block(f, "done"));
+        b.prim(e, &[c], &[x], KernelId::new(0), "x > 0");
+        b.branch(e, c, body, done);
+        b.prim(body, &[x, c], &[x], KernelId::new(1), "(x - 1, x > 1)");
+        b.branch(body, c, body, done);
+        b.prim(done, &[y], &[x], KernelId::new(2), "x");
+        b.ret(done);
+        let program = b.finish(f).expect("a valid program");
+        let exe = Executable::new(program.clone(), Vec::new()).expect("a valid program");
+        let popped = exe.lowered.blocks.iter().any(|data| {
+            data.ops
+                .iter()
+                .any(|op| matches!(op, autobatch_ir::Op::Pop(vars) if vars.contains(&c)))
+        });
+        assert!(
+            popped,
+            "the loop's edges pop the condition:\n{}",
+            *exe.lowered
+        );
+        assert_eq!(split_blocks(program), ["e", "body"]);
+        for (case, program) in unsplit_conditions() {
+            assert!(split_blocks(program).is_empty(), "{case}");
+        }
+    }
+
+    fn queue(blocks: usize, batch: usize) -> Queue {
+        Queue {
+            waiting: (0..blocks).map(|_| LaneSet::new(batch)).collect(),
+            lanes: Vec::new(),
+            taken: LaneSet::new(batch),
+            taken_valid: false,
+            pending: None,
+            next: Vec::new(),
+            yes: Vec::new(),
+            no: Vec::new(),
+        }
+    }
+
+    /// Lanes sent to a block where none wait stay listed and run from the list if it runs
+    /// next (its set made only when asked for); if a lower block has lanes, they join their
+    /// set first. A split's lower side stays listed, the other joins its set.
+    #[test]
+    fn lanes_sent_on_run_from_their_list_or_join_their_set() {
+        let mut q = queue(3, 200);
+        q.waiting[1].extend(&[3, 70, 199]);
+        assert_eq!(q.next_block(), Some(1));
+        q.take(1);
+        assert_eq!((q.lanes.clone(), q.taken_valid), (vec![3, 70, 199], true));
+        q.send(2);
+        assert_eq!(q.pending, Some(2));
+        assert!(q.waiting.iter().all(LaneSet::is_empty));
+        assert_eq!(q.all_waiting(), [3, 70, 199]);
+        assert_eq!(q.next_block(), Some(2));
+        q.take(2);
+        assert_eq!((q.lanes.clone(), q.taken_valid), (vec![3, 70, 199], false));
+        let mut listed = Vec::new();
+        q.taken().list_into(&mut listed);
+        assert_eq!(listed, [3, 70, 199]);
+
+        // Sent to block 2 while a lane waits at block 1: block 1 runs first, and the lanes
+        // sent wait in block 2's set.
+        q.waiting[1].extend(&[5]);
+        q.send(2);
+        assert_eq!(q.all_waiting(), [3, 5, 70, 199]);
+        assert_eq!(q.next_block(), Some(1));
+        assert_eq!((q.pending, q.waiting[2].count), (None, 3));
+        q.take(1);
+        assert_eq!(q.lanes, [5]);
+        assert_eq!(q.next_block(), Some(2));
+        q.take(2);
+        assert_eq!(q.lanes, [3, 70, 199]);
+
+        // A block with lanes waiting gets the sent ones in its set.
+        q.waiting[0].extend(&[1]);
+        q.send(0);
+        assert_eq!((q.pending, q.waiting[0].count), (None, 4));
+
+        // A split: the lower-numbered side with lanes stays listed.
+        let mut q = queue(3, 200);
+        (q.yes, q.no) = (vec![4, 8], vec![6]);
+        q.send_split(2, 1);
+        assert_eq!((q.pending, q.next.clone()), (Some(1), vec![6]));
+        assert_eq!(q.waiting[2].count, 2);
+        let mut q = queue(3, 200);
+        (q.yes, q.no) = (vec![4, 8], Vec::new());
+        q.send_split(2, 1);
+        assert_eq!((q.pending, q.next.clone()), (Some(2), vec![4, 8]));
+        assert!(q.waiting.iter().all(LaneSet::is_empty));
+    }
 
     #[test]
     fn packed_conditions_match_bit_by_bit() {

@@ -20,9 +20,9 @@
 //! All keep every kernel run on the same lanes with the same values: only where a value is
 //! written or read changes, so `Stats` and every result are as without them.
 
-use crate::policy::dead_vectors;
+use crate::policy::{dead_vectors, split_condition};
 use autobatch_ir::passes::Liveness;
-use autobatch_ir::{Allocation, Block, CallOp, HighProgram, Op, PrimOp, Program, Terminator, Var};
+use autobatch_ir::{Allocation, Block, CallOp, HighProgram, Op, PrimOp, Program, Var};
 
 /// What stackless does at one op of a block.
 #[derive(Clone, Debug)]
@@ -141,22 +141,12 @@ impl Plan {
 }
 
 /// The condition of block `b`'s branch (with `steps`) if the block ends with a kernel, run as
-/// written, that writes it once, as its last output (where `#[autobatch]` kernels put it), does
-/// not read it, and leaves it to the branch alone (nothing reads it after the block, so it
-/// need never be written).
+/// written, that may split the lanes by it ([`split_condition`]).
 fn splits(program: &Program, liveness: &Liveness, b: Block, steps: &[Step]) -> Option<Var> {
-    let data = program.block(b);
-    let Terminator::Branch { cond, .. } = data.term else {
+    let (Some(Op::Prim(prim)), Some(Step::Op)) = (program.block(b).ops.last(), steps.last()) else {
         return None;
     };
-    let (Some(Op::Prim(prim)), Some(Step::Op)) = (data.ops.last(), steps.last()) else {
-        return None;
-    };
-    let provable = prim.outs.last() == Some(&cond)
-        && prim.outs.iter().filter(|&&v| v == cond).count() == 1
-        && !prim.ins.contains(&cond)
-        && !liveness.block(b).live_out.contains(&cond);
-    provable.then_some(cond)
+    split_condition(program, liveness, b, prim)
 }
 
 /// The steps of block `b`.
@@ -452,6 +442,7 @@ fn fuse_arguments(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::unsplit_conditions;
     use crate::Executable;
     use autobatch_ir::{KernelId, ProgramBuilder, Type};
     use autobatch_testkit::conformance;
@@ -593,32 +584,7 @@ mod tests {
             ..Fusions::ALL
         };
         assert!(split_blocks(fibonacci(), off).is_empty());
-        for case in ["read after", "read by its kernel", "not last"] {
-            let mut b = ProgramBuilder::new();
-            let (x, y) = (b.var("x", Type::I64), b.var("y", Type::I64));
-            let c = b.var("c", Type::BOOL);
-            let f = b.function("f");
-            b.signature(f, &[x], &[y]);
-            let (e, yes, no) = (b.block(f, "e"), b.block(f, "yes"), b.block(f, "no"));
-            match case {
-                "read by its kernel" => {
-                    b.prim(e, &[c], &[x], KernelId::new(0), "x > 0");
-                    b.prim(e, &[c], &[x, c], KernelId::new(1), "x > 1 && c");
-                }
-                "not last" => b.prim(e, &[c, y], &[x], KernelId::new(0), "(x > 0, x)"),
-                _ => b.prim(e, &[c], &[x], KernelId::new(0), "x > 0"),
-            }
-            b.branch(e, c, yes, no);
-            let reads = if case == "read after" {
-                vec![x, c]
-            } else {
-                vec![x]
-            };
-            b.prim(yes, &[y], &reads, KernelId::new(2), "x");
-            b.ret(yes);
-            b.prim(no, &[y], &[x], KernelId::new(3), "-x");
-            b.ret(no);
-            let program = b.finish(f).expect("a valid program");
+        for (case, program) in unsplit_conditions() {
             assert!(split_blocks(program, Fusions::ALL).is_empty(), "{case}");
         }
     }
