@@ -366,6 +366,13 @@ impl<'p> Storage<'p> {
         if !self.is_stacked(v) {
             return Ok(());
         }
+        // One scalar leaf in place: depths and saved rows in one pass, as far as the saved
+        // rows hold the new frames; the lanes after go the general way.
+        let done = self.push_in_place(v, None, lanes).unwrap_or(0);
+        let lanes = &lanes[done..];
+        if lanes.is_empty() {
+            return Ok(());
+        }
         let (max, batch) = (self.max_depth, self.batch);
         // One pass counts each lane's new frame and finds the deepest lane (the lowest of
         // them), the one a growth is blamed on. An overflow fails the run: the lanes counted
@@ -440,28 +447,7 @@ impl<'p> Storage<'p> {
             return Ok(false);
         }
         self.read(from, lanes, block)?;
-        let limit = self.max_depth.min(u32::MAX as usize);
-        let batch = self.batch;
-        let (src, dst) = if s < d {
-            let (a, b) = self.vars.split_at_mut(d);
-            (&a[s], &mut b[0])
-        } else {
-            let (a, b) = self.vars.split_at_mut(s);
-            (&b[0], &mut a[d])
-        };
-        // A lane's new frame must be held by the saved rows and within the limit.
-        let cap = dst
-            .levels
-            .min(limit.saturating_sub(1))
-            .min(u32::MAX as usize) as u32;
-        let done = match (&mut dst.leaves[..], src.leaves[0].dense()) {
-            ([Leaf::Dense { rows, saved }], Some(value)) => {
-                let depth = &mut dst.depth[..];
-                rows::push_copy(rows, saved, value, (lanes, depth, batch), cap)
-            }
-            _ => None,
-        };
-        let Some(done) = done else {
+        let Some(done) = self.push_in_place(v, Some(from), lanes) else {
             return Ok(false);
         };
         let rest = &lanes[done..];
@@ -471,6 +457,42 @@ impl<'p> Storage<'p> {
         }
         self.mark_written(v, lanes);
         Ok(true)
+    }
+
+    /// The pass [`push`](Self::push) and [`push_copy`](Self::push_copy) make where stacked
+    /// `v` is one scalar leaf in place (and `from`, if given, another of the same type): each
+    /// lane's depth counted, its row saved and, from `from`, overwritten, as far as the saved
+    /// rows hold the new frames within the depth limit; the lanes done, or `None` (nothing
+    /// done) where the leaves are not so.
+    fn push_in_place(&mut self, v: Var, from: Option<Var>, lanes: &[usize]) -> Option<usize> {
+        let limit = self.max_depth.min(u32::MAX as usize);
+        let batch = self.batch;
+        let (dst, src) = match from {
+            Some(from) if from == v => return None,
+            Some(from) => {
+                let (d, s) = (v.index(), from.index());
+                let (dst, src) = if s < d {
+                    let (a, b) = self.vars.split_at_mut(d);
+                    (&mut b[0], &a[s])
+                } else {
+                    let (a, b) = self.vars.split_at_mut(s);
+                    (&mut a[d], &b[0])
+                };
+                (dst, Some(src.leaves.first()?.dense()?))
+            }
+            None => (&mut self.vars[v.index()], None),
+        };
+        // A lane's new frame must be held by the saved rows and within the limit.
+        let cap = dst
+            .levels
+            .min(limit.saturating_sub(1))
+            .min(u32::MAX as usize) as u32;
+        match &mut dst.leaves[..] {
+            [Leaf::Dense { rows, saved }] => {
+                rows::push_copy(rows, saved, src, (lanes, &mut dst.depth[..], batch), cap)
+            }
+            _ => None,
+        }
     }
 
     /// Drops the vector rows `v` holds in `lanes` (its value there is dead): shared leaves let

@@ -236,21 +236,22 @@ macro_rules! first_typed {
     };
 }
 
-/// A push of current rows into saved frames fused with the copy that overwrites them (`v =
-/// from` on a stacked `v`) and with the count of the frame: for each lane in turn, its depth
-/// goes up by one, its current row of `rows` is saved at the frame the new depth counts, and
-/// `src`'s row of the lane takes its place, in one pass. It stops before the first lane whose
-/// new depth would pass `cap` (the frames the saved rows hold, or the depth limit) and returns
-/// how many lanes it did; `None`, doing nothing, unless the three are width-1 columns of one
-/// type.
+/// A push of current rows into saved frames fused with the count of the frame and, given
+/// `src`, the copy that overwrites them (`v = from` on a stacked `v`): for each lane in turn,
+/// its depth goes up by one, its current row of `rows` is saved at the frame the new depth
+/// counts, and `src`'s row of the lane (if given) takes its place, in one pass. It stops before
+/// the first lane whose new depth would pass `cap` (the frames the saved rows hold, or the
+/// depth limit) and returns how many lanes it did; `None`, doing nothing, unless the columns
+/// are width-1 columns of one type.
 pub(crate) fn push_copy(
     rows: &mut Column,
     saved: &mut Column,
-    src: &Column,
+    src: Option<&Column>,
     stacked: (&[usize], &mut [u32], usize),
     cap: u32,
 ) -> Option<usize> {
-    if rows.width() != 1 || rows.dtype() != src.dtype() || src.width() != 1 {
+    let fits = |c: &Column| c.width() == 1 && c.dtype() == rows.dtype();
+    if rows.width() != 1 || !src.is_none_or(fits) {
         return None;
     }
     first_typed!(push_copy_typed(
@@ -267,16 +268,22 @@ pub(crate) fn push_copy(
 fn push_copy_typed<T: Element>(
     rows: &mut Column,
     saved: &mut Column,
-    src: &Column,
+    src: Option<&Column>,
     (lanes, depth, batch): (&[usize], &mut [u32], usize),
     cap: u32,
 ) -> Option<usize> {
-    let s = src.as_slice::<T>()?;
+    let s = match src {
+        Some(src) => Some(src.as_slice::<T>()?),
+        None => None,
+    };
     let saved = saved.as_slice_mut::<T>()?;
     let d = rows.as_slice_mut::<T>()?;
-    // One bounds check per lane against the three per-lane slices at once.
-    let n = s.len().min(d.len()).min(depth.len());
-    let (s, d, depth) = (&s[..n], &mut d[..n], &mut depth[..n]);
+    // One bounds check per lane against the per-lane slices at once.
+    let n = d
+        .len()
+        .min(depth.len())
+        .min(s.map_or(usize::MAX, <[T]>::len));
+    let (s, d, depth) = (s.map(|s| &s[..n]), &mut d[..n], &mut depth[..n]);
     for (k, &l) in lanes.iter().enumerate() {
         if l >= n {
             lane_out_of_range(l, n);
@@ -287,7 +294,9 @@ fn push_copy_typed<T: Element>(
         }
         depth[l] = at + 1;
         saved[at as usize * batch + l] = d[l];
-        d[l] = s[l];
+        if let Some(s) = s {
+            d[l] = s[l];
+        }
     }
     Some(lanes.len())
 }
