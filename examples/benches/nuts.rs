@@ -6,9 +6,11 @@
 //! min-ESS (bulk, over coordinates) per second for the autobatched sampler (full VM and
 //! stackless) and for nuts-rs, on one thread and on every core (both interpreters on all
 //! threads, nuts-rs's multi-chain sampler); both samplers' trees; the GEMM lower bound for the
-//! Gaussian (timed next to the one-thread runs and again at the end, the faster taken); where
-//! the autobatched run's time went; and how each interpreter's speed depends on the shard
-//! size.
+//! Gaussian; where the autobatched run's time went; and how each interpreter's speed depends on
+//! the shard size. Every one-thread figure (both interpreters, nuts-rs, the GEMM bound) is the
+//! faster of two timings, one before the runs on every thread and one after them (both printed):
+//! one core of a shared machine runs at one of two speeds, the slower whenever the other core
+//! is busy too.
 //!
 //! Run: `cargo bench -p autobatch-examples --bench nuts` (`NUTS_BENCH_CHAINS=10,100` chooses
 //! the chain counts, `NUTS_BENCH_TARGETS=gaussian` or `logistic` one target,
@@ -783,14 +785,38 @@ fn compare<T: Target + Clone + Send + Sync + 'static>(
     gaussian: Option<&CorrelatedGaussian>,
 ) {
     let all = available_threads();
-    let (vm, vm_stats) = autobatched(target, step, chains, (Mode::FullVm, 1), None);
-    let (sl, sl_stats) = autobatched(target, step, chains, (Mode::Stackless, 1), None);
-    // The bound is timed twice, next to the one-thread runs it is compared with and after
-    // every other run, and the faster taken: a slow spell of a shared machine during one
-    // timing would otherwise lower the bound and flatter the samplers' share of it.
-    let first_bound = gaussian.map(|g| gemm_bound(g, chains, vm.grads));
+    // Every one-thread figure (both interpreters, nuts-rs, the GEMM bound) is timed twice, once
+    // before the runs on every thread and once after them, and the faster taken: one core of a
+    // shared machine runs at one of two speeds, the slower whenever the other core is busy
+    // too, so one timing of each would compare runs made at different speeds.
+    let vm_first = autobatched(target, step, chains, (Mode::FullVm, 1), None);
+    let sl_first = autobatched(target, step, chains, (Mode::Stackless, 1), None);
+    let one_first = nuts_rs_one_thread(density, step, chains);
+    let first_bound = gaussian.map(|g| gemm_bound(g, chains, vm_first.0.grads));
     let (vm_all, vm_all_stats) = autobatched(target, step, chains, (Mode::FullVm, all), None);
     let (sl_all, sl_all_stats) = autobatched(target, step, chains, (Mode::Stackless, all), None);
+    let many = nuts_rs_threads(density, step, chains, all);
+    let vm_second = autobatched(target, step, chains, (Mode::FullVm, 1), None);
+    let sl_second = autobatched(target, step, chains, (Mode::Stackless, 1), None);
+    let one_second = nuts_rs_one_thread(density, step, chains);
+    let timings = [
+        ("full VM", vm_first.0.rate(), vm_second.0.rate()),
+        ("stackless", sl_first.0.rate(), sl_second.0.rate()),
+        ("nuts-rs", one_first.rate(), one_second.rate()),
+    ];
+    for (name, (first, second)) in [
+        ("full VM", (&vm_first, &vm_second)),
+        ("stackless", (&sl_first, &sl_second)),
+    ] {
+        assert_eq!(
+            chain0(&first.0),
+            chain0(&second.0),
+            "chain 0: {name}, both timings"
+        );
+    }
+    let (vm, vm_stats) = faster(vm_first, vm_second, |(m, _)| m.rate());
+    let (sl, sl_stats) = faster(sl_first, sl_second, |(m, _)| m.rate());
+    let one = faster(one_first, one_second, Measured::rate);
     assert_eq!(
         chain0(&vm),
         chain0(&vm_all),
@@ -803,8 +829,6 @@ fn compare<T: Target + Clone + Send + Sync + 'static>(
     );
     assert_eq!(chain0(&vm), chain0(&sl), "chain 0: full VM == stackless");
     assert_eq!(vm.grads, sl.grads, "the same gradient evaluations");
-    let one = nuts_rs_one_thread(density, step, chains);
-    let many = nuts_rs_threads(density, step, chains, all);
     println!("{chains} chains, step {step}:");
     println!(
         "  {:<26} {:>7} {:>10} {:>8} {:>8} {:>8} {:>8} {:>9} {:>7} {:>7}",
@@ -877,10 +901,7 @@ fn compare<T: Target + Clone + Send + Sync + 'static>(
     if let (Some(gaussian), Some(first)) = (gaussian, first_bound) {
         let second = gemm_bound(gaussian, chains, vm.grads);
         let rates = (first.0.rate() / 1e6, second.0.rate() / 1e6);
-        let (bound, by, other) = match first.0.rate() >= second.0.rate() {
-            true => first,
-            false => second,
-        };
+        let (bound, by, other) = faster(first, second, |(m, _, _)| m.rate());
         println!(
             "  {:<26} {:>7} {:>10} {:>8.2} {:>8.2} {:>8.3}   one thread: full VM at {:.1}% of \
              it, stackless at {:.1}% (the faster product, {by}; the other {:.3}; the faster of \
@@ -898,6 +919,14 @@ fn compare<T: Target + Clone + Send + Sync + 'static>(
             rates.1
         );
     }
+    let timings: Vec<String> = timings
+        .iter()
+        .map(|(name, a, b)| format!("{name} {:.3} and {:.3}", a / 1e6, b / 1e6))
+        .collect();
+    println!(
+        "  one-thread timings, M grad/s (the faster of each in the table): {}",
+        timings.join("; ")
+    );
     println!(
         "  trees: {}; {}; {}",
         trees("autobatched", &vm),
@@ -909,6 +938,14 @@ fn compare<T: Target + Clone + Send + Sync + 'static>(
     split(&format!("full VM, {all} threads"), &vm_all, &vm_all_stats);
     split(&format!("stackless, {all} threads"), &sl_all, &sl_all_stats);
     println!();
+}
+
+/// The faster of two timings of one run, by `rate`.
+fn faster<M>(first: M, second: M, rate: impl Fn(&M) -> f64) -> M {
+    match rate(&first) >= rate(&second) {
+        true => first,
+        false => second,
+    }
 }
 
 /// Both interpreters on one thread at several shard sizes: the effect of cache-sized shards.
