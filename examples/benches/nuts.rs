@@ -988,8 +988,8 @@ fn main() {
     let sweep = std::env::var("NUTS_BENCH_SWEEP").map_or(true, |v| v != "0");
     println!(
         "NUTS, identity metric on both sides, no warmup, {DRAWS} draws, max depth {MAX_DEPTH}, \
-         the same initial points; one run per configuration; min ESS is the smallest bulk ESS \
-         over coordinates\n"
+         the same initial points; one run per configuration on every thread, the faster of two \
+         on one thread; min ESS is the smallest bulk ESS over coordinates\n"
     );
     let gaussian = CorrelatedGaussian::new(100, 0.9);
     let logistic = LogisticRegression::synthetic(1000, 25, 1);
