@@ -21,7 +21,7 @@ use crate::storage::Storage;
 use autobatch_ir::{Block, DType, KernelRef, PrimOp, Program, TensorType, Var};
 use smallvec::SmallVec;
 use std::borrow::Cow;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::ptr::NonNull;
 
 use layout::{Layout, Layouts, Push, Write};
@@ -81,7 +81,7 @@ pub(crate) struct Exec<'p> {
     /// Fresh arena rows of the lane-wise kernel being run, kept for their allocation.
     fresh: Vec<u32>,
     /// The input and output columns of the direct call being run, kept for their allocation.
-    direct: direct::Columns,
+    direct: RefCell<direct::Columns>,
     /// How each lane-wise op writes its outputs, decided on its first call.
     layouts: Layouts,
     /// Whether kernel calls are timed ([`Config::time_kernels`](crate::Config::time_kernels)).
@@ -116,7 +116,7 @@ impl<'p> Exec<'p> {
             pool,
             sources: Vec::new(),
             fresh: Vec::new(),
-            direct: direct::Columns::default(),
+            direct: RefCell::default(),
             layouts: Layouts::default(),
             time_kernels,
         }

@@ -17,9 +17,10 @@ use autobatch_ir::{Block, PrimOp};
 use std::cell::Cell;
 use std::ptr::NonNull;
 
-/// Storage columns of a direct call's input and output leaves. Kept by [`Exec`] between calls,
-/// so a call allocates nothing however many leaves its kernel has; emptied before each use
-/// (what a call leaves in them is not read again).
+/// Storage columns of a direct call's input and output leaves. Kept by [`Exec`] between calls
+/// (in a `RefCell`, borrowed for the length of a call), so a call allocates nothing however
+/// many leaves its kernel has; emptied before each use (what a call leaves in them is not read
+/// again).
 #[derive(Default)]
 pub(super) struct Columns {
     ins: Vec<NonNull<Column>>,
@@ -42,30 +43,8 @@ impl Exec<'_> {
         (block, stats): (Block, &mut Stats),
         split: &mut Option<(usize, Sides<'_>)>,
     ) -> Result<Option<bool>> {
-        let mut columns = std::mem::take(&mut self.direct);
-        let called = (id, direct, layout);
-        let ran = self.call_direct(
-            op,
-            called,
-            (lanes, aside),
-            (block, stats),
-            split,
-            &mut columns,
-        );
-        self.direct = columns;
-        ran
-    }
-
-    /// [`run_direct`](Self::run_direct) with `columns` to list the leaves' columns in.
-    fn call_direct(
-        &mut self,
-        op: &PrimOp,
-        (id, direct, layout): (usize, &DirectFn, &Layout),
-        (lanes, aside): (&[usize], AsideInputs<'_>),
-        (block, stats): (Block, &mut Stats),
-        split: &mut Option<(usize, Sides<'_>)>,
-        Columns { ins, outs }: &mut Columns,
-    ) -> Result<Option<bool>> {
+        let mut columns = self.direct.borrow_mut();
+        let Columns { ins, outs } = &mut *columns;
         // Both lists are taken before any push: a push saves rows into a leaf's saved frames
         // and never moves its current rows, which the lists point to.
         if !self.direct_inputs(op, (lanes, aside), block, ins)? {
