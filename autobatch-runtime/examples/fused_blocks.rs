@@ -106,6 +106,20 @@ unsafe fn pop<T: Copy>(slots: &[T], depth: &mut [u32], lane: usize) -> Option<T>
     Some(*slots.get_unchecked(*d as usize * batch + lane))
 }
 
+/// A call from `lane`: its return address `to` pushed. Returns its new call depth, or the lane
+/// if that passes the limit.
+///
+/// # Safety
+/// As for [`push`].
+#[inline(always)]
+unsafe fn call(returns: &mut Stack<u8>, lane: usize, to: usize) -> Result<usize, usize> {
+    let depth = push(&mut returns.slots, &mut returns.depth, lane, to as u8);
+    if depth > MAX_DEPTH {
+        return Err(lane);
+    }
+    Ok(depth)
+}
+
 /// Adds `lane` to the bitset at word `base` of `words`.
 ///
 /// # Safety
@@ -265,12 +279,7 @@ fn fused(ns: &[i64]) -> Result<(Vec<i64>, u64), usize> {
                     top_n =
                         top_n.max(unsafe { push(&mut saved_n.slots, &mut saved_n.depth, l, v) });
                     unsafe { *n.get_unchecked_mut(l) = v - 1 };
-                    let d =
-                        unsafe { push(&mut returns.slots, &mut returns.depth, l, THEN_RET1 as u8) };
-                    if d > MAX_DEPTH {
-                        return Err(l);
-                    }
-                    top_r = top_r.max(d);
+                    top_r = top_r.max(unsafe { call(&mut returns, l, THEN_RET1) }?);
                 }
                 (saved_n.top, returns.top) = (top_n, top_r);
                 waiting.give(ENTRY, &mut lanes);
@@ -287,12 +296,7 @@ fn fused(ns: &[i64]) -> Result<(Vec<i64>, u64), usize> {
                         *t2.get_unchecked_mut(l) = at(ret, l);
                         *n.get_unchecked_mut(l) = at(n, l) - 2;
                     }
-                    let d =
-                        unsafe { push(&mut returns.slots, &mut returns.depth, l, THEN_RET2 as u8) };
-                    if d > MAX_DEPTH {
-                        return Err(l);
-                    }
-                    top_r = top_r.max(d);
+                    top_r = top_r.max(unsafe { call(&mut returns, l, THEN_RET2) }?);
                 }
                 (saved_t2.top, returns.top) = (top_t2, top_r);
                 waiting.give(ENTRY, &mut lanes);
