@@ -120,6 +120,15 @@ unsafe fn call(returns: &mut Stack<u8>, lane: usize, to: usize) -> Result<usize,
     Ok(depth)
 }
 
+/// Lane `lane`'s value in a per-lane column.
+///
+/// # Safety
+/// `lane` is below `values.len()`.
+#[inline(always)]
+unsafe fn at(values: &[i64], lane: usize) -> i64 {
+    *values.get_unchecked(lane)
+}
+
 /// Adds `lane` to the bitset at word `base` of `words`.
 ///
 /// # Safety
@@ -239,10 +248,9 @@ fn fused(ns: &[i64]) -> Result<(Vec<i64>, u64), usize> {
     let mut block_lanes = 0;
     while let Some(block) = waiting.next(&mut lanes) {
         block_lanes += lanes.len() as u64;
-        // SAFETY (every block): each lane listed was sent by a lane below the batch (the
-        // length of `n`, `ret`, `t2` and every depth), every bitset base is a block's, and
-        // each stack pushed to was reserved before the loop.
-        let at = |v: &[i64], l: usize| unsafe { *v.get_unchecked(l) };
+        // SAFETY (every `unsafe` below): each lane listed was sent by a lane below the batch
+        // (the length of `n`, `ret`, `t2` and every depth), and each stack pushed to was
+        // reserved before the loop.
         let (n, ret, t2) = (n.as_mut_slice(), ret.as_mut_slice(), t2.as_mut_slice());
         match block {
             ENTRY => {
@@ -275,7 +283,7 @@ fn fused(ns: &[i64]) -> Result<(Vec<i64>, u64), usize> {
                 returns.reserve();
                 let (mut top_n, mut top_r) = (saved_n.top, returns.top);
                 for &l in &lanes {
-                    let v = at(n, l);
+                    let v = unsafe { at(n, l) };
                     top_n =
                         top_n.max(unsafe { push(&mut saved_n.slots, &mut saved_n.depth, l, v) });
                     unsafe { *n.get_unchecked_mut(l) = v - 1 };
@@ -289,7 +297,7 @@ fn fused(ns: &[i64]) -> Result<(Vec<i64>, u64), usize> {
                 returns.reserve();
                 let (mut top_t2, mut top_r) = (saved_t2.top, returns.top);
                 for &l in &lanes {
-                    let old = at(t2, l);
+                    let old = unsafe { at(t2, l) };
                     top_t2 = top_t2
                         .max(unsafe { push(&mut saved_t2.slots, &mut saved_t2.depth, l, old) });
                     unsafe {
