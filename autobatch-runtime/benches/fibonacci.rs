@@ -1,11 +1,14 @@
 //! Benchmark (not a test): fibonacci over `n = i % 21` (built with the builder, and written
 //! with `#[autobatch]`), Collatz step counts and Ackermann (written with `#[autobatch]`), each in both modes on one thread and on
-//! every core, against the plain Rust loop; how a one-thread run's time depends on the shard
-//! size; fibonacci over batch sizes; one busy lane among 99,999 finished ones.
+//! every core, against the plain Rust loop and against independent one-thread runs of the
+//! batch's parts side by side (what this machine gives such work on every core); how a
+//! one-thread run's time depends on the shard size; fibonacci over batch sizes; one busy lane
+//! among 99,999 finished ones.
 //! Run: `cargo bench -p autobatch-runtime --bench fibonacci` (`FIB_BENCH_MAIN_ONLY=1` prints
 //! the first table alone).
 
 use autobatch_runtime::ir::{DType, KernelId};
+use autobatch_runtime::ndarray::Array1;
 use autobatch_runtime::{
     autobatch, available_threads, Column, Config, Executable, Kernel, Mode, Run, Stats,
 };
@@ -98,8 +101,8 @@ const MIN_TOTAL: Duration = Duration::from_millis(200);
 const ROUNDS: usize = 5;
 
 /// One round of the main table for one workload: the plain loop's one-thread and every-thread
-/// seconds, then per mode the one-thread and every-thread seconds.
-type Round = ((f64, f64), [(f64, f64); 2]);
+/// seconds, then per mode the one-thread, every-thread and independent-parts seconds.
+type Round = ((f64, f64), [(f64, f64, f64); 2]);
 
 /// The most runs [`median`] makes.
 const MAX_REPS: usize = 201;
@@ -125,8 +128,56 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-/// A batched run with a configuration: the outputs as `i64` and the run's statistics.
-type Batched<'a> = Box<dyn Fn(&Config) -> (Vec<i64>, Stats) + 'a>;
+/// Lanes per run dealt in turn to the parts of [`Part::Dealt`], as the runtime deals its
+/// default shards: each part then holds lanes from every part of the batch (a batch whose work
+/// varies with the lane index gives every part about the same work).
+const DEALT_RUN: usize = 64;
+
+/// Some lanes of the batch.
+#[derive(Clone, Copy)]
+enum Part {
+    /// Every lane.
+    All,
+    /// Part `index` of `parts`: runs of [`DEALT_RUN`] consecutive lanes dealt in turn (lane
+    /// `l` if `(l / DEALT_RUN) % parts == index`).
+    Dealt { index: usize, parts: usize },
+}
+
+impl Part {
+    /// This part's values of `all` (one per lane of the batch).
+    fn of<T: Copy>(self, all: &[T]) -> Vec<T> {
+        match self {
+            Part::All => all.to_vec(),
+            Part::Dealt { index, parts } => (all.iter().enumerate())
+                .filter(|(l, _)| (l / DEALT_RUN) % parts == index)
+                .map(|(_, &v)| v)
+                .collect(),
+        }
+    }
+
+    /// Where this part's input is in a list made by [`inputs`].
+    fn slot(self) -> usize {
+        match self {
+            Part::All => 0,
+            Part::Dealt { index, .. } => 1 + index,
+        }
+    }
+}
+
+/// `make` of the whole batch's values `all`, then of each of `parts` dealt parts' values, in
+/// [`Part::slot`] order.
+fn inputs<T: Copy, U>(all: &[T], parts: usize, make: impl Fn(Vec<T>) -> U) -> Vec<U> {
+    let dealt = (0..parts).map(|index| Part::Dealt { index, parts });
+    [Part::All]
+        .into_iter()
+        .chain(dealt)
+        .map(|part| make(part.of(all)))
+        .collect()
+}
+
+/// A batched run of a part of the batch with a configuration: the outputs as `i64` and the
+/// run's statistics.
+type Batched<'a> = Box<dyn Fn(&Config, Part) -> (Vec<i64>, Stats) + Sync + 'a>;
 
 /// One workload of the main table: a batched run per configuration (outputs as `i64`) and
 /// the plain Rust function of one lane (by lane index), which the plain loop runs over the
@@ -159,9 +210,39 @@ impl Workload<'_> {
 
 /// Median time of the batched run with `config`, and its statistics; checks it against `want`.
 fn time_batched(w: &Workload, config: &Config, reps: usize, want: &[i64]) -> (Duration, Stats) {
-    let (t, (out, stats)) = median(reps, || (w.batched)(config));
+    let (t, (out, stats)) = median(reps, || (w.batched)(config, Part::All));
     assert_eq!(out, want, "{}: batched == plain Rust", w.name);
     (t, stats)
+}
+
+/// Median time of independent one-thread runs (`one`), one per thread of `pool`, side by side,
+/// each of its [`Part::Dealt`] of the batch (thread `k` runs part `k`): nothing
+/// shared but the machine, so `one`'s time over this is the speedup that this machine gives
+/// the work on that many cores, the ceiling a sharded run's speedup is read against. Checks
+/// each part against `want`.
+fn time_independent(
+    w: &Workload,
+    one: &Config,
+    pool: &rayon::ThreadPool,
+    (reps, want): (usize, &[i64]),
+) -> Duration {
+    let (t, outs) = median(reps, || {
+        pool.broadcast(|ctx| {
+            let part = Part::Dealt {
+                index: ctx.index(),
+                parts: ctx.num_threads(),
+            };
+            (w.batched)(one, part).0
+        })
+    });
+    for (k, out) in outs.iter().enumerate() {
+        let part = Part::Dealt {
+            index: k,
+            parts: outs.len(),
+        };
+        assert_eq!(out, &part.of(want), "{}: part {k} == plain Rust", w.name);
+    }
+    t
 }
 
 /// The share of a run with `config` spent in lane-wise kernels: one more run, with kernel
@@ -181,20 +262,21 @@ fn main() {
     let batch = 10_000usize;
     let fib_exe = executable(|k| conformance::fibonacci_function_calls(k, DType::I64));
     let fib_n: Vec<i64> = (0..batch as i64).map(|i| i % 21).collect();
-    let fib_in = [Column::from_scalars(&fib_n)];
-    let run_fib = |config: &Config| {
-        let run = fib_exe.run(&fib_in, config).expect("runs");
+    // The inputs of the whole batch, then of each thread's part.
+    let fib_in = inputs(&fib_n, all, |n| [Column::from_scalars(&n)]);
+    let run_fib = |config: &Config, part: Part| {
+        let run = fib_exe.run(&fib_in[part.slot()], config).expect("runs");
         let out = run.outputs[0].as_slice::<i64>().expect("i64").to_vec();
         (out, run.stats)
     };
-    let fib_arr = autobatch_runtime::ndarray::Array1::from(fib_n.clone());
+    let fib_arr = inputs(&fib_n, all, Array1::from);
     let plain_fib = |i: usize| fib(fib_n[i]);
     let starts: Vec<i64> = (1..=batch as i64).collect();
-    let starts_arr = autobatch_runtime::ndarray::Array1::from(starts.clone());
+    let starts_arr = inputs(&starts, all, Array1::from);
     let (ms_mixed, ns_mixed): (Vec<i64>, Vec<i64>) =
         (0..batch as i64).map(|i| (i % 4, (i / 4) % 4)).unzip();
-    let m_arr = autobatch_runtime::ndarray::Array1::from(ms_mixed.clone());
-    let n_arr = autobatch_runtime::ndarray::Array1::from(ns_mixed.clone());
+    let m_arr = inputs(&ms_mixed, all, Array1::from);
+    let n_arr = inputs(&ns_mixed, all, Array1::from);
     let workloads = [
         Workload {
             name: "fib(i % 21)",
@@ -203,27 +285,28 @@ fn main() {
         },
         Workload {
             name: "fib(i % 21) macro",
-            batched: Box::new(|config: &Config| {
+            batched: Box::new(|config: &Config, part| {
                 let (out, stats) =
-                    fib_macro::batch_with_stats(fib_arr.view(), config).expect("runs");
+                    fib_macro::batch_with_stats(fib_arr[part.slot()].view(), config).expect("runs");
                 (out.to_vec(), stats)
             }),
             plain: Box::new(plain_fib),
         },
         Workload {
             name: "collatz(i + 1)",
-            batched: Box::new(|config: &Config| {
+            batched: Box::new(|config: &Config, part| {
                 let (out, stats) =
-                    collatz::batch_with_stats(starts_arr.view(), config).expect("runs");
+                    collatz::batch_with_stats(starts_arr[part.slot()].view(), config)
+                        .expect("runs");
                 (out.to_vec(), stats)
             }),
             plain: Box::new(|i| collatz(starts[i])),
         },
         Workload {
             name: "ackermann(m<4, n<4)",
-            batched: Box::new(|config: &Config| {
-                let (out, stats) =
-                    ackermann::batch_with_stats(m_arr.view(), n_arr.view(), config).expect("runs");
+            batched: Box::new(|config: &Config, part| {
+                let (m, n) = (m_arr[part.slot()].view(), n_arr[part.slot()].view());
+                let (out, stats) = ackermann::batch_with_stats(m, n, config).expect("runs");
                 (out.to_vec(), stats)
             }),
             plain: Box::new(|i| ackermann(ms_mixed[i], ns_mixed[i])),
@@ -240,12 +323,13 @@ fn main() {
     println!(
         "batch {batch}, {ROUNDS} rounds, each timing every column back to back (so a slow spell of a shared machine falls on all of them alike) as the median of at least {reps} runs \
          (more, up to {MAX_REPS}, until they take {MIN_TOTAL:?}); each cell is the median over rounds; ratio = autobatched time / plain Rust loop time (one thread); \
-         speedup = one-thread time / {all}-thread time, within a round (the plain loop's: lanes split among the threads by rayon, the machine's ceiling for perfectly parallel work); \
-         of plain = that speedup over the plain loop's in the same round; kernels = share of one-thread time in \
+         speedup = one-thread time / {all}-thread time, within a round (the plain loop's: lanes split among the threads by rayon); \
+         ceiling = one-thread time / the time of {all} independent one-thread runs side by side, each of one of {all} parts of the batch dealt in runs of {DEALT_RUN} lanes as default shards are (nothing shared but the machine: \
+         what this machine gives this work on {all} cores); of ceil = speedup / ceiling, within a round; kernels = share of one-thread time in \
          lane-wise kernels (the rest is the interpreter; from one more run with kernel times measured)"
     );
     println!(
-        "{:<20} {:>9} {:>7} | {:>9} {:>7} {:>7} {:>7} {:>8} | {:>9} {:>7} {:>7} {:>7} {:>8}",
+        "{:<20} {:>9} {:>7} | {:>9} {:>7} {:>7} {:>7} {:>7} {:>7} | {:>9} {:>7} {:>7} {:>7} {:>7} {:>7}",
         "workload",
         "plain ms",
         "speedup",
@@ -253,12 +337,14 @@ fn main() {
         "vm/rust",
         "kernels",
         "speedup",
-        "of plain",
+        "ceiling",
+        "of ceil",
         "sl ms",
         "sl/rust",
         "kernels",
         "speedup",
-        "of plain"
+        "ceiling",
+        "of ceil"
     );
     for w in &workloads {
         let want = w.plain_loop(batch, &one_pool);
@@ -284,7 +370,8 @@ fn main() {
             let times = modes.each_ref().map(|(one, every)| {
                 let (t1, _) = time_batched(w, one, reps, &want);
                 let (tn, _) = time_batched(w, every, reps, &want);
-                (t1.as_secs_f64(), tn.as_secs_f64())
+                let parts = time_independent(w, one, &every_pool, (reps, &want));
+                (t1.as_secs_f64(), tn.as_secs_f64(), parts.as_secs_f64())
             });
             rounds.push(((plain[0], plain[1]), times));
         }
@@ -298,12 +385,13 @@ fn main() {
         for (m, (one, _)) in modes.iter().enumerate() {
             let t1 = mid(&|r| r.1[m].0);
             cells.push(format!(
-                "{:>9.2} {:>7.1} {:>6.0}% {:>7.2} {:>8.2}",
+                "{:>9.2} {:>7.1} {:>6.0}% {:>7.2} {:>7.2} {:>6.0}%",
                 1e3 * t1,
                 t1 / rust_t,
                 100.0 * kernel_share(w, one, &want),
                 mid(&|r| r.1[m].0 / r.1[m].1),
-                mid(&|r| (r.1[m].0 / r.1[m].1) / (r.0 .0 / r.0 .1)),
+                mid(&|r| r.1[m].0 / r.1[m].2),
+                100.0 * mid(&|r| r.1[m].2 / r.1[m].1),
             ));
         }
         println!(
