@@ -200,9 +200,7 @@ pub(crate) fn run(
     all.extend(0..exec.storage.batch());
     let batch = exec.storage.batch();
     let mut queue = Queue {
-        waiting: (0..exec.program.blocks.len())
-            .map(|_| LaneSet::new(batch))
-            .collect(),
+        waiting: WaitingSets::new(exec.program.blocks.len(), batch),
         lanes: lists.take(),
         taken: LaneSet::new(batch),
         taken_valid: false,
@@ -223,7 +221,7 @@ pub(crate) fn run(
 /// The lanes waiting at each block, and those of the block being run.
 struct Queue {
     /// Per block, the lanes waiting there (but `pending`'s).
-    waiting: Vec<LaneSet>,
+    waiting: WaitingSets,
     /// The lanes of the block being run, in lane order.
     lanes: Vec<usize>,
     /// The same lanes as a set, if `taken_valid` (a block run from a list gets its set only
@@ -245,7 +243,7 @@ impl Queue {
     /// The block to run next: the lowest-numbered one with lanes waiting, if any.
     #[inline(always)]
     fn next_block(&mut self) -> Option<usize> {
-        let first = self.waiting.iter().position(|w| !w.is_empty());
+        let first = self.waiting.first();
         match (self.pending, first) {
             (Some(p), Some(f)) if f < p => {
                 // Another block runs first: the listed lanes wait in their set after all.
@@ -325,7 +323,7 @@ impl Queue {
     fn all_waiting(&self) -> Vec<usize> {
         let mut lanes = Vec::new();
         let mut listed = Vec::new();
-        for set in &self.waiting {
+        for set in self.waiting.iter() {
             set.list_into(&mut listed);
             lanes.extend_from_slice(&listed);
         }
@@ -455,13 +453,7 @@ fn run_steps(
                 } else {
                     let conditions = exec.storage.conditions(*cond, lanes, block)?;
                     queue.taken();
-                    let (low, high) = queue.waiting.split_at_mut(t.max(e));
-                    let (at_min, at_max) = (&mut low[t.min(e)], &mut high[0]);
-                    let (then_set, else_set) = if t < e {
-                        (at_min, at_max)
-                    } else {
-                        (at_max, at_min)
-                    };
+                    let (then_set, else_set) = queue.waiting.pair_mut(t, e);
                     queue.taken.split_into(conditions, then_set, else_set);
                 }
             }
@@ -503,8 +495,10 @@ fn run_steps(
                 // set when they change: a write per lane would wait on the last lane's. (Each
                 // set counts its new lanes once afterwards, for the same reason.)
                 let (mut word_of, mut bits) = ((usize::MAX, 0), 0u64);
+                // Straight to the sets: each one gaining lanes lowers the bound below.
+                let sets = &mut waiting.sets;
                 let mut write = |(set, word): (usize, usize), bits| {
-                    if let Some(set) = waiting.get_mut(set) {
+                    if let Some(set) = sets.get_mut(set) {
                         set.words[word] |= bits;
                     }
                 };
@@ -531,8 +525,8 @@ fn run_steps(
                 returns.frames -= popped;
                 // The sets that gained lanes count them (this block's lanes, which waited
                 // nowhere else) and cover this block's lanes' words.
-                for (set, _) in waiting.iter_mut().zip(&gained).filter(|(_, &g)| g) {
-                    set.gain_from(taken);
+                for (b, _) in gained.iter().enumerate().filter(|(_, &g)| g) {
+                    waiting[b].gain_from(taken);
                 }
                 let bytes = returns.frames * std::mem::size_of::<Return>();
                 let first = || lanes.first().copied();
@@ -625,6 +619,73 @@ impl ReturnStacks {
         }
         self.top = top;
         self.frames += lanes.len();
+    }
+}
+
+/// The lanes waiting at each block, with a bound below which none wait: the next block to run
+/// (the lowest with lanes) is looked for from there, not from block 0, so a step costs in
+/// proportion to the blocks between the last one run and the next, not to the program's
+/// blocks (a sampler's lowered program has hundreds; scanning them all was the largest item
+/// of its step loop). Every mutable access to a block's set lowers the bound to that block.
+struct WaitingSets {
+    sets: Vec<LaneSet>,
+    /// No set below this one has lanes.
+    low: usize,
+}
+
+impl WaitingSets {
+    /// No lanes waiting at any of `blocks` blocks over a batch of `batch`.
+    fn new(blocks: usize, batch: usize) -> WaitingSets {
+        WaitingSets {
+            sets: (0..blocks).map(|_| LaneSet::new(batch)).collect(),
+            low: blocks,
+        }
+    }
+
+    /// The lowest block with lanes waiting, if any.
+    #[inline(always)]
+    fn first(&mut self) -> Option<usize> {
+        debug_assert!(self.sets[..self.low.min(self.sets.len())]
+            .iter()
+            .all(LaneSet::is_empty));
+        let sets = self.sets.get(self.low..).unwrap_or_default();
+        let first = self.low + sets.iter().position(|w| !w.is_empty())?;
+        self.low = first;
+        Some(first)
+    }
+
+    /// The sets of blocks `a` and `b` (two blocks), both mutable.
+    #[inline(always)]
+    fn pair_mut(&mut self, a: usize, b: usize) -> (&mut LaneSet, &mut LaneSet) {
+        self.low = self.low.min(a.min(b));
+        let (low, high) = self.sets.split_at_mut(a.max(b));
+        let (at_min, at_max) = (&mut low[a.min(b)], &mut high[0]);
+        match a < b {
+            true => (at_min, at_max),
+            false => (at_max, at_min),
+        }
+    }
+
+    /// Every block's set, in block order.
+    fn iter(&self) -> std::slice::Iter<'_, LaneSet> {
+        self.sets.iter()
+    }
+}
+
+impl std::ops::Index<usize> for WaitingSets {
+    type Output = LaneSet;
+
+    #[inline(always)]
+    fn index(&self, b: usize) -> &LaneSet {
+        &self.sets[b]
+    }
+}
+
+impl std::ops::IndexMut<usize> for WaitingSets {
+    #[inline(always)]
+    fn index_mut(&mut self, b: usize) -> &mut LaneSet {
+        self.low = self.low.min(b);
+        &mut self.sets[b]
     }
 }
 
@@ -810,7 +871,7 @@ fn pack(conditions: &[bool]) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::{pack, LaneSet, Queue};
+    use super::{pack, LaneSet, Queue, WaitingSets};
     use crate::policy::unsplit_conditions;
     use crate::Executable;
     use autobatch_ir::{Block, HighProgram, KernelId, ProgramBuilder, Type};
@@ -870,7 +931,7 @@ mod tests {
 
     fn queue(blocks: usize, batch: usize) -> Queue {
         Queue {
-            waiting: (0..blocks).map(|_| LaneSet::new(batch)).collect(),
+            waiting: WaitingSets::new(blocks, batch),
             lanes: Vec::new(),
             taken: LaneSet::new(batch),
             taken_valid: false,
@@ -879,6 +940,29 @@ mod tests {
             yes: Vec::new(),
             no: Vec::new(),
         }
+    }
+
+    /// Every mutable way to a block's set lowers the bound the next block is looked for from:
+    /// lanes added below the last block found are found next, whichever way they came.
+    #[test]
+    fn lanes_added_below_the_last_block_found_are_found() {
+        let mut w = WaitingSets::new(6, 100);
+        let (mut taken, mut lanes) = (LaneSet::new(100), Vec::new());
+        assert_eq!(w.first(), None);
+        w[4].extend(&[1]);
+        assert_eq!(w.first(), Some(4));
+        w[4].take(&mut taken, &mut lanes);
+        w[2].extend(&[5]);
+        assert_eq!(w.first(), Some(2));
+        w[2].take(&mut taken, &mut lanes);
+        let (three, zero) = w.pair_mut(3, 0);
+        three.extend(&[7]);
+        zero.extend(&[8]);
+        assert_eq!(w.first(), Some(0));
+        w[0].take(&mut taken, &mut lanes);
+        assert_eq!(w.first(), Some(3));
+        w[3].take(&mut taken, &mut lanes);
+        assert_eq!(w.first(), None);
     }
 
     /// Lanes sent to a block where none wait stay listed and run from the list if it runs
