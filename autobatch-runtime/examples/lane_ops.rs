@@ -119,8 +119,10 @@ fn main() {
     };
     let config = config.map(|c| Config {
         threads: threads.unwrap_or(1),
+        // Set and empty (`LANE_OPS_SHARD= lane_ops ..`, a sweep's first value) is unset.
         shard_size: std::env::var("LANE_OPS_SHARD")
             .ok()
+            .filter(|s| !s.is_empty())
             .map(|s| s.parse().expect("a shard size")),
         ..c
     });
