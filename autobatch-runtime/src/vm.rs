@@ -626,7 +626,9 @@ impl ReturnStacks {
 /// (the lowest with lanes) is looked for from there, not from block 0, so a step costs in
 /// proportion to the blocks between the last one run and the next, not to the program's
 /// blocks (a sampler's lowered program has hundreds; scanning them all was the largest item
-/// of its step loop). Every mutable access to a block's set lowers the bound to that block.
+/// of its step loop). Every mutable access to a block's set through it lowers the bound to
+/// that block; the return pass, whose per-lane loop writes the sets directly, lowers it for
+/// every set that gained lanes as it counts them.
 struct WaitingSets {
     sets: Vec<LaneSet>,
     /// No set below this one has lanes.
