@@ -337,7 +337,8 @@ impl<'p> Exec<'p> {
     /// columns then scattered; `f64` vector outputs written in place into fresh arena rows that
     /// the output variables then take over (no staging copy). With `split` (a branch
     /// condition's output leaf and two lists), the kernel may send the lanes to the lists by
-    /// that leaf's value instead of writing it ([`OutputLeaf::scalars`] then
+    /// that leaf's value instead of writing it
+    /// ([`OutputLeaf::scalars`](crate::OutputLeaf::scalars) then
     /// [`ScalarsOut::split`](crate::ScalarsOut::split)); `true` if it did.
     fn run_lane_wise(
         &mut self,
