@@ -134,9 +134,9 @@ pub struct Config {
     /// `threads` workers may hold up to `threads` times the memory budget at once), and
     /// [`Stats`](crate::Stats) add up over shards (they count the work of every shard, so
     /// counts such as kernel runs depend on the shard size). `Some(0)` counts as 1. Default:
-    /// `None`, chosen per run by [`shard_lanes`]: shards whose variables fit
-    /// [`SHARD_BYTES`] (half the per-core L2 cache, so a block's working set stays in
-    /// cache) with at least [`MIN_CACHE_SHARD_LANES`] lanes each (so each block execution still
+    /// `None`, chosen per run by [`shard_lanes`]: shards whose variables (in the full VM, with
+    /// a cache line per lane for each stacked variable's frames) fit [`SHARD_BYTES`] (half
+    /// the per-core L2 cache, so a block's working set stays in cache) with at least [`MIN_CACHE_SHARD_LANES`] lanes each (so each block execution still
     /// serves enough lanes to pay for its dispatch), one per thread when the batch is large
     /// or its lanes heavy ([`MIN_SHARD_BYTES`]), and one shard for a small batch of cheap
     /// lanes.
@@ -183,6 +183,12 @@ pub fn available_threads() -> usize {
 /// cost that a shard pays again, so on one thread their best shard was the whole batch
 /// (`cargo bench -p autobatch-runtime --bench fibonacci`, shard-size table: stackless fib
 /// 10,000 lanes 644 ms in one shard, 1,242 ms in shards of 1,024, 3,987 ms in shards of 256).
+/// The full VM also counts, per lane, a cache line for each stacked variable's saved frames
+/// and for its return addresses: each lane's frames are read and written at its own depth, so
+/// a batch of 10,000 recursing lanes keeps megabytes of stack lines in play, and the VM ran
+/// fib 8-15% and Ackermann 18-20% faster in the shards of 2,500-3,334 this gives on one thread
+/// than in one shard of 10,000 (512 KiB L2; `lane_ops fib vm 1 3`, interleaved runs, minimum
+/// and quartile; simulated 512 KiB L2 misses 80.0M -> 1.3M for fib).
 /// On a machine with 512 KiB of L2 per core the NUTS sampler's default shards stay the best
 /// measured there too: its chains are heavy enough that [`MIN_CACHE_SHARD_LANES`], not this
 /// size, sets them (1,000 chains, one thread: 143 chains a shard against sweeps from 48 to

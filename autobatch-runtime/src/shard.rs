@@ -10,8 +10,8 @@
 
 use crate::column::width_of;
 use crate::config::shard_lanes;
-use crate::{Column, Config, LaneFailure, Result, Run, Stats};
-use autobatch_ir::Program;
+use crate::{Column, Config, LaneFailure, Mode, Result, Run, Stats};
+use autobatch_ir::{Allocation, Program, VarData};
 use rayon::prelude::*;
 use rayon::{ThreadPool, ThreadPoolBuilder};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -31,7 +31,7 @@ pub(crate) fn run(
     let (size, dealt) = match config.shard_size {
         Some(size) => (size.max(1), false),
         None => (
-            shard_lanes(batch, lane_bytes(program, vector_len), threads),
+            shard_lanes(batch, lane_bytes(program, vector_len, config.mode), threads),
             true,
         ),
     };
@@ -125,12 +125,20 @@ fn concatenate(runs: Vec<Run>, shards: &[Vec<usize>], batch: usize) -> Run {
     }
 }
 
-/// Bytes of variables one lane of `program` holds (8 per element of each tensor leaf, frames
-/// saved for calls not counted): what a default shard size keeps within cache.
-fn lane_bytes(program: &Program, vector_len: usize) -> usize {
+/// A cache line: what one lane's frames of one stacked leaf keep in cache in the full VM.
+const LINE_BYTES: usize = 64;
+
+/// Bytes of one lane's working set in `program` run in `mode`: what a default shard size keeps
+/// within cache. Each variable counts 8 bytes per element of each tensor leaf. In the full VM a
+/// stacked (FULL) leaf counts a cache line more (the program counter, a FULL variable wherever
+/// the program calls, stands for the return addresses): a step reads and writes each lane's
+/// saved frames at that lane's own depth, and the lanes a block runs are at different depths,
+/// so neighbouring lanes seldom share a line. The frames below the top are not counted.
+fn lane_bytes(program: &Program, vector_len: usize, mode: Mode) -> usize {
+    let stacked = |v: &VarData| mode == Mode::FullVm && v.alloc == Allocation::Full;
     (program.vars.iter())
-        .flat_map(|v| v.ty.leaves())
-        .map(|t| 8 * width_of(t, vector_len))
+        .flat_map(|v| v.ty.leaves().into_iter().map(move |t| (t, stacked(v))))
+        .map(|(t, stacked)| 8 * width_of(t, vector_len) + if stacked { LINE_BYTES } else { 0 })
         .sum()
 }
 
@@ -163,7 +171,45 @@ fn pool(threads: usize) -> Option<Arc<ThreadPool>> {
 
 #[cfg(test)]
 mod tests {
-    use super::layout;
+    use super::{lane_bytes, layout, LINE_BYTES};
+    use crate::Mode;
+    use autobatch_ir::{Allocation, DType, KernelId, Program, ProgramBuilder, Type, Var};
+
+    /// `f(x: i64) -> y: f64[n]`, one block, every variable (the program counter too) a
+    /// register.
+    fn program() -> (Program, Var, Var) {
+        let mut b = ProgramBuilder::new();
+        let x = b.var("x", Type::I64);
+        let y = b.var("y", Type::vector(DType::F64));
+        let f = b.function("f");
+        b.signature(f, &[x], &[y]);
+        let e = b.block(f, "entry");
+        b.prim(e, &[y], &[x], KernelId::new(0), "x");
+        b.ret(e);
+        let mut program = b.finish(f).unwrap().into_program();
+        for v in program.vars.iter_mut() {
+            v.alloc = Allocation::Register;
+        }
+        (program, x, y)
+    }
+
+    #[test]
+    fn stacked_leaves_count_a_cache_line_per_lane_in_the_full_vm_only() {
+        let (mut program, x, y) = program();
+        // x, y (three elements) and the program counter.
+        let plain = 8 + 8 * 3 + 8;
+        for mode in [Mode::FullVm, Mode::Stackless] {
+            assert_eq!(lane_bytes(&program, 3, mode), plain);
+        }
+        program.vars[x].alloc = Allocation::Full;
+        assert_eq!(lane_bytes(&program, 3, Mode::FullVm), plain + LINE_BYTES);
+        program.vars[y].alloc = Allocation::Full;
+        assert_eq!(
+            lane_bytes(&program, 3, Mode::FullVm),
+            plain + 2 * LINE_BYTES
+        );
+        assert_eq!(lane_bytes(&program, 3, Mode::Stackless), plain);
+    }
 
     /// Every lane in exactly one shard, in lane order inside it.
     fn check_cover(shards: &[Vec<usize>], batch: usize) {
