@@ -136,8 +136,9 @@ pub struct Config {
     /// counts such as kernel runs depend on the shard size). `Some(0)` counts as 1. Default:
     /// `None`, chosen per run by [`shard_lanes`]: shards whose variables (in the full VM, with
     /// a cache line per lane for each stacked variable's frames) fit [`SHARD_BYTES`] (half
-    /// the per-core L2 cache, so a block's working set stays in cache) with at least [`MIN_CACHE_SHARD_LANES`] lanes each (so each block execution still
-    /// serves enough lanes to pay for its dispatch), one per thread when the batch is large
+    /// the per-core L2 cache, so a block's working set stays in cache) with at least
+    /// [`MIN_CACHE_SHARD_LANES`] lanes each (so each block execution still serves enough
+    /// lanes to pay for its dispatch), one per thread when the batch is large
     /// or its lanes heavy ([`MIN_SHARD_BYTES`]), and one shard for a small batch of cheap
     /// lanes.
     pub shard_size: Option<usize>,
@@ -186,9 +187,9 @@ pub fn available_threads() -> usize {
 /// The full VM also counts, per lane, a cache line for each stacked variable's saved frames
 /// and for its return addresses: each lane's frames are read and written at its own depth, so
 /// a batch of 10,000 recursing lanes keeps megabytes of stack lines in play, and the VM ran
-/// fib 8-15% and Ackermann 18-20% faster in the shards of 2,500-3,334 this gives on one thread
+/// fib 8-15% and Ackermann 18-20% faster in the 3 shards of 3,334 this gives on one thread
 /// than in one shard of 10,000 (512 KiB L2; `lane_ops fib vm 1 3`, interleaved runs, minimum
-/// and quartile; simulated 512 KiB L2 misses 80.0M -> 1.3M for fib).
+/// and quartile; simulated 512 KiB L2 misses for fib 80.0M -> 3.5M).
 /// On a machine with 512 KiB of L2 per core the NUTS sampler's default shards stay the best
 /// measured there too: its chains are heavy enough that [`MIN_CACHE_SHARD_LANES`], not this
 /// size, sets them (1,000 chains, one thread: 143 chains a shard against sweeps from 48 to

@@ -135,11 +135,13 @@ const LINE_BYTES: usize = 64;
 /// saved frames at that lane's own depth, and the lanes a block runs are at different depths,
 /// so neighbouring lanes seldom share a line. The frames below the top are not counted.
 fn lane_bytes(program: &Program, vector_len: usize, mode: Mode) -> usize {
-    let stacked = |v: &VarData| mode == Mode::FullVm && v.alloc == Allocation::Full;
-    (program.vars.iter())
-        .flat_map(|v| v.ty.leaves().into_iter().map(move |t| (t, stacked(v))))
-        .map(|(t, stacked)| 8 * width_of(t, vector_len) + if stacked { LINE_BYTES } else { 0 })
-        .sum()
+    let var_bytes = |v: &VarData| {
+        let leaves = v.ty.leaves();
+        let values: usize = leaves.iter().map(|&t| 8 * width_of(t, vector_len)).sum();
+        let stacked = usize::from(mode == Mode::FullVm && v.alloc == Allocation::Full);
+        values + stacked * LINE_BYTES * leaves.len()
+    };
+    program.vars.iter().map(var_bytes).sum()
 }
 
 /// The process's pool of `threads` workers (built on first use, then kept for later runs),
