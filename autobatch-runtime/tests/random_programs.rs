@@ -28,17 +28,11 @@ use proptest::test_runner::FileFailurePersistence;
 use random::check::{agree, agree_at_limit};
 use random::spec::{case, Sharing};
 
-/// Cases per property: `PROPTEST_CASES`, or enough for a thorough `cargo test`.
-fn cases(default: u32) -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(default)
-}
-
+/// `default` cases per property (enough for a thorough `cargo test`; `PROPTEST_CASES` sets
+/// another count), each failure kept beside this file.
 fn config(default: u32) -> ProptestConfig {
     ProptestConfig {
-        cases: cases(default),
+        cases: autobatch_testkit::cases(default),
         failure_persistence: Some(Box::new(FileFailurePersistence::SourceParallel(
             "proptest-regressions",
         ))),

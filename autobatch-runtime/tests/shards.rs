@@ -80,7 +80,7 @@ fn bits(v: &Array2<f64>) -> Vec<u64> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(24))]
+    #![proptest_config(ProptestConfig::with_cases(autobatch_testkit::cases(24)))]
 
     #[test]
     fn results_do_not_depend_on_threads_or_shard_size(

@@ -57,7 +57,7 @@ fn run(mode: Mode, threads: usize, shard_size: Option<usize>) -> Vec<u64> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(6))]
+    #![proptest_config(ProptestConfig::with_cases(autobatch_testkit::cases(6)))]
 
     #[test]
     fn draws_do_not_depend_on_threads_or_the_shard_size(
