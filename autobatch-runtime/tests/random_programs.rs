@@ -5,7 +5,9 @@
 //! and infinities included), builds it with the public builder, and runs it with every
 //! combination of `Passes` in both interpreters; every lane must equal the one-lane reference
 //! interpreter's result bit for bit. At small stack limits, the runs must stop with a depth
-//! error where the reference does. A failing case shrinks to a small program and is saved in
+//! error where the reference does. Cut into shards of random size on one to three threads,
+//! with lane isolation or without, every lane must still be the reference's (with isolation,
+//! the reference of that lane alone: its results, or a depth error failing that lane only). A failing case shrinks to a small program and is saved in
 //! `random_programs.proptest-regressions`, which is checked in and replayed first.
 //!
 //! A bug these properties find is kept as a regression: its shrunk case replays from the
@@ -25,7 +27,7 @@ use autobatch_runtime::ir::{KernelId, ProgramBuilder, Type};
 use autobatch_runtime::{Column, Config, Executable, Kernel, Mode, Passes};
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
-use random::check::{agree, agree_at_limit};
+use random::check::{agree, agree_at_limit, agree_in_shards, LIMIT};
 use random::spec::{case, Sharing};
 
 /// `default` cases per property (enough for a thorough `cargo test`; `PROPTEST_CASES` sets
@@ -72,6 +74,27 @@ proptest! {
         (spec, batch) in case(vec![Sharing::Everything])
     ) {
         agree(&spec, &batch)?;
+    }
+}
+
+proptest! {
+    // Fewer cases: each runs the program eight ways and the reference once per lane.
+    #![proptest_config(config(300))]
+
+    /// Batch invariance: cut into shards of any size and run on one to three threads, every
+    /// lane of every program is still the reference's, and a run stops at the stack limit
+    /// where the reference does; with lane isolation, exactly the lanes that go too deep by
+    /// themselves fail and every other lane completes with its results (`shards.rs` and
+    /// `isolation.rs` check this on fixed programs; here on programs with calls, loops,
+    /// vectors, keys and batched kernels), mostly at limits small enough for some lanes to
+    /// reach.
+    #[test]
+    fn random_programs_agree_with_the_reference_in_shards_on_threads(
+        (spec, batch) in case(vec![Sharing::Nothing, Sharing::Returns]),
+        sharding in (1usize..=3, 1usize..=64),
+        limit in prop_oneof![2 => 1usize..4, 1 => 4usize..24, 1 => Just(LIMIT)],
+    ) {
+        agree_in_shards(&spec, &batch, sharding, limit)?;
     }
 }
 

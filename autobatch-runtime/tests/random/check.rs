@@ -1,6 +1,7 @@
-//! Runs a random program every way (each combination of `Passes`, both interpreters) and
-//! compares each lane with the one-lane reference interpreter, bit for bit; at small stack
-//! limits, compares where the runs stop with depth errors.
+//! Runs a random program every way (each combination of `Passes`, both interpreters, and
+//! cut into shards on several threads) and compares each lane with the one-lane reference
+//! interpreter, bit for bit; at small stack limits, compares where the runs stop with depth
+//! errors.
 
 use super::build::{build, Built};
 use super::prims::Ty;
@@ -131,32 +132,21 @@ pub fn run(
 pub fn agree(spec: &Spec, batch: &Batch) -> Result<(), TestCaseError> {
     let built = build(spec, batch.len);
     let inputs = columns(batch, &spec.funcs[0].params);
-    let lanes = batch.lanes.len();
-    let reference = Executable::with_passes(
-        built.program.clone(),
-        built.kernels.clone(),
-        &Passes::none(),
-    )
-    .and_then(|exe| exe.run_reference(&inputs, &config(Mode::FullVm, batch, LIMIT)))
-    .map_err(|e| TestCaseError::fail(format!("reference: {e}\n{}", context(&built, batch))))?;
+    let reference = reference_at(&built, batch, &inputs, LIMIT)?;
+    if let Err(e) = &reference {
+        let context = context(&built, batch);
+        return Err(TestCaseError::fail(format!("reference: {e}\n{context}")));
+    }
     // Every way that disagrees, then the first disagreement in full.
     let mut failures: Vec<String> = Vec::new();
     let mut first: Option<String> = None;
     for passes in variants(spec.inline_all) {
         for mode in [Mode::FullVm, Mode::Stackless] {
             let way = format!("{mode:?}, {passes:?}");
-            let detail = match run(&built, &passes, &config(mode, batch, LIMIT), &inputs) {
-                Err(e) => Some(format!("{way}: {e}")),
-                Ok(got) => (0..lanes).find_map(|l| {
-                    let (want, have) = (lane(&reference.outputs, l), lane(&got.outputs, l));
-                    (want != have).then(|| {
-                        format!("{way}: lane {l} is {have:?}, the reference says {want:?}")
-                    })
-                }),
-            };
-            if let Some(detail) = detail {
+            let got = run(&built, &passes, &config(mode, batch, LIMIT), &inputs);
+            if let Some(how) = disagreement(&reference, &got, batch) {
+                first.get_or_insert(format!("{way}: {how}"));
                 failures.push(way);
-                first.get_or_insert(detail);
             }
         }
     }
@@ -192,39 +182,13 @@ pub fn is_depth_error(e: &RuntimeError) -> bool {
 pub fn agree_at_limit(spec: &Spec, batch: &Batch, limit: usize) -> Result<(), TestCaseError> {
     let built = build(spec, batch.len);
     let inputs = columns(batch, &spec.funcs[0].params);
-    let exe = Executable::with_passes(
-        built.program.clone(),
-        built.kernels.clone(),
-        &Passes::none(),
-    )
-    .map_err(|e| TestCaseError::fail(format!("prepare: {e}\n{}", context(&built, batch))))?;
-    let reference = exe.run_reference(&inputs, &config(Mode::FullVm, batch, limit));
-    if let Err(e) = &reference {
-        if !is_depth_error(e) {
-            return Err(TestCaseError::fail(format!(
-                "reference: {e}\n{}",
-                context(&built, batch)
-            )));
-        }
-    }
-    let same = |want: &Run, have: &Run| {
-        (0..batch.lanes.len()).all(|l| lane(&want.outputs, l) == lane(&have.outputs, l))
-    };
+    let reference = reference_at(&built, batch, &inputs, limit)?;
     let mut failures: Vec<String> = Vec::new();
     for passes in variants(false) {
         for mode in [Mode::FullVm, Mode::Stackless] {
             let got = run(&built, &passes, &config(mode, batch, limit), &inputs);
-            let agrees = match (&reference, &got) {
-                (Ok(want), Ok(have)) => same(want, have),
-                (Err(_), Err(e)) => is_depth_error(e),
-                _ => false,
-            };
-            if !agrees {
-                let got = got.map(|_| "results");
-                let want = reference.as_ref().map(|_| "results");
-                failures.push(format!(
-                    "{mode:?}, {passes:?}: {got:?}, the reference: {want:?}"
-                ));
+            if let Some(how) = disagreement(&reference, &got, batch) {
+                failures.push(format!("{mode:?}, {passes:?}: {how}"));
             }
         }
     }
@@ -238,4 +202,147 @@ pub fn agree_at_limit(spec: &Spec, batch: &Batch, limit: usize) -> Result<(), Te
             context(&built, batch)
         )))
     }
+}
+
+/// Shards and threads: with every optional pass on and with none, both interpreters run the
+/// batch cut into shards of `shard` lanes on `threads` threads at stack limit `limit`, and
+/// must agree with the reference as [`agree_at_limit`] says; then the same with lane
+/// isolation, where each lane must be what the reference makes of that lane alone: its
+/// results, or a failure of that lane only, with a depth error. A lane's results, and whether
+/// it goes too deep, never depend on which lanes share its shard, how many shards there are,
+/// which thread ran them or whether another lane failed. The runs of one pass set share an
+/// executable, which first runs the batch in reverse order, so every run also reuses the
+/// memory runs before it left (of other lanes, sizes and modes) and must not see their values.
+pub fn agree_in_shards(
+    spec: &Spec,
+    batch: &Batch,
+    (threads, shard): (usize, usize),
+    limit: usize,
+) -> Result<(), TestCaseError> {
+    let built = build(spec, batch.len);
+    let inputs = columns(batch, &spec.funcs[0].params);
+    let reference = reference_at(&built, batch, &inputs, limit)?;
+    let lanes = batch.lanes.len();
+    let mut alone = Vec::with_capacity(lanes);
+    for l in 0..lanes {
+        let one: Vec<Column> = inputs.iter().map(|c| c.gather(&[l])).collect();
+        alone.push(reference_at(&built, batch, &one, limit)?);
+    }
+    let reversed: Vec<usize> = (0..lanes).rev().collect();
+    let reversed: Vec<Column> = inputs.iter().map(|c| c.gather(&reversed)).collect();
+    let fail = |way: String, how: String| {
+        let context = context(&built, batch);
+        TestCaseError::fail(format!("{way}, stack limit {limit}: {how}\n{context}"))
+    };
+    for passes in [Passes::default(), Passes::none()] {
+        let exe = Executable::with_passes(built.program.clone(), built.kernels.clone(), &passes)
+            .map_err(|e| fail(format!("{passes:?}"), format!("prepare: {e}")))?;
+        for mode in [Mode::FullVm, Mode::Stackless] {
+            // Leaves its memory (and, with a depth error, a run stopped half way) behind.
+            let _ = exe.run(&reversed, &config(mode, batch, limit));
+        }
+        for lane_isolation in [false, true] {
+            for mode in [Mode::FullVm, Mode::Stackless] {
+                let sharded = Config {
+                    threads,
+                    shard_size: Some(shard),
+                    lane_isolation,
+                    ..config(mode, batch, limit)
+                };
+                let got = exe.run(&inputs, &sharded);
+                let how = match lane_isolation {
+                    false => disagreement(&reference, &got, batch),
+                    true => lane_by_lane_disagreement(&alone, &got),
+                };
+                if let Some(how) = how {
+                    let way = format!(
+                        "{mode:?}, {passes:?}, {threads} threads, shards of {shard}, lane \
+                         isolation {lane_isolation}"
+                    );
+                    return Err(fail(way, how));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The reference interpreter's run of `built` at stack limit `limit`: its results or its
+/// depth error (any other error fails the case).
+fn reference_at(
+    built: &Built,
+    batch: &Batch,
+    inputs: &[Column],
+    limit: usize,
+) -> Result<Result<Run, RuntimeError>, TestCaseError> {
+    let exe = Executable::with_passes(
+        built.program.clone(),
+        built.kernels.clone(),
+        &Passes::none(),
+    )
+    .map_err(|e| TestCaseError::fail(format!("prepare: {e}\n{}", context(built, batch))))?;
+    let reference = exe.run_reference(inputs, &config(Mode::FullVm, batch, limit));
+    match &reference {
+        Err(e) if !is_depth_error(e) => Err(TestCaseError::fail(format!(
+            "reference: {e}\n{}",
+            context(built, batch)
+        ))),
+        _ => Ok(reference),
+    }
+}
+
+/// How run `got` disagrees with the reference's `want`, if it does: both must give every
+/// lane's results bit for bit, or both stop with a depth error.
+fn disagreement(
+    want: &Result<Run, RuntimeError>,
+    got: &Result<Run, RuntimeError>,
+    batch: &Batch,
+) -> Option<String> {
+    match (want, got) {
+        (Ok(want), Ok(have)) => (0..batch.lanes.len()).find_map(|l| {
+            let (want, have) = (lane(&want.outputs, l), lane(&have.outputs, l));
+            (want != have).then(|| format!("lane {l} is {have:?}, the reference says {want:?}"))
+        }),
+        (Err(_), Err(e)) if is_depth_error(e) => None,
+        (Err(e), Ok(_)) => Some(format!("results, the reference: {e}")),
+        (_, Err(e)) => Some(format!("{e}, the reference: results or a depth error")),
+    }
+}
+
+/// How run `got`, made with lane isolation, disagrees with `alone`, the reference's run of
+/// each lane by itself, if it does: a lane the reference completes has its results and did
+/// not fail; a lane it stops with a depth error failed with one, and its outputs are zeros.
+fn lane_by_lane_disagreement(
+    alone: &[Result<Run, RuntimeError>],
+    got: &Result<Run, RuntimeError>,
+) -> Option<String> {
+    let got = match got {
+        Ok(got) => got,
+        Err(e) => return Some(format!("{e}, with lane isolation")),
+    };
+    let zeros: Vec<Column> = (got.outputs.iter())
+        .map(|c| Column::zeros(c.dtype(), 1, c.width()))
+        .collect();
+    alone.iter().enumerate().find_map(|(l, want)| {
+        let failure = got.failed.iter().find(|f| f.lane == l);
+        match (want, failure) {
+            (Ok(want), None) => {
+                let (want, have) = (lane(&want.outputs, 0), lane(&got.outputs, l));
+                (want != have).then(|| {
+                    format!("lane {l} is {have:?}, the reference of it alone says {want:?}")
+                })
+            }
+            (Ok(_), Some(f)) => Some(format!(
+                "lane {l} failed ({}), the reference of it alone completes",
+                f.error
+            )),
+            (Err(_), Some(f)) if is_depth_error(&f.error) => {
+                let (zero, have) = (lane(&zeros, 0), lane(&got.outputs, l));
+                (zero != have).then(|| format!("failed lane {l} holds {have:?}, not zeros"))
+            }
+            (Err(e), _) => Some(format!(
+                "lane {l} did not fail with a depth error, the reference of it alone: {e}"
+            )),
+        }
+    })
 }
