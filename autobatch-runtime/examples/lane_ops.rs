@@ -133,11 +133,17 @@ fn main() {
     };
     if mode == "lowered" {
         // The program the full VM runs, with every variable's allocation.
+        let fixture;
         let exe = match workload {
+            // The builder's program: the bench's fixture.
+            "fib" => {
+                fixture = fib_executable();
+                Ok(&fixture)
+            }
             "fib-macro" => fib_macro::executable(),
             "collatz" => collatz::executable(),
             "ackermann" => ackermann::executable(),
-            other => panic!("no lowered program printed for {other}"),
+            other => panic!("unknown workload {other}"),
         };
         let exe = exe.expect("links");
         if let Some(high) = exe.program() {
