@@ -27,7 +27,7 @@ use autobatch_runtime::ir::{KernelId, ProgramBuilder, Type};
 use autobatch_runtime::{Column, Config, Executable, Kernel, Mode, Passes};
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
-use random::check::{agree, agree_at_limit, agree_in_shards, LIMIT};
+use random::check::{agree, agree_at_limit, agree_in_shards, Limit, LIMIT};
 use random::spec::{case, Sharing};
 
 /// `default` cases per property (enough for a thorough `cargo test`; `PROPTEST_CASES` sets
@@ -86,16 +86,17 @@ proptest! {
     /// where the reference does; with lane isolation, exactly the lanes that go too deep by
     /// themselves fail and every other lane completes with its results (`shards.rs` and
     /// `isolation.rs` check this on fixed programs; here on programs with calls, loops,
-    /// vectors, keys and batched kernels), mostly at a limit just below the deepest lane's
-    /// depth, which that lane alone exceeds.
+    /// vectors, keys and batched kernels), mostly at the edge: one below the deepest lane's
+    /// depth, which that lane alone exceeds, or at it, where every lane just completes.
     #[test]
     fn random_programs_agree_with_the_reference_in_shards_on_threads(
         (spec, batch) in case(vec![Sharing::Nothing, Sharing::Returns]),
         sharding in (1usize..=3, 1usize..=64),
         limit in prop_oneof![
-            2 => Just(None),
-            1 => (1usize..24).prop_map(Some),
-            1 => Just(Some(LIMIT)),
+            2 => Just(Limit::BelowDeepest),
+            1 => Just(Limit::Deepest),
+            1 => (1usize..24).prop_map(Limit::Fixed),
+            1 => Just(Limit::Fixed(LIMIT)),
         ],
     ) {
         agree_in_shards(&spec, &batch, sharding, limit)?;

@@ -204,9 +204,20 @@ pub fn agree_at_limit(spec: &Spec, batch: &Batch, limit: usize) -> Result<(), Te
     }
 }
 
+/// The stack limit a case runs at.
+#[derive(Clone, Copy, Debug)]
+pub enum Limit {
+    /// This many frames.
+    Fixed(usize),
+    /// The deepest lane's depth: the smallest limit at which the reference completes the
+    /// whole batch, so every lane completes, the deepest with no frame to spare.
+    Deepest,
+    /// One below [`Limit::Deepest`]: the deepest lanes fail and the others complete.
+    BelowDeepest,
+}
+
 /// Shards and threads: with every optional pass on and with none, both interpreters run the
-/// batch cut into shards of `shard` lanes on `threads` threads at stack limit `limit` (`None`:
-/// one below the deepest lane's depth, see [`just_below_the_deepest`]), and
+/// batch cut into shards of `shard` lanes on `threads` threads at stack limit `limit`, and
 /// must agree with the reference as [`agree_at_limit`] says; then the same with lane
 /// isolation, where each lane must be what the reference makes of that lane alone: its
 /// results, or a failure of that lane only, with a depth error. A lane's results, and whether
@@ -218,13 +229,14 @@ pub fn agree_in_shards(
     spec: &Spec,
     batch: &Batch,
     (threads, shard): (usize, usize),
-    limit: Option<usize>,
+    limit: Limit,
 ) -> Result<(), TestCaseError> {
     let built = build(spec, batch.len);
     let inputs = columns(batch, &spec.funcs[0].params);
     let limit = match limit {
-        Some(limit) => limit,
-        None => just_below_the_deepest(&built, batch, &inputs)?,
+        Limit::Fixed(limit) => limit,
+        Limit::Deepest => deepest(&built, batch, &inputs)?,
+        Limit::BelowDeepest => deepest(&built, batch, &inputs)?.saturating_sub(1).max(1),
     };
     let reference = reference_at(&built, batch, &inputs, limit)?;
     let lanes = batch.lanes.len();
@@ -272,14 +284,9 @@ pub fn agree_in_shards(
     Ok(())
 }
 
-/// The stack limit one below the smallest at which the reference completes the whole batch
-/// (found by bisection up to 64, past the random programs' depths), so that the deepest lanes
-/// fail and the others complete; 1 if no lane recurses.
-fn just_below_the_deepest(
-    built: &Built,
-    batch: &Batch,
-    inputs: &[Column],
-) -> Result<usize, TestCaseError> {
+/// The smallest stack limit at which the reference completes the whole batch (found by
+/// bisection from 1 up to 64, past the random programs' depths).
+fn deepest(built: &Built, batch: &Batch, inputs: &[Column]) -> Result<usize, TestCaseError> {
     // The reference completes at `hi` (or `hi` is the bound); it stops below `lo`.
     let (mut lo, mut hi) = (1, 64);
     while lo < hi {
@@ -289,7 +296,7 @@ fn just_below_the_deepest(
             Err(_) => lo = mid + 1,
         }
     }
-    Ok(hi.saturating_sub(1).max(1))
+    Ok(hi)
 }
 
 /// The reference interpreter's run of `built` at stack limit `limit`: its results or its
