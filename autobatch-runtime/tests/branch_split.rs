@@ -159,7 +159,7 @@ fn fib_fixture(condition: Condition) -> Executable {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: autobatch_testkit::cases(24), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig::with_cases(autobatch_testkit::cases(24)))]
 
     #[test]
     fn recursion_splits_at_every_condition(ns in prop::collection::vec(0i64..16, 1..300)) {

@@ -153,7 +153,7 @@ fn the_pass_removes_the_copies_around_fibonaccis_calls() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: autobatch_testkit::cases(32), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig::with_cases(autobatch_testkit::cases(32)))]
 
     #[test]
     fn fibonacci_batches_agree(ns in prop::collection::vec(-2i64..15, 1..100)) {

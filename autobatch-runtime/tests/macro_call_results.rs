@@ -127,7 +127,7 @@ fn check<T: Copy, O, K: PartialEq + Clone + std::fmt::Debug>(
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: autobatch_testkit::cases(16), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig::with_cases(autobatch_testkit::cases(16)))]
 
     #[test]
     fn call_results_in_expressions(xs in prop::collection::vec((-1e3f64..1e3, -1e3f64..1e3), 1..1000)) {

@@ -137,7 +137,7 @@ fn settings(max_steps: i64) -> Settings {
 const DIM: usize = 5;
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: autobatch_testkit::cases(16), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig::with_cases(autobatch_testkit::cases(16)))]
 
     #[test]
     fn settings_read_in_the_body(xs in prop::collection::vec(-50.0f64..50.0, 1..1000), max in 0i64..40) {

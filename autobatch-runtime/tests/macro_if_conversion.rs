@@ -462,7 +462,7 @@ fn floats() -> impl Strategy<Value = f64> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: autobatch_testkit::cases(24), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig::with_cases(autobatch_testkit::cases(24)))]
 
     #[test]
     fn nuts_leaf_and_log_add_exp(pairs in prop::collection::vec((floats(), floats()), 1..500)) {

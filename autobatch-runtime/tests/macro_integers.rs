@@ -357,7 +357,7 @@ fn arr<T: Clone>(v: &[T]) -> Array1<T> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: autobatch_testkit::cases(16), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig::with_cases(autobatch_testkit::cases(16)))]
 
     #[test]
     fn modular_power(v in lanes((edgy!(u64), 0u64..200, 1u64..u32::MAX as u64), 1..1000)) {

@@ -289,7 +289,7 @@ fn modes() -> [Config; 2] {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: autobatch_testkit::cases(12), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig::with_cases(autobatch_testkit::cases(12)))]
 
     #[test]
     fn a_recursive_function_returns_a_struct(ds in prop::collection::vec(-1i64..12, 1..1000)) {

@@ -31,7 +31,7 @@ fn tree(i: usize, len: usize) -> Tree {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: autobatch_testkit::cases(16), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig::with_cases(autobatch_testkit::cases(16)))]
 
     #[test]
     fn struct_of_arrays_round_trips_every_field(lanes in 1usize..1000, len in 0usize..5) {

@@ -335,7 +335,7 @@ fn float() -> impl Strategy<Value = f64> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: autobatch_testkit::cases(16), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig::with_cases(autobatch_testkit::cases(16)))]
 
     #[test]
     fn nested_tuples_through_recursion(lanes in prop::collection::vec((0i64..12, float()), 1..120)) {

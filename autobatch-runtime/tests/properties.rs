@@ -44,7 +44,7 @@ cached!(iota, programs::iota_sum);
 cached!(countdown, programs::countdown);
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: autobatch_testkit::cases(48), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig::with_cases(autobatch_testkit::cases(48)))]
 
     #[test]
     fn fibonacci_agrees(ns in prop::collection::vec(0i64..14, 1..40)) {

@@ -7,7 +7,8 @@
 //! interpreter's result bit for bit. At small stack limits, the runs must stop with a depth
 //! error where the reference does. Cut into shards of random size on one to three threads,
 //! with lane isolation or without, every lane must still be the reference's (with isolation,
-//! the reference of that lane alone: its results, or a depth error failing that lane only). A failing case shrinks to a small program and is saved in
+//! the reference of that lane alone: its results, or a depth error failing that lane only).
+//! A failing case shrinks to a small program and is saved in
 //! `random_programs.proptest-regressions`, which is checked in and replayed first.
 //!
 //! A bug these properties find is kept as a regression: its shrunk case replays from the

@@ -190,7 +190,7 @@ fn columns3(xs: &[(i64, i64, i64)]) -> Vec<Vec<i64>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: autobatch_testkit::cases(24), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig::with_cases(autobatch_testkit::cases(24)))]
 
     #[test]
     fn fibonacci(ns in prop::collection::vec(0i64..16, 1..300)) {

@@ -122,7 +122,7 @@ const _: () = assert!(reductions::VECTOR_KERNELS >= 1);
 const _: () = assert!(blocks::VECTOR_KERNELS >= 1);
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: autobatch_testkit::cases(48), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig::with_cases(autobatch_testkit::cases(48)))]
 
     #[test]
     fn elementwise_matches_the_scalar_function(

@@ -223,7 +223,7 @@ fn pushing_assignments_reach_the_depth_limit_in_the_deep_lanes_only() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: autobatch_testkit::cases(40), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig::with_cases(autobatch_testkit::cases(40)))]
 
     #[test]
     fn fibonacci_batches_agree(ns in prop::collection::vec(0i64..16, 1..130)) {

@@ -111,7 +111,7 @@ fn kitchen_sink(a: i32, b: u16, x: f64) -> (i64, u32, f64, bool) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: autobatch_testkit::cases(24), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig::with_cases(autobatch_testkit::cases(24)))]
 
     #[test]
     fn gcd_with_swapped_arguments(pairs in prop::collection::vec((0i64..10_000, 0i64..10_000), 1..1000)) {

@@ -213,7 +213,7 @@ fn hygiene(config: i64, lanes: i64, exe: i64) -> i64 {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: autobatch_testkit::cases(24), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig::with_cases(autobatch_testkit::cases(24)))]
 
     #[test]
     fn for_loops(ns in prop::collection::vec(-5i64..300, 1..1000)) {

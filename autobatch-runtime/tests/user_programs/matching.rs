@@ -164,7 +164,7 @@ fn clamp_scaled(x: i64) -> f64 {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: autobatch_testkit::cases(24), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig::with_cases(autobatch_testkit::cases(24)))]
 
     #[test]
     fn matches_on_integers(ns in prop::collection::vec(-200i64..10_000, 1..1000)) {

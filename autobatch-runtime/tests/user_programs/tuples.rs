@@ -54,7 +54,7 @@ fn spread(a: i64, b: i64) -> (i64, (bool, i64)) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: autobatch_testkit::cases(24), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig::with_cases(autobatch_testkit::cases(24)))]
 
     #[test]
     fn tuple_returns(pairs in prop::collection::vec((-1000i64..1000, -5i64..5), 1..200)) {
