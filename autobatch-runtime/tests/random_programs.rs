@@ -7,7 +7,9 @@
 //! interpreter's result bit for bit. At small stack limits, the runs must stop with a depth
 //! error where the reference does. Cut into shards of random size on one to three threads,
 //! with lane isolation or without, every lane must still be the reference's (with isolation,
-//! the reference of that lane alone: its results, or a depth error failing that lane only).
+//! the reference of that lane alone: its results, or a depth error failing that lane only);
+//! half of those programs recurse as deep as each lane's counter lets them, so that a stack
+//! limit below the deepest lane fails some lanes and not others.
 //! A failing case shrinks to a small program and is saved in
 //! `random_programs.proptest-regressions`, which is checked in and replayed first.
 //!
@@ -29,7 +31,7 @@ use autobatch_runtime::{Column, Config, Executable, Kernel, Mode, Passes};
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 use random::check::{agree, agree_at_limit, agree_in_shards, Limit, LIMIT};
-use random::spec::{case, Sharing};
+use random::spec::{case, recursive_case, Sharing};
 
 /// `default` cases per property (enough for a thorough `cargo test`; `PROPTEST_CASES` sets
 /// another count), each failure kept beside this file.
@@ -88,10 +90,15 @@ proptest! {
     /// themselves fail and every other lane completes with its results (`shards.rs` and
     /// `isolation.rs` check this on fixed programs; here on programs with calls, loops,
     /// vectors, keys and batched kernels), mostly at the edge: one below the deepest lane's
-    /// depth, which that lane alone exceeds, or at it, where every lane just completes.
+    /// depth, which that lane alone exceeds, or at it, where every lane just completes. Half
+    /// the programs recurse as deep as each lane's counter lets them, so that lanes reach
+    /// different depths and the edge fails some and not others.
     #[test]
     fn random_programs_agree_with_the_reference_in_shards_on_threads(
-        (spec, batch) in case(vec![Sharing::Nothing, Sharing::Returns]),
+        (spec, batch) in prop_oneof![
+            case(vec![Sharing::Nothing, Sharing::Returns]).boxed(),
+            recursive_case(vec![Sharing::Nothing, Sharing::Returns]).boxed(),
+        ],
         sharding in (1usize..=3, 1usize..=64),
         limit in prop_oneof![
             2 => Just(Limit::BelowDeepest),

@@ -299,3 +299,31 @@ pub fn batch() -> impl Strategy<Value = Batch> {
 pub fn case(sharing: Vec<Sharing>) -> impl Strategy<Value = (Spec, Batch)> {
     (spec(sharing), batch())
 }
+
+/// Like [`case`], but the program recurses as deep as each lane's counter lets it: every
+/// function first calls the next (the entry the first callee, the last callee the first; a
+/// program of one function gains a callee, a copy of it), and each function makes that call
+/// only ([`Spec::linear`]). So the lanes of a batch, whose counters differ, reach different
+/// depths, where most programs of [`case`] recurse little or not at all: a stack limit just
+/// below the deepest lane's depth then fails some lanes and not others.
+pub fn recursive_case(sharing: Vec<Sharing>) -> impl Strategy<Value = (Spec, Batch)> {
+    (case(sharing), operands(4)).prop_map(|((mut spec, batch), args)| {
+        if spec.funcs.len() == 1 {
+            spec.funcs.push(spec.funcs[0].clone());
+        }
+        let callees = spec.funcs.len() - 1;
+        for (i, f) in spec.funcs.iter_mut().enumerate() {
+            // The callee's index among the functions after the entry.
+            let next = (i % callees) as u8;
+            let call = Stmt::Call {
+                func: next,
+                args: args.clone(),
+                outs: vec![None; 3],
+                dec: 1,
+            };
+            f.body.insert(0, call);
+        }
+        spec.linear = true;
+        (spec, batch)
+    })
+}
