@@ -4,7 +4,8 @@
 //! vectors, keys, lane-wise and batched kernels) and a batch of 1 to 64 lanes of inputs (NaN
 //! and infinities included), builds it with the public builder, and runs it with every
 //! combination of `Passes` in both interpreters; every lane must equal the one-lane reference
-//! interpreter's result bit for bit. At small stack limits, the runs must stop with a depth
+//! interpreter's result bit for bit. At small stack limits (and, for programs that recurse
+//! deep, at the deepest lane's depth and one frame below it), the runs must stop with a depth
 //! error where the reference does. Cut into shards of random size on one to three threads,
 //! with lane isolation or without, every lane must still be the reference's (with isolation,
 //! the reference of that lane alone: its results, or a depth error failing that lane only);
@@ -66,7 +67,7 @@ proptest! {
         (spec, batch) in case(vec![Sharing::Nothing, Sharing::Returns]),
         limit in 1usize..24,
     ) {
-        agree_at_limit(&spec, &batch, limit)?;
+        agree_at_limit(&spec, &batch, Limit::Fixed(limit))?;
     }
 
     /// The same with parameters shared between functions (see
@@ -77,6 +78,27 @@ proptest! {
         (spec, batch) in case(vec![Sharing::Everything])
     ) {
         agree(&spec, &batch)?;
+    }
+}
+
+proptest! {
+    // Fewer cases: each finds the deepest lane's depth by bisection on the reference.
+    #![proptest_config(config(120))]
+
+    /// The same for programs that recurse as deep as each lane's counter lets them (of the
+    /// programs above, one in twenty reaches its limit), at the edge: one frame below the
+    /// deepest lane's depth, where the run stops, or at it, where it just completes; or at a
+    /// small limit.
+    #[test]
+    fn depth_errors_in_deep_recursion_agree_with_the_reference_at_the_limit(
+        (spec, batch) in recursive_case(vec![Sharing::Nothing, Sharing::Returns]),
+        limit in prop_oneof![
+            2 => Just(Limit::BelowDeepest),
+            2 => Just(Limit::Deepest),
+            1 => (1usize..24).prop_map(Limit::Fixed),
+        ],
+    ) {
+        agree_at_limit(&spec, &batch, limit)?;
     }
 }
 

@@ -175,13 +175,14 @@ pub fn is_depth_error(e: &RuntimeError) -> bool {
     )
 }
 
-/// At a small stack limit `limit`: where the reference interpreter stops with a depth error,
-/// every way (every `Passes` combination, inlining included: depth counts frames of recursive
-/// functions, which inlining never removes) stops with one; where it completes, every way
-/// gives its results.
-pub fn agree_at_limit(spec: &Spec, batch: &Batch, limit: usize) -> Result<(), TestCaseError> {
+/// At stack limit `limit` (a number of frames, or one found from the batch: see [`Limit`]):
+/// where the reference interpreter stops with a depth error, every way (every `Passes`
+/// combination, inlining included: depth counts frames of recursive functions, which inlining
+/// never removes) stops with one; where it completes, every way gives its results.
+pub fn agree_at_limit(spec: &Spec, batch: &Batch, limit: Limit) -> Result<(), TestCaseError> {
     let built = build(spec, batch.len);
     let inputs = columns(batch, &spec.funcs[0].params);
+    let limit = limit.frames(&built, batch, &inputs)?;
     let reference = reference_at(&built, batch, &inputs, limit)?;
     let mut failures: Vec<String> = Vec::new();
     for passes in variants(false) {
@@ -216,6 +217,22 @@ pub enum Limit {
     BelowDeepest,
 }
 
+impl Limit {
+    /// The limit in frames for `built` run on `inputs`.
+    fn frames(
+        self,
+        built: &Built,
+        batch: &Batch,
+        inputs: &[Column],
+    ) -> Result<usize, TestCaseError> {
+        Ok(match self {
+            Limit::Fixed(limit) => limit,
+            Limit::Deepest => deepest(built, batch, inputs)?,
+            Limit::BelowDeepest => deepest(built, batch, inputs)?.saturating_sub(1).max(1),
+        })
+    }
+}
+
 /// Shards and threads: with every optional pass on and with none, both interpreters run the
 /// batch cut into shards of `shard` lanes on `threads` threads at stack limit `limit`, and
 /// must agree with the reference as [`agree_at_limit`] says; then the same with lane
@@ -233,11 +250,7 @@ pub fn agree_in_shards(
 ) -> Result<(), TestCaseError> {
     let built = build(spec, batch.len);
     let inputs = columns(batch, &spec.funcs[0].params);
-    let limit = match limit {
-        Limit::Fixed(limit) => limit,
-        Limit::Deepest => deepest(&built, batch, &inputs)?,
-        Limit::BelowDeepest => deepest(&built, batch, &inputs)?.saturating_sub(1).max(1),
-    };
+    let limit = limit.frames(&built, batch, &inputs)?;
     let reference = reference_at(&built, batch, &inputs, limit)?;
     let lanes = batch.lanes.len();
     let mut alone = Vec::with_capacity(lanes);
