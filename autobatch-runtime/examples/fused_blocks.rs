@@ -22,11 +22,15 @@
 //! the set again when the block runs. The result is checked against the plain loop's.
 //!
 //! `cargo build --release -p autobatch-runtime --example fused_blocks`, then
-//! `target/release/examples/fused_blocks` times both (medians of 21 alternated runs, batch
-//! 10,000 lanes of `n = i % 21`, one thread) and prints the ratio; `fused_blocks fused` or
-//! `fused_blocks plain` runs one of them once, for `valgrind --tool=callgrind`. Every run's
-//! result is checked against fibonacci by iteration.
+//! `target/release/examples/fused_blocks` times, in one process and in turn within each of 21
+//! rounds (batch 10,000 lanes of `n = i % 21`, one thread), the plain loop, the fused blocks
+//! over the whole batch, and the full VM running `fib_macro` beside the fused blocks in the
+//! VM's default shards and in shards of 1,000 and 500 lanes (one after the other, as one
+//! thread runs shards); it prints each column's median and its ratio to the plain loop's.
+//! `fused_blocks fused` or `fused_blocks plain` runs one of them once, for `valgrind
+//! --tool=callgrind`. Every run's result is checked against fibonacci by iteration.
 
+use autobatch_runtime::{autobatch, Column, Config, Executable, Mode};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -34,6 +38,17 @@ use std::time::{Duration, Instant};
 fn fib(n: i64) -> i64 {
     if n > 1 {
         fib(n - 1) + fib(n - 2)
+    } else {
+        1
+    }
+}
+
+/// Fibonacci as a user writes it: the full VM runs its lowered program, which [`fused`]
+/// writes by hand.
+#[autobatch]
+fn fib_macro(n: i64) -> i64 {
+    if n > 1 {
+        fib_macro(n - 1) + fib_macro(n - 2)
     } else {
         1
     }
@@ -363,6 +378,31 @@ fn fib_by_iteration(n: i64) -> i64 {
     (1..n).fold((1, 1), |(a, b), _| (b, a + b)).1
 }
 
+/// The full VM on the same batch (`fib_macro`'s lowered program is what [`fused`] runs by
+/// hand), one thread, its shards as `Config` chooses them or of `shard_size` lanes.
+fn vm(exe: &Executable, input: &[Column], shard_size: Option<usize>) -> Vec<i64> {
+    let config = Config {
+        threads: 1,
+        shard_size,
+        ..Config::with_mode(Mode::FullVm)
+    };
+    let run = exe.run(input, &config).expect("fib(20) is not deep");
+    run.outputs[0]
+        .as_array::<i64>()
+        .expect("an i64 column")
+        .iter()
+        .copied()
+        .collect()
+}
+
+/// [`fused`] over consecutive runs of `size` lanes one after the other, as the VM runs shards
+/// on one thread (with `n = i % 21`, consecutive and dealt shards hold the same values).
+fn fused_in_shards(ns: &[i64], size: usize) -> Vec<i64> {
+    ns.chunks(size)
+        .flat_map(|shard| fused(shard).expect("fib(20) is not deep").0)
+        .collect()
+}
+
 fn main() {
     let ns: Vec<i64> = (0..10_000).map(|i| i % 21).collect();
     let want: Vec<i64> = ns.iter().map(|&n| fib_by_iteration(n)).collect();
@@ -375,28 +415,74 @@ fn main() {
         }
         Some("plain") => check(&plain(&ns), "the plain loop"),
         None => {
-            let runs = 21;
-            let (mut p, mut f, mut block_lanes) = (Vec::new(), Vec::new(), 0);
-            for _ in 0..runs {
-                let start = Instant::now();
-                let got = black_box(plain(&ns));
-                p.push(start.elapsed());
-                check(&got, "the plain loop");
-                let start = Instant::now();
-                let got = black_box(fused(&ns).expect("fib(20) is not deep"));
-                f.push(start.elapsed());
-                check(&got.0, "the fused blocks' run");
-                block_lanes = got.1;
+            let exe = fib_macro::executable().expect("fib_macro builds");
+            let input = [Column::from_scalars(&ns)];
+            let default_shard = exe
+                .run(
+                    &input,
+                    &Config {
+                        threads: 1,
+                        ..Config::with_mode(Mode::FullVm)
+                    },
+                )
+                .expect("fib(20) is not deep")
+                .stats
+                .shards;
+            let default_size = ns.len().div_ceil(default_shard.max(1));
+            // Each column timed once per round, the columns back to back; medians of rounds.
+            type Timed<'a> = Box<dyn Fn() -> Vec<i64> + 'a>;
+            let mut columns: Vec<(String, Timed<'_>)> = vec![
+                ("plain loop".into(), Box::new(|| plain(&ns))),
+                (
+                    "fused blocks, whole batch".into(),
+                    Box::new(|| fused(&ns).expect("fib(20) is not deep").0),
+                ),
+            ];
+            // The VM and the fused blocks in its default shards, and in smaller ones.
+            for (size, name) in [
+                (
+                    None,
+                    format!("default shards ({default_shard} of {default_size})"),
+                ),
+                (Some(1_000), "shards of 1,000".into()),
+                (Some(500), "shards of 500".into()),
+            ] {
+                let (exe, input) = (&exe, &input);
+                columns.push((
+                    format!("full VM, {name}"),
+                    Box::new(move || vm(exe, input, size)),
+                ));
+                let fused_size = size.unwrap_or(default_size);
+                let ns = &ns;
+                columns.push((
+                    format!("fused blocks, {name}"),
+                    Box::new(move || fused_in_shards(ns, fused_size)),
+                ));
             }
-            let (p, f) = (median(&mut p), median(&mut f));
+            let runs = 21;
+            let mut times = vec![Vec::new(); columns.len()];
+            for _ in 0..runs {
+                for ((name, run), times) in columns.iter().zip(&mut times) {
+                    let start = Instant::now();
+                    let got = black_box(run());
+                    times.push(start.elapsed());
+                    check(&got, name);
+                }
+            }
+            let medians: Vec<Duration> = times.iter_mut().map(|t| median(t)).collect();
+            let (_, block_lanes) = fused(&ns).expect("fib(20) is not deep");
             println!(
-                "fib(i % 21), 10,000 lanes, one thread: plain loop {:.2} ms, fused blocks {:.2} ms \
-                 ({:.1}x the plain loop), {block_lanes} block-lanes",
-                p.as_secs_f64() * 1e3,
-                f.as_secs_f64() * 1e3,
-                f.as_secs_f64() / p.as_secs_f64()
+                "fib(i % 21), 10,000 lanes, one thread, medians of {runs} rounds ({block_lanes} \
+                 block-lanes in every batched column)"
             );
+            for ((name, _), t) in columns.iter().zip(&medians) {
+                println!(
+                    "{name:<44} {:>9.2} ms {:>6.1}x the plain loop",
+                    t.as_secs_f64() * 1e3,
+                    t.as_secs_f64() / medians[0].as_secs_f64()
+                );
+            }
         }
-        Some(other) => panic!("unknown mode {other}: fused, plain, or none to time both"),
+        Some(other) => panic!("unknown mode {other}: fused, plain, or none to time every column"),
     }
 }
