@@ -135,7 +135,7 @@ pub struct Config {
     /// [`Stats`](crate::Stats) add up over shards (they count the work of every shard, so
     /// counts such as kernel runs depend on the shard size). `Some(0)` counts as 1. Default:
     /// `None`, chosen per run by [`shard_lanes`]: shards whose variables (in the full VM, with
-    /// a cache line per lane for each stacked variable's frames) fit [`SHARD_BYTES`] (half
+    /// 512 bytes per lane for each stacked variable's saved frames) fit [`SHARD_BYTES`] (half
     /// the per-core L2 cache, so a block's working set stays in cache) with at least
     /// [`MIN_CACHE_SHARD_LANES`] lanes each (so each block execution still serves enough
     /// lanes to pay for its dispatch), one per thread when the batch is large
@@ -184,12 +184,13 @@ pub fn available_threads() -> usize {
 /// cost that a shard pays again, so on one thread their best shard was the whole batch
 /// (`cargo bench -p autobatch-runtime --bench fibonacci`, shard-size table: stackless fib
 /// 10,000 lanes 644 ms in one shard, 1,242 ms in shards of 1,024, 3,987 ms in shards of 256).
-/// The full VM also counts, per lane, a cache line for each stacked variable's saved frames
-/// and for its return addresses: each lane's frames are read and written at its own depth, so
-/// a batch of 10,000 recursing lanes keeps megabytes of stack lines in play, and the VM ran
-/// fib 8-15% and Ackermann 18-20% faster in the 3 shards of 3,334 this gives on one thread
-/// than in one shard of 10,000 (512 KiB L2; `lane_ops fib vm 1 3`, interleaved runs, minimum
-/// and quartile; simulated 512 KiB L2 misses for fib 80.0M -> 3.5M).
+/// The full VM also counts, per lane, 512 bytes for each stacked variable's saved frames and
+/// for its return addresses: each lane's frames are read and written at its own depth, so a
+/// batch of 10,000 recursing lanes keeps megabytes of stack lines in play. Counting one cache
+/// line for them cut fib and Ackermann into 3 shards of 3,334 on one thread, 8-20% faster
+/// than one shard of 10,000 (512 KiB L2; simulated L2 misses for fib 80.0M -> 3.5M); 512
+/// bytes cuts them into 16 shards of 625 and 11 of 910, near the fastest sizes measured for
+/// each, 16% and 25% faster again (`lane_ops W vm 1 7`, interleaved runs, minima).
 /// On a machine with 512 KiB of L2 per core the NUTS sampler's default shards stay the best
 /// measured there too: its chains are heavy enough that [`MIN_CACHE_SHARD_LANES`], not this
 /// size, sets them (1,000 chains, one thread: 143 chains a shard against sweeps from 48 to

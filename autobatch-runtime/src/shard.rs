@@ -125,21 +125,34 @@ fn concatenate(runs: Vec<Run>, shards: &[Vec<usize>], batch: usize) -> Run {
     }
 }
 
-/// A cache line: what one lane's frames of one stacked leaf keep in cache in the full VM.
-const LINE_BYTES: usize = 64;
+/// What one lane's saved frames of one stacked leaf keep in play in the full VM: eight cache
+/// lines (64 levels of 8-byte frames). A step reads and writes each lane's frames at that
+/// lane's own depth, the lanes a block runs are at different depths, and from step to step
+/// they move up and down their stacks, so a recursing lane keeps lines of many levels in
+/// play, not just the one at its top. Measured on fibonacci and Ackermann in the full VM
+/// (10,000 lanes, one thread; 512 KiB L2): with one cache line per stacked leaf, as before,
+/// the default cut both into 3 shards of 3,334; the shard sizes that ran fastest were
+/// 500-700 lanes for fib (16% faster) and about 1,000 for Ackermann (25% faster), below which
+/// the steps' fixed cost, paid again by every shard, took over (`lane_ops W vm 1 7` with
+/// `LANE_OPS_SHARD` 250 to 1,000, five interleaved rounds, minima). This count gives them 16
+/// shards of 625 and 11 of 910: fib ran 12-20% faster than in shards of 3,334 in one process
+/// (`examples/fused_blocks.rs`), on 22% more instructions (each shard pays every step's fixed
+/// cost again). Heavy lanes (the NUTS sampler's) are cut by [`MIN_CACHE_SHARD_LANES`] either
+/// way.
+///
+/// [`MIN_CACHE_SHARD_LANES`]: crate::MIN_CACHE_SHARD_LANES
+const FRAME_BYTES: usize = 512;
 
 /// Bytes of one lane's working set in `program` run in `mode`: what a default shard size keeps
 /// within cache. Each variable counts 8 bytes per element of each tensor leaf. In the full VM a
-/// stacked (FULL) leaf counts a cache line more (the program counter, a FULL variable wherever
-/// the program calls, stands for the return addresses): a step reads and writes each lane's
-/// saved frames at that lane's own depth, and the lanes a block runs are at different depths,
-/// so neighbouring lanes seldom share a line. The frames below the top are not counted.
+/// stacked (FULL) leaf counts [`FRAME_BYTES`] more for its saved frames (the program counter,
+/// a FULL variable wherever the program calls, stands for the return addresses).
 fn lane_bytes(program: &Program, vector_len: usize, mode: Mode) -> usize {
     let var_bytes = |v: &VarData| {
         let leaves = v.ty.leaves();
         let values: usize = leaves.iter().map(|&t| 8 * width_of(t, vector_len)).sum();
         let stacked = usize::from(mode == Mode::FullVm && v.alloc == Allocation::Full);
-        values + stacked * LINE_BYTES * leaves.len()
+        values + stacked * FRAME_BYTES * leaves.len()
     };
     program.vars.iter().map(var_bytes).sum()
 }
@@ -173,7 +186,7 @@ fn pool(threads: usize) -> Option<Arc<ThreadPool>> {
 
 #[cfg(test)]
 mod tests {
-    use super::{lane_bytes, layout, LINE_BYTES};
+    use super::{lane_bytes, layout, FRAME_BYTES};
     use crate::Mode;
     use autobatch_ir::{Allocation, DType, KernelId, Program, ProgramBuilder, Type, Var};
 
@@ -196,7 +209,7 @@ mod tests {
     }
 
     #[test]
-    fn stacked_leaves_count_a_cache_line_per_lane_in_the_full_vm_only() {
+    fn stacked_leaves_count_their_frames_per_lane_in_the_full_vm_only() {
         let (mut program, x, y) = program();
         // x, y (three elements) and the program counter.
         let plain = 8 + 8 * 3 + 8;
@@ -204,11 +217,11 @@ mod tests {
             assert_eq!(lane_bytes(&program, 3, mode), plain);
         }
         program.vars[x].alloc = Allocation::Full;
-        assert_eq!(lane_bytes(&program, 3, Mode::FullVm), plain + LINE_BYTES);
+        assert_eq!(lane_bytes(&program, 3, Mode::FullVm), plain + FRAME_BYTES);
         program.vars[y].alloc = Allocation::Full;
         assert_eq!(
             lane_bytes(&program, 3, Mode::FullVm),
-            plain + 2 * LINE_BYTES
+            plain + 2 * FRAME_BYTES
         );
         assert_eq!(lane_bytes(&program, 3, Mode::Stackless), plain);
     }

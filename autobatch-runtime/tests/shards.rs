@@ -200,9 +200,10 @@ fn one_thread_starts_no_thread_and_more_run_on_workers() {
 #[test]
 fn by_default_heavy_lanes_use_every_thread_and_small_cheap_batches_stay_one_shard() {
     for mode in [Mode::FullVm, Mode::Stackless] {
-        // 100 lanes of a few integers on two threads: one shard, so the statistics are those
-        // of the batch run whole.
-        let n = Array1::from_iter((0..100).map(|i| i % 12));
+        // 40 lanes of a few integers on two threads: one shard, so the statistics are those
+        // of the batch run whole. (The full VM counts each lane's saved frames, 512 bytes per
+        // stacked variable: 100 recursing lanes of `fib` are heavy enough for two shards.)
+        let n = Array1::from_iter((0..40).map(|i| i % 12));
         let (_, two) = fib::batch_with_stats(n.view(), &config(mode, 2, None)).unwrap();
         let (_, one) = fib::batch_with_stats(n.view(), &config(mode, 1, None)).unwrap();
         assert_eq!(two.shards, 1, "{mode:?}");
@@ -211,6 +212,10 @@ fn by_default_heavy_lanes_use_every_thread_and_small_cheap_batches_stay_one_shar
             (one.steps, one.blocks),
             "{mode:?}"
         );
+        let hundred = Array1::from_iter((0..100).map(|i| i % 12));
+        let (_, two) = fib::batch_with_stats(hundred.view(), &config(mode, 2, None)).unwrap();
+        let want = if mode == Mode::FullVm { 2 } else { 1 };
+        assert_eq!(two.shards, want, "{mode:?}: 100 lanes");
         // 8 lanes of 2,000-element vectors (tens of KB each) on two threads: a shard per
         // thread, with the same bits as one shard.
         let q = Array2::from_shape_fn((8, 2000), |(i, j)| (i * 7 + j % 13) as f64 * 0.01);
@@ -222,7 +227,7 @@ fn by_default_heavy_lanes_use_every_thread_and_small_cheap_batches_stay_one_shar
         assert_eq!((two.shards, one.shards), (2, 1), "{mode:?}");
         assert_eq!(bits(&got), bits(&want), "{mode:?}");
         // Explicit shards are counted too.
-        let (_, cut) = fib::batch_with_stats(n.view(), &config(mode, 2, Some(30))).unwrap();
+        let (_, cut) = fib::batch_with_stats(n.view(), &config(mode, 2, Some(10))).unwrap();
         assert_eq!(cut.shards, 4, "{mode:?}");
     }
 }
