@@ -35,6 +35,11 @@ pub(crate) struct Spare {
     pub(crate) pool: ColumnPool,
     /// Emptied lane lists (the interpreters'), at most [`KEEP_BYTES`] of them.
     lane_lists: Lists<usize>,
+    /// Emptied lists of vector rows' handles (values held around a call), at most
+    /// [`KEEP_BYTES`] of them.
+    handle_lists: Lists<u32>,
+    /// Bytes `handle_lists` hold.
+    handle_bytes: usize,
 }
 
 impl Spare {
@@ -82,6 +87,24 @@ impl Spare {
             bytes <= KEEP_BYTES
         });
         self.lane_lists = lists;
+    }
+
+    /// An empty list for handles of vector rows (one kept earlier, if any).
+    pub(crate) fn handle_list(&mut self) -> Vec<u32> {
+        let list = self.handle_lists.take();
+        self.handle_bytes -= list.capacity() * std::mem::size_of::<u32>();
+        list
+    }
+
+    /// Keeps `list`'s allocation for a later [`handle_list`](Self::handle_list), if there is
+    /// room: a value held around every call of a recursion otherwise allocates its list of
+    /// handles at each call.
+    pub(crate) fn keep_handle_list(&mut self, list: Vec<u32>) {
+        let size = list.capacity() * std::mem::size_of::<u32>();
+        if self.handle_bytes + size <= KEEP_BYTES {
+            self.handle_bytes += size;
+            self.handle_lists.give(list);
+        }
     }
 
     /// Keeps `column` for a later [`zeros`](Self::zeros) or [`column`](Self::column), if

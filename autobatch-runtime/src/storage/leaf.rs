@@ -52,10 +52,15 @@ impl Held {
         }
     }
 
-    /// Lets go of what is held (the value is not put back anywhere).
-    pub(crate) fn release(self, arena: &mut Arena) {
-        if let Held::Shared(handles) = self {
-            handles.into_iter().for_each(|h| arena.release(h));
+    /// Lets go of what is held (the value is not put back anywhere); the memory that held it
+    /// goes to `spare`.
+    pub(crate) fn release(self, arena: &mut Arena, spare: &mut Spare) {
+        match self {
+            Held::Dense(c) => spare.keep(c),
+            Held::Shared(handles) => {
+                handles.iter().for_each(|&h| arena.release(h));
+                spare.keep_handle_list(handles);
+            }
         }
     }
 }
@@ -299,21 +304,20 @@ impl Leaf {
                 let out = spare.column(rows.dtype(), rows.width());
                 Held::Dense(leaf.gather_into(arena, lanes, out))
             }
-            Leaf::Shared { rows, .. } => Held::Shared(
-                lanes
-                    .iter()
-                    .map(|&l| {
-                        arena.retain(rows[l]);
-                        rows[l]
-                    })
-                    .collect(),
-            ),
+            Leaf::Shared { rows, .. } => {
+                let mut handles = spare.handle_list();
+                handles.extend(lanes.iter().map(|&l| {
+                    arena.retain(rows[l]);
+                    rows[l]
+                }));
+                Held::Shared(handles)
+            }
         }
     }
 
     /// Writes a held value back into `lanes` (the lanes it was taken at, in order); held rows
-    /// pass to this leaf, a dense copy's column to `spare`. Returns `false` if the value is of
-    /// the other kind (it is then let go of, changing nothing here).
+    /// pass to this leaf, a dense copy's column or the list of handles to `spare`. Returns
+    /// `false` if the value is of the other kind (it is then let go of, changing nothing here).
     pub(crate) fn put(
         &mut self,
         arena: &mut Arena,
@@ -328,13 +332,14 @@ impl Leaf {
                 fits
             }
             (Leaf::Shared { rows, .. }, Held::Shared(handles)) => {
-                for (&l, h) in lanes.iter().zip(handles) {
+                for (&l, &h) in lanes.iter().zip(&handles) {
                     arena.take_over(&mut rows[l], h);
                 }
+                spare.keep_handle_list(handles);
                 true
             }
             (_, held) => {
-                held.release(arena);
+                held.release(arena, spare);
                 false
             }
         }

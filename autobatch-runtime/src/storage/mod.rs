@@ -817,7 +817,7 @@ impl<'p> Storage<'p> {
             let fits = match store.leaves.get_mut(i) {
                 Some(leaf) => leaf.put(arena, lanes, held, &mut self.spare),
                 None => {
-                    held.release(arena);
+                    held.release(arena, &mut self.spare);
                     null
                 }
             };
