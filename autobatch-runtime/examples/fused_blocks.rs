@@ -396,7 +396,9 @@ fn vm(exe: &Executable, input: &[Column], shard_size: Option<usize>) -> Vec<i64>
 }
 
 /// [`fused`] over consecutive runs of `size` lanes one after the other, as the VM runs shards
-/// on one thread (with `n = i % 21`, consecutive and dealt shards hold the same values).
+/// on one thread. The VM's default shards are dealt runs of lanes instead; with `n = i % 21`
+/// both hold about the same mix of values (each shard spans dozens of cycles of 21), not the
+/// same lanes.
 fn fused_in_shards(ns: &[i64], size: usize) -> Vec<i64> {
     ns.chunks(size)
         .flat_map(|shard| fused(shard).expect("fib(20) is not deep").0)
