@@ -436,13 +436,15 @@ fn copies_read_after_or_around_a_loop_are_kept() {
     b.ret(exit);
     let p = b.finish(f).unwrap();
     let out = copied(&p);
-    // `prev = n` is not propagated (prev has two definitions) and not forwarded (`n` has
-    // a second read), and it is live: it stays. `t = x` stays. The two copies of the
+    // `prev = n` is not propagated (prev has two definitions) nor forwarded (`n` has a
+    // second read), but `n` and `prev` never hold different live values: `n` becomes `prev`
+    // (coalescing). `t = x` stays (`x` changes in the loop while `t` is live), and so does
+    // `prev = y` (`y` is written in the loop while `prev` is live). The two copies of the
     // entry block merge.
     assert_eq!(ops(&out, "e"), ["t, prev = (x, y)"]);
     assert_eq!(
         ops(&out, "body"),
-        ["x = k2(x)", "n = k3(x, prev)", "prev = (n)", "y = k4(n)"]
+        ["x = k2(x)", "prev = k3(x, prev)", "y = k4(prev)"]
     );
 }
 
@@ -492,7 +494,8 @@ fn a_copied_result_is_written_where_the_copy_puts_it() {
     let out = copied(&b.finish(f).unwrap());
     assert_eq!(ops(&out, "e"), ["r, s2 = k1(x, y)", "y = k2(s2)"]);
 
-    // Not when the target is read or written in between, or the result is read twice.
+    // Not when the target is read or written in between, or the result is read twice
+    // (then coalescing merges the result into the target instead).
     let (mut b, f, v) = start(&["x", "y", "r", "s"]);
     let [x, y, r, s] = [v[0], v[1], v[2], v[3]];
     let e = b.block(f, "e");
@@ -511,8 +514,8 @@ fn a_copied_result_is_written_where_the_copy_puts_it() {
     b.prim(e, &[y], &[s], K, "k2");
     b.prim(e, &[r], &[r, y], K, "k3");
     b.ret(e);
-    let p = b.finish(f).unwrap();
-    assert_eq!(copied(&p), p);
+    let out = copied(&b.finish(f).unwrap());
+    assert_eq!(ops(&out, "e"), ["r = k1(x)", "y = k2(r)", "r = k3(r, y)"]);
 
     // Not when the copy itself reads the target: `y, x = (s, y)` copies the old `y`.
     let (mut b, f, v) = start(&["x", "y", "r", "s"]);
@@ -542,6 +545,103 @@ fn a_copied_result_is_written_where_the_copy_puts_it() {
     b.ret(e);
     let out = copied(&b.finish(f).unwrap());
     assert_eq!(ops(&out, "e"), ["y = call g(y)", "r = k1(x, y)"]);
+}
+
+/// A result copied into the return variable on a path where the result is also read
+/// elsewhere (neither propagated nor forwarded) is written there directly: the two variables
+/// are coalesced. Not when one is written while the other is live, when both are fixed, or
+/// when one is live across a call that may write it.
+#[test]
+fn copies_between_non_interfering_variables_are_coalesced() {
+    let mut b = ProgramBuilder::new();
+    let [x, y, r, s, t, u, a, q] =
+        ["x", "y", "r", "s", "t", "u", "a", "q"].map(|n| b.var(n, Type::I64));
+    let c = b.var("c", Type::BOOL);
+    let g = b.function("g");
+    b.signature(g, &[a], &[q]);
+    let ge = b.block(g, "g.e");
+    b.prim(ge, &[q], &[a], K, "k9");
+    b.ret(ge);
+    let f = b.function("f");
+    b.signature(f, &[x, y], &[r]);
+    let [e, p1, p2] = ["e", "p1", "p2"].map(|n| b.block(f, n));
+    b.prim(e, &[c], &[x], K, "kc");
+    b.branch(e, c, p1, p2);
+    b.call(p1, g, &[x], &[s]);
+    b.prim(p1, &[t], &[s], K, "k1");
+    b.assign(p1, &[r], &[s]);
+    b.prim(p1, &[r], &[r, t], K, "k3");
+    b.ret(p1);
+    b.prim(p2, &[u], &[y], K, "k2");
+    b.prim(p2, &[t], &[u], K, "k4");
+    b.assign(p2, &[r], &[u]);
+    b.prim(p2, &[r], &[r, t], K, "k5");
+    b.ret(p2);
+    let out = copied(&b.finish(f).unwrap());
+    assert_eq!(
+        ops(&out, "p1"),
+        ["r = call g(x)", "t = k1(r)", "r = k3(r, t)"]
+    );
+    assert_eq!(ops(&out, "p2"), ["r = k2(y)", "t = k4(r)", "r = k5(r, t)"]);
+
+    // `s` is written again while `r`, its copy, is live.
+    let (mut b, f, v) = start(&["x", "y", "r", "s"]);
+    let [x, r, s] = [v[0], v[2], v[3]];
+    let e = b.block(f, "e");
+    b.prim(e, &[s], &[x], K, "k1");
+    b.assign(e, &[r], &[s]);
+    b.prim(e, &[s], &[s], K, "k2");
+    b.prim(e, &[r], &[r, s], K, "k3");
+    b.ret(e);
+    let p = b.finish(f).unwrap();
+    assert_eq!(copied(&p), p);
+
+    // A parameter copied into the return variable: both fixed.
+    let (mut b, f, v) = start(&["x", "y", "r"]);
+    let [x, y, r] = [v[0], v[1], v[2]];
+    let e = b.block(f, "e");
+    b.prim(e, &[y], &[x], K, "k1");
+    b.assign(e, &[r], &[x]);
+    b.prim(e, &[r], &[r, y], K, "k2");
+    b.ret(e);
+    let p = b.finish(f).unwrap();
+    assert_eq!(copied(&p), p);
+
+    // `w` is live across a recursive call, which writes it (and `s`): the interpreters keep
+    // its value around the call apart from its storage, so it is not merged with `s`.
+    let mut b = ProgramBuilder::new();
+    let [x, y, r, hx, hy, hr, s, w, t, q] =
+        ["x", "y", "r", "hx", "hy", "hr", "s", "w", "t", "q"].map(|n| b.var(n, Type::I64));
+    let c = b.var("c", Type::BOOL);
+    let h = b.function("h");
+    b.signature(h, &[hx, hy], &[hr]);
+    let [he, rec, base] = ["he", "rec", "base"].map(|n| b.block(h, n));
+    b.prim(he, &[c], &[hx], K, "kc");
+    b.branch(he, c, rec, base);
+    b.prim(rec, &[s], &[hx], K, "k1");
+    b.assign(rec, &[w], &[s]);
+    b.prim(rec, &[t], &[s], K, "k5");
+    b.call(rec, h, &[t, hy], &[q]);
+    b.prim(rec, &[hr], &[w, q], K, "k2");
+    b.ret(rec);
+    b.prim(base, &[hr], &[hy], K, "k0");
+    b.ret(base);
+    let f = b.function("f");
+    b.signature(f, &[x, y], &[r]);
+    let e = b.block(f, "e");
+    b.call(e, h, &[x, y], &[r]);
+    b.ret(e);
+    let out = copied(&b.finish(f).unwrap());
+    assert_eq!(
+        ops(&out, "rec"),
+        [
+            "s = k1(hx)",
+            "w = (s)",
+            "t = k5(s)",
+            "q = call h(t, hy)",
+            "hr = k2(w, q)"
+        ]
+    );
 }
 
 /// A copy's target that is popped somewhere is left alone; a pop of the source ends the

@@ -277,3 +277,22 @@ pub(crate) fn function_name(program: &autobatch_ir::Program, f: FuncId) -> Strin
         .get(f)
         .map_or_else(|| f.to_string(), |d| d.name.clone())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::list_lanes;
+
+    /// Lane lists read as a sentence; past ten lanes, the rest are counted.
+    #[test]
+    fn lane_lists_read_as_a_sentence() {
+        assert_eq!(list_lanes(&[]), "no lane");
+        assert_eq!(list_lanes(&[3]), "lane 3");
+        assert_eq!(list_lanes(&[2, 4]), "lanes 2 and 4");
+        assert_eq!(list_lanes(&[0, 1, 2, 3, 4]), "lanes 0, 1, 2, 3 and 4");
+        let many: Vec<usize> = (0..13).collect();
+        assert_eq!(
+            list_lanes(&many),
+            "lanes 0, 1, 2, 3, 4, 5, 6, 7, 8, 9 and 3 more"
+        );
+    }
+}

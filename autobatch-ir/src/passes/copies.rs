@@ -1,11 +1,12 @@
 //! Copy propagation: reads of a copy read its source instead, copies nothing reads are dropped,
-//! a result that is only copied is written where the copy put it, and back-to-back copies run as
+//! a result that is only copied is written where the copy put it, a copy's source and target
+//! that never hold different live values become one variable, and back-to-back copies run as
 //! one op.
 //!
 //! The interpreters pay per lane for every assignment (`prim(..) by assign`): a row copy per
 //! scalar leaf, a reference-count update per vector leaf, and per op a pass over the lanes. The
 //! macro and the inliner leave many that do nothing useful (an argument's `x.clone()`, an
-//! inlined call's argument and result copies). On a high-level program, four rewrites remove
+//! inlined call's argument and result copies). On a high-level program, five rewrites remove
 //! them without changing any value a lane reads:
 //!
 //! * **propagation**: a *copy* is one output `t` and one input `x` of an assignment that take
@@ -33,18 +34,31 @@
 //!   that op writes `y` directly and the copy goes, provided no op in between reads or writes
 //!   `y` (in the sense above), the copy reads no `y` itself and the op does not already write
 //!   `y`.
+//! * **coalescing**: a copy's target `t` and source `x` of one type, both named by one
+//!   function only, become one variable (the source renamed to the target, or the target to the
+//!   source where the source is a parameter or return variable; never both fixed, neither
+//!   popped) when by [`liveness`] they do not interfere: no op writes one of them while the
+//!   other is live after it, except a copy of the other into it, no op writes both, and a
+//!   parameter is written on entry. Neither may be live across a call that may write it (the
+//!   interpreters keep such a value around the call apart from its variable's storage). This
+//!   reaches the copies the rewrites above leave: into return variables, into variables
+//!   written on several paths, out of parameters. Merges within one round touch disjoint
+//!   variables; the renamed variable stays in the table, unused, and the copy of the merged
+//!   variable into itself is then a dead copy.
 //! * **merging**: consecutive assignments of a block become one when no output of one is an
 //!   input or an output of another (`a = b; b = a` stays two ops). Outputs, inputs and in-place
 //!   flags are concatenated in order.
 //!
-//! Only assignments with no in-place output take part in the first three rewrites (on
-//! high-level programs none has one; lowering and pop-push fusion set them). The first three
-//! repeat until none applies (each removes a copy, so this ends), then merging runs once.
+//! Only assignments with no in-place output take part in the first four rewrites (on
+//! high-level programs none has one; lowering and pop-push fusion set them). The first four
+//! repeat until none applies (each removes a copy or merges two variables, so this ends), then
+//! merging runs once.
 //!
 //! Blocks, functions, variables and allocations are kept as they are: variables no longer used
 //! stay in the table, and the result must be **re-allocated**
 //! ([`allocate`](crate::passes::allocate)) before it runs, since live ranges change.
 
+use super::coalesce::coalesce;
 use crate::entity::EntityVec;
 use crate::passes::allocation::transitive_writes;
 use crate::passes::liveness::liveness;
@@ -54,8 +68,8 @@ use crate::verify::trusted;
 use crate::{Block, Var};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Propagates copies, drops dead ones, forwards copied results and merges adjacent
-/// assignments; returns a new program (the input is untouched).
+/// Propagates copies, drops dead ones, forwards copied results, coalesces copies' sources and
+/// targets and merges adjacent assignments; returns a new program (the input is untouched).
 ///
 /// See the module docs for the rules. The result computes what the input computes;
 /// re-allocate it before running it.
@@ -66,7 +80,8 @@ pub fn propagate_copies(program: &HighProgram) -> HighProgram {
         let propagated = propagate(&mut p, &info);
         let dropped = drop_dead(&mut p, &info);
         let forwarded = forward_results(&mut p, &info);
-        if !(propagated || dropped || forwarded) {
+        let coalesced = coalesce(&mut p, &info);
+        if !(propagated || dropped || forwarded || coalesced) {
             break;
         }
     }
@@ -75,15 +90,16 @@ pub fn propagate_copies(program: &HighProgram) -> HighProgram {
 }
 
 /// Facts the rewrites never change.
-struct Info {
+pub(super) struct Info {
     /// A parameter or return variable of some function.
-    fixed: Vec<bool>,
+    pub(super) fixed: Vec<bool>,
     /// Named by some `pop`.
-    popped: Vec<bool>,
+    pub(super) popped: Vec<bool>,
     /// Per function: what a call to it may write besides its results (its parameters and
-    /// everything it writes, transitively). Rewrites only ever remove or move writes within a
-    /// function, so the sets computed on the input stay upper bounds.
-    call_writes: Vec<Vec<Var>>,
+    /// everything it writes, transitively; sorted). Rewrites only ever remove or move writes
+    /// within a function (coalescing moves a variable's writes to another variable the same
+    /// function already writes), so the sets computed on the input stay upper bounds.
+    pub(super) call_writes: Vec<Vec<Var>>,
 }
 
 impl Info {
@@ -136,7 +152,7 @@ impl Info {
 
 /// An assignment that takes part in propagation, dead-copy removal and forwarding: the
 /// built-in `assign` kernel, no output in place.
-fn plain_assign(op: &Op) -> Option<&PrimOp> {
+pub(super) fn plain_assign(op: &Op) -> Option<&PrimOp> {
     match op {
         Op::Prim(prim) if prim.kernel == KernelRef::Assign && prim.in_place.is_empty() => {
             Some(prim)
@@ -147,7 +163,7 @@ fn plain_assign(op: &Op) -> Option<&PrimOp> {
 
 /// The `(output, input)` positions of an assignment where one variable is copied whole into
 /// another: the same type at the same offset of the two leaf lists.
-fn pairs(vars: &EntityVec<Var, VarData>, prim: &PrimOp) -> Vec<(usize, usize)> {
+pub(super) fn pairs(vars: &EntityVec<Var, VarData>, prim: &PrimOp) -> Vec<(usize, usize)> {
     let offsets = |list: &[Var]| -> Vec<usize> {
         let mut at = 0;
         list.iter()

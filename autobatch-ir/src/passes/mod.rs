@@ -4,6 +4,7 @@
 pub mod allocation;
 pub mod call_copies;
 pub mod calls;
+mod coalesce;
 pub mod copies;
 pub mod fusion;
 pub mod inline;
