@@ -627,7 +627,17 @@ mod tests {
     /// and so does a run that fails (out of steps before its first block).
     #[test]
     fn a_run_leaves_its_lane_lists() {
-        let exe = identity(Type::scalar(DType::I64));
+        // `w = v` (an op: a program doing nothing halts every lane without a step, where the
+        // full VM would not run out of steps).
+        let mut b = ProgramBuilder::new();
+        let [v, w] = ["v", "w"].map(|n| b.var(n, Type::scalar(DType::I64)));
+        let f = b.function("f");
+        b.signature(f, &[v], &[w]);
+        let entry = b.block(f, "entry");
+        b.assign(entry, &[w], &[v]);
+        b.ret(entry);
+        let program = b.finish(f).unwrap().into_program();
+        let exe = Executable::new(program, Vec::new()).unwrap();
         let input = [Column::from_scalars(&[1i64, 2, 3])];
         for mode in [Mode::Stackless, Mode::FullVm] {
             for budget in [None, Some(0)] {

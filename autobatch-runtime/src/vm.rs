@@ -51,8 +51,11 @@ pub(crate) struct Plan {
     /// Per block: where a lane sent to it goes. A block that does nothing here (every pop
     /// of a variable without a stack, no row to release, no call counted) and ends in a
     /// goto is passed through to the goto's target: the edge blocks lowering adds for pops
-    /// at a branch would otherwise cost a loop a second step per iteration. A cycle of such
-    /// blocks is kept (its lanes run it step by step, so the step budget still ends it).
+    /// at a branch would otherwise cost a loop a second step per iteration. One that ends in
+    /// a return (the lane halts) is passed to the halt, one past the last block (see
+    /// [`WaitingSets`]): a loop whose exit edges return would otherwise spend a step each
+    /// time lanes leave it. A cycle of such blocks is kept (its lanes run it step by step,
+    /// so the step budget still ends it).
     forward: Vec<Block>,
     /// Per block: the branch condition its last kernel (the op at the index given) computes
     /// and splits the block's lanes by as it does (see [`splits`]).
@@ -119,6 +122,7 @@ impl Plan {
             .map(|b| splits(program, &popless, Block::new(b)))
             .collect();
         let entries = counted_entries(program, high);
+        let halt = Block::new(program.blocks.len());
         let passes_to = |b: usize| {
             let data = program.block(Block::new(b));
             let idle = data.ops.iter().enumerate().all(|(i, op)| match op {
@@ -128,12 +132,10 @@ impl Plan {
                 }
                 Op::Call(_) => false,
             });
+            let passes = idle && dead_vectors[b].is_empty() && entries[b].is_none();
             match data.term {
-                Terminator::Goto(t)
-                    if idle && dead_vectors[b].is_empty() && entries[b].is_none() =>
-                {
-                    Some(t)
-                }
+                Terminator::Goto(t) if passes => Some(t),
+                Terminator::Return if passes => Some(halt),
                 _ => None,
             }
         };
@@ -143,6 +145,7 @@ impl Plan {
                 let mut at = Block::new(b);
                 for _ in 0..program.blocks.len() {
                     match passes_to(at.index()) {
+                        Some(next) if next == halt => return next,
                         Some(next) => at = next,
                         None => return at,
                     }
@@ -240,7 +243,8 @@ struct Queue {
 }
 
 impl Queue {
-    /// The block to run next: the lowest-numbered one with lanes waiting, if any.
+    /// The block to run next: the lowest-numbered one with lanes waiting, if any (halted
+    /// lanes are not waiting to run).
     #[inline(always)]
     fn next_block(&mut self) -> Option<usize> {
         let first = self.waiting.first();
@@ -251,7 +255,7 @@ impl Queue {
                 self.pending = None;
                 Some(f)
             }
-            (Some(p), _) => Some(p),
+            (Some(p), _) => (p < self.waiting.halt()).then_some(p),
             (None, first) => first,
         }
     }
@@ -319,15 +323,16 @@ impl Queue {
         }
     }
 
-    /// Every waiting lane, in lane order.
+    /// Every waiting lane, in lane order (not the halted ones).
     fn all_waiting(&self) -> Vec<usize> {
         let mut lanes = Vec::new();
         let mut listed = Vec::new();
-        for set in self.waiting.iter() {
+        let blocks = self.waiting.blocks();
+        for set in blocks {
             set.list_into(&mut listed);
             lanes.extend_from_slice(&listed);
         }
-        if self.pending.is_some() {
+        if self.pending.is_some_and(|p| p < blocks.len()) {
             lanes.extend_from_slice(&self.next);
         }
         lanes.sort_unstable();
@@ -388,7 +393,7 @@ fn run_steps(
     let max_depth = config.max_stack_depth;
     let budget = config.step_budget.unwrap_or(u64::MAX);
     // Per block, whether an indirect jump sent it lanes (kept for its allocation).
-    let mut gained: Vec<bool> = Vec::with_capacity(n_blocks);
+    let mut gained: Vec<bool> = Vec::with_capacity(n_blocks + 1);
     let mut lane_steps = LaneSteps::new(config, batch);
     while let Some(index) = queue.next_block() {
         if lane_steps.is_none() && stats.steps >= budget {
@@ -478,7 +483,7 @@ fn run_steps(
                 // restored and the lane added to the block it returns to. An empty return
                 // stack is the "halt" address beneath main.
                 gained.clear();
-                gained.resize(n_blocks, false);
+                gained.resize(n_blocks + 1, false);
                 queue.taken();
                 let Queue {
                     waiting,
@@ -629,6 +634,10 @@ impl ReturnStacks {
 /// of its step loop). Every mutable access to a block's set through it lowers the bound to
 /// that block; the return pass, whose per-lane loop writes the sets directly, lowers it for
 /// every set that gained lanes as it counts them.
+///
+/// One set more than the program has blocks holds the lanes that have halted (sent to a block
+/// the plan passes to the halt, see [`Plan`]'s `forward`), past the last block's: lanes join
+/// it as they join any set, and it never runs (the run is over when only it holds lanes).
 struct WaitingSets {
     sets: Vec<LaneSet>,
     /// No set below this one has lanes.
@@ -636,24 +645,31 @@ struct WaitingSets {
 }
 
 impl WaitingSets {
-    /// No lanes waiting at any of `blocks` blocks over a batch of `batch`.
+    /// No lanes waiting at any of `blocks` blocks (or halted) over a batch of `batch`.
     fn new(blocks: usize, batch: usize) -> WaitingSets {
         WaitingSets {
-            sets: (0..blocks).map(|_| LaneSet::new(batch)).collect(),
-            low: blocks,
+            sets: (0..=blocks).map(|_| LaneSet::new(batch)).collect(),
+            low: blocks + 1,
         }
     }
 
-    /// The lowest block with lanes waiting, if any.
+    /// The lowest block with lanes waiting, if any (never the halt).
     #[inline(always)]
     fn first(&mut self) -> Option<usize> {
-        debug_assert!(self.sets[..self.low.min(self.sets.len())]
+        let blocks = self.blocks();
+        debug_assert!(blocks[..self.low.min(blocks.len())]
             .iter()
             .all(LaneSet::is_empty));
-        let sets = self.sets.get(self.low..).unwrap_or_default();
+        let sets = blocks.get(self.low..).unwrap_or_default();
         let first = self.low + sets.iter().position(|w| !w.is_empty())?;
         self.low = first;
         Some(first)
+    }
+
+    /// The halt's index, one past the last block.
+    #[inline(always)]
+    fn halt(&self) -> usize {
+        self.sets.len() - 1
     }
 
     /// The sets of blocks `a` and `b` (two blocks), both mutable.
@@ -668,9 +684,10 @@ impl WaitingSets {
         }
     }
 
-    /// Every block's set, in block order.
-    fn iter(&self) -> std::slice::Iter<'_, LaneSet> {
-        self.sets.iter()
+    /// Every block's set, in block order (not the halted lanes').
+    #[inline(always)]
+    fn blocks(&self) -> &[LaneSet] {
+        &self.sets[..self.halt()]
     }
 }
 
@@ -979,7 +996,7 @@ mod tests {
         assert_eq!((q.lanes.clone(), q.taken_valid), (vec![3, 70, 199], true));
         q.send(2);
         assert_eq!(q.pending, Some(2));
-        assert!(q.waiting.iter().all(LaneSet::is_empty));
+        assert!(q.waiting.sets.iter().all(LaneSet::is_empty));
         assert_eq!(q.all_waiting(), [3, 70, 199]);
         assert_eq!(q.next_block(), Some(2));
         q.take(2);
@@ -1016,7 +1033,34 @@ mod tests {
         (q.yes, q.no) = (vec![4, 8], Vec::new());
         q.send_split(2, 1);
         assert_eq!((q.pending, q.next.clone()), (Some(2), vec![4, 8]));
-        assert!(q.waiting.iter().all(LaneSet::is_empty));
+        assert!(q.waiting.sets.iter().all(LaneSet::is_empty));
+    }
+
+    /// Halted lanes wait in the set past the last block, which never runs: the run is over
+    /// once no lane waits elsewhere, and the lanes in it are not running (a step-budget error
+    /// leaves them out).
+    #[test]
+    fn halted_lanes_wait_last_and_are_not_running() {
+        let mut q = queue(3, 200);
+        q.waiting[1].extend(&[3, 70]);
+        q.waiting[0].extend(&[5]);
+        assert_eq!(q.next_block(), Some(0));
+        q.take(0);
+        q.send(3);
+        assert_eq!(q.pending, Some(3));
+        assert_eq!(q.all_waiting(), [3, 70]);
+        assert_eq!(q.next_block(), Some(1));
+        assert_eq!((q.pending, q.waiting[3].count), (None, 1));
+        q.take(1);
+        q.send(3);
+        assert_eq!(q.all_waiting(), Vec::<usize>::new());
+        assert_eq!(q.next_block(), None);
+        assert_eq!(q.waiting[3].count, 3);
+        // Listed there while nothing else waits: the run is over too.
+        let mut q = queue(3, 200);
+        q.lanes = vec![1, 2];
+        q.send(3);
+        assert_eq!((q.pending, q.next_block()), (Some(3), None));
     }
 
     #[test]

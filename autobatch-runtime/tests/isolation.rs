@@ -185,8 +185,9 @@ fn the_step_budget_fails_the_lanes_that_ran_too_long() {
         });
     }
     // Without isolation the budget is the batch's, and the error names the lanes still
-    // running: in the full VM a lane leaving the loop halts at once (its exit block only pops
-    // and returns, and runs before the loop's body), so the long loops alone.
+    // running: in the full VM a lane leaving the loop halts at once (its exit edge only pops
+    // variables without a stack and returns, which the VM passes straight to the halt), so
+    // the long loops alone.
     let config = Config {
         step_budget: Some(2_000),
         ..Config::with_mode(Mode::FullVm)

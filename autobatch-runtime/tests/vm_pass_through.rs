@@ -1,5 +1,6 @@
 //! The full VM passes lanes straight through blocks that do nothing in it (pops of variables
-//! without a stack, then a goto): a loop costs one step per iteration, not two, a block whose
+//! without a stack, then a goto or a return): a loop costs one step per iteration, not two,
+//! and a lane leaving it halts without another step; a block whose
 //! pop does something still runs, and a cycle of empty blocks still ends at the step budget.
 //! (The loop's results over many lanes, in both modes, are checked in `branch_split.rs`.)
 
@@ -36,22 +37,16 @@ fn a_loop_costs_one_step_per_iteration() {
     assert_eq!(iterations, 111);
     let (out, stats) = collatz::batch_with_stats(Array1::from_vec(vec![n]).view(), &vm()).unwrap();
     assert_eq!(out[0], iterations);
-    // The entry, the loop body once per iteration, the exit (the edge leaving the loop, which
-    // only pops variables without a stack and returns): the back edge never runs.
-    assert_eq!(stats.steps, iterations as u64 + 2, "{:#?}", stats.blocks);
-    let ran: Vec<(&str, u64)> = stats
+    // The entry and the loop body once per iteration: no edge block runs, neither the back
+    // edge (it passes to the body) nor the exit edges (they pass to the halt).
+    assert_eq!(stats.steps, iterations as u64 + 1, "{:#?}", stats.blocks);
+    let ran: Vec<&str> = stats
         .blocks
         .iter()
         .filter(|b| b.runs > 0)
-        .map(|b| (b.name.as_str(), b.runs))
+        .map(|b| b.name.as_str())
         .collect();
-    let body = "collatz.body@main.1";
-    assert!(ran.contains(&(body, iterations as u64)), "{ran:?}");
-    let into_body = format!("_to_{body}");
-    assert!(
-        ran.iter().all(|(name, _)| !name.ends_with(&into_body)),
-        "{ran:?}"
-    );
+    assert!(ran.iter().all(|name| !name.contains("_to_")), "{ran:?}");
 }
 
 #[test]
