@@ -392,7 +392,8 @@ fn run_steps(
     let mut depth: Vec<u32> = vec![0; batch];
     let max_depth = config.max_stack_depth;
     let budget = config.step_budget.unwrap_or(u64::MAX);
-    // Per block, whether an indirect jump sent it lanes (kept for its allocation).
+    // Per block (and the halt), whether an indirect jump sent it lanes (kept for its
+    // allocation).
     let mut gained: Vec<bool> = Vec::with_capacity(n_blocks + 1);
     let mut lane_steps = LaneSteps::new(config, batch);
     while let Some(index) = queue.next_block() {
