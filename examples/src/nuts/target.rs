@@ -5,7 +5,7 @@
 //! run's context ([`Shared`](super::Shared)), which the runtime hands to every kernel call. A
 //! user plugs in their own model by implementing [`Target`]; nothing else changes.
 
-use autobatch_runtime::ndarray::{linalg::general_mat_mul, Array1, Array2, ArrayView2, Zip};
+use autobatch_runtime::ndarray::{Array1, Array2, ArrayView2, Zip};
 use autobatch_runtime::{linalg, math, Key};
 
 /// A log density with its gradient, evaluated for many points at once.
@@ -126,16 +126,20 @@ impl Target for CorrelatedGaussian {
 /// synthetic data set drawn from fixed seeds: standard normal features, true coefficients
 /// drawn from the prior, Bernoulli outcomes.
 ///
-/// The batched gradient is two GEMMs over the batch (the linear predictor of every chain and
-/// observation, then the gradient) and, between them, a softplus and a sigmoid per chain and
+/// The batched gradient is two matrix products over the batch (the linear predictor of every
+/// chain and observation, then the gradient), both [`linalg::rows_times`] reading the features
+/// where they lie (`X^T` is kept transposed for the first), and, between them, a softplus and a sigmoid per chain and
 /// observation from [`autobatch_runtime::math`]: vectorised polynomials within a few ulp of
 /// the standard library's `exp` and `ln_1p`, whose bits depend on the element only, so a
-/// chain's draws are still the same in any batch, on any thread and CPU. That elementwise
+/// chain's draws are still the same in any batch, on any thread and CPU (as the products'
+/// rows are: each row's bits depend on that row alone). That elementwise
 /// speed-up owes nothing to batching (a one-point gradient could run the same polynomials over
 /// the observations); the GEMMs are batching's share.
 #[derive(Clone, Debug)]
 pub struct LogisticRegression {
     x: Array2<f64>,
+    /// `X^T`, row-major: the linear predictor's product reads it where it lies.
+    xt: Array2<f64>,
     y: Array1<f64>,
     /// `X^T y`, so `y . eta` is `q . xty` and the gradient's `y X` is a constant.
     xty: Array1<f64>,
@@ -168,7 +172,8 @@ impl LogisticRegression {
             })
             .collect();
         let xty = x.t().dot(&y);
-        LogisticRegression { x, y, xty }
+        let xt = x.t().as_standard_layout().into_owned();
+        LogisticRegression { x, xt, y, xty }
     }
 
     /// The features, one observation per row.
@@ -201,10 +206,8 @@ impl Target for LogisticRegression {
         //   grad = -q + (y - s) X = (X^T y - q) - s X
         // so each element of eta needs its softplus (summed) and its sigmoid (written over it),
         // both from one exp and one ln_1p (`math::softplus_sigmoid_in_place`).
-        let mut eta = q.dot(&self.x.t()); // `dot` writes it without zero-filling it first
-        if !eta.is_standard_layout() {
-            eta = eta.as_standard_layout().into_owned();
-        }
+        let mut eta = linalg::rows_times(q, self.xt.view())
+            .expect("q has one column per row of the features x rows X^T");
         let mut softplus = vec![0.0; self.x.nrows()];
         let logp = Zip::from(q.rows())
             .and(eta.rows_mut())
@@ -216,10 +219,12 @@ impl Target for LogisticRegression {
                     .expect("the scratch row is as long as eta's rows");
                 q.dot(&self.xty) - 0.5 * q.dot(&q) - sum(&softplus)
             });
-        let mut grad = Zip::from(&q)
+        let s_x = linalg::rows_times(eta.view(), self.x.view())
+            .expect("s has one column per row of the rows x features X");
+        let grad = Zip::from(&q)
             .and_broadcast(&self.xty)
-            .map_collect(|&q, &xty| xty - q);
-        general_mat_mul(-1.0, &eta, &self.x, 1.0, &mut grad);
+            .and(&s_x)
+            .map_collect(|&q, &xty, &s_x| (xty - q) - s_x);
         (logp, grad)
     }
 }
