@@ -128,16 +128,20 @@ impl Isa {
 /// `a b` (row-major `[n, k]` and `[k, m]`), row-major `[n, m]`, with the widest vector
 /// instructions the CPU has.
 fn product(a: &[f64], b: &[f64], shape: Shape) -> Vec<f64> {
-    product_on(Isa::best(), a, b, shape)
+    // SAFETY: `Isa::best` is what this CPU has.
+    unsafe { product_on(Isa::best(), a, b, shape) }
 }
 
 /// A set of vector blocks: `c = a b` (see `avx::product`).
 #[cfg(target_arch = "x86_64")]
 type Blocks = unsafe fn(&[f64], &[f64], *mut f64, Shape);
 
-/// `a b` with `isa`'s instructions (which the CPU must have: [`Isa::best`] or narrower), each
-/// element written once, into memory not zeroed first on the vector paths.
-fn product_on(isa: Isa, a: &[f64], b: &[f64], shape: Shape) -> Vec<f64> {
+/// `a b` with `isa`'s instructions, each element written once, into memory not zeroed first on
+/// the vector paths.
+///
+/// # Safety
+/// The CPU must have `isa`'s instructions ([`Isa::best`] or a narrower set it also has).
+unsafe fn product_on(isa: Isa, a: &[f64], b: &[f64], shape: Shape) -> Vec<f64> {
     let len = shape.n * shape.m;
     #[cfg(target_arch = "x86_64")]
     {
@@ -148,8 +152,8 @@ fn product_on(isa: Isa, a: &[f64], b: &[f64], shape: Shape) -> Vec<f64> {
         };
         if let Some(vectors) = vectors {
             let mut c = Vec::with_capacity(len);
-            // SAFETY: the CPU has the instructions (`isa` is `Isa::best()` or narrower); the
-            // slices have the shape's lengths (`rows_times` made them from arrays of those
+            // SAFETY: the CPU has the instructions (the caller's contract); the slices have
+            // the shape's lengths (`rows_times` made them from arrays of those
             // shapes) and `c` room for `n * m` values, every one of which the blocks write.
             unsafe {
                 vectors(a, b, c.as_mut_ptr(), shape);
@@ -546,7 +550,8 @@ mod tests {
             let mut portable_c = vec![0.0; n * m];
             portable(a, bs, &mut portable_c, shape);
             for &isa in &runnable {
-                let c = product_on(isa, a, bs, shape);
+                // SAFETY: `runnable` lists only instructions this CPU has.
+                let c = unsafe { product_on(isa, a, bs, shape) };
                 let same = c
                     .iter()
                     .zip(&portable_c)
