@@ -128,13 +128,13 @@ impl Target for CorrelatedGaussian {
 ///
 /// The batched gradient is two matrix products over the batch (the linear predictor of every
 /// chain and observation, then the gradient), both [`linalg::rows_times`] reading the features
-/// where they lie (`X^T` is kept transposed for the first), and, between them, a softplus and a sigmoid per chain and
-/// observation from [`autobatch_runtime::math`]: vectorised polynomials within a few ulp of
-/// the standard library's `exp` and `ln_1p`, whose bits depend on the element only, so a
-/// chain's draws are still the same in any batch, on any thread and CPU (as the products'
-/// rows are: each row's bits depend on that row alone). That elementwise
-/// speed-up owes nothing to batching (a one-point gradient could run the same polynomials over
-/// the observations); the GEMMs are batching's share.
+/// where they lie (`X^T` is kept transposed for the first), and, between them, a softplus and
+/// a sigmoid per chain and observation from [`autobatch_runtime::math`]: vectorised
+/// polynomials within a few ulp of the standard library's `exp` and `ln_1p`, whose bits
+/// depend on the element only. A product's row depends on that row alone too, so a chain's
+/// draws are the same in any batch, on any thread and CPU. The elementwise speed-up owes
+/// nothing to batching (a one-point gradient could run the same polynomials over the
+/// observations); the products are batching's share.
 #[derive(Clone, Debug)]
 pub struct LogisticRegression {
     x: Array2<f64>,
