@@ -162,6 +162,7 @@ unsafe fn product_on(isa: Isa, a: &[f64], b: &[f64], shape: Shape) -> Vec<f64> {
             return c;
         }
     }
+    #[cfg(not(target_arch = "x86_64"))]
     let _ = isa;
     let mut c = vec![0.0; len];
     portable(a, b, &mut c, shape);
@@ -184,26 +185,34 @@ fn portable(a: &[f64], b: &[f64], c: &mut [f64], Shape { k, m, .. }: Shape) {
     }
 }
 
-/// `block::<R, V>(args)` for `R = rows` (one to six) and `V = vectors` (two, else one): the
-/// block sizes both sets of vector blocks are compiled for, chosen at a block's edge.
+/// Runs `block::<R, V>(args)` over every row block of a block column of `n` rows: blocks of
+/// the calling module's `ROWS` (six) rows, the last one smaller, with `V = vectors` (two, else
+/// one); `i` names each block's first row in `args`. The block sizes both sets of vector
+/// blocks are compiled for, chosen at a block's edge.
 #[cfg(target_arch = "x86_64")]
-macro_rules! sized_block {
-    ($rows:expr, $vectors:expr, $block:ident($($arg:expr),*)) => {
-        match ($rows, $vectors) {
-            (6, 2) => $block::<6, 2>($($arg),*),
-            (5, 2) => $block::<5, 2>($($arg),*),
-            (4, 2) => $block::<4, 2>($($arg),*),
-            (3, 2) => $block::<3, 2>($($arg),*),
-            (2, 2) => $block::<2, 2>($($arg),*),
-            (1, 2) => $block::<1, 2>($($arg),*),
-            (6, _) => $block::<6, 1>($($arg),*),
-            (5, _) => $block::<5, 1>($($arg),*),
-            (4, _) => $block::<4, 1>($($arg),*),
-            (3, _) => $block::<3, 1>($($arg),*),
-            (2, _) => $block::<2, 1>($($arg),*),
-            _ => $block::<1, 1>($($arg),*),
+macro_rules! row_blocks {
+    ($n:expr, $vectors:expr, |$i:ident| $block:ident($($arg:expr),*)) => {{
+        let (n, vectors) = ($n, $vectors);
+        let mut $i = 0;
+        while $i < n {
+            let rows = (n - $i).min(ROWS);
+            match (rows, vectors) {
+                (6, 2) => $block::<6, 2>($($arg),*),
+                (5, 2) => $block::<5, 2>($($arg),*),
+                (4, 2) => $block::<4, 2>($($arg),*),
+                (3, 2) => $block::<3, 2>($($arg),*),
+                (2, 2) => $block::<2, 2>($($arg),*),
+                (1, 2) => $block::<1, 2>($($arg),*),
+                (6, _) => $block::<6, 1>($($arg),*),
+                (5, _) => $block::<5, 1>($($arg),*),
+                (4, _) => $block::<4, 1>($($arg),*),
+                (3, _) => $block::<3, 1>($($arg),*),
+                (2, _) => $block::<2, 1>($($arg),*),
+                _ => $block::<1, 1>($($arg),*),
+            }
+            $i += rows;
         }
-    };
+    }};
 }
 
 /// The AVX2 and FMA blocks.
@@ -277,15 +286,9 @@ mod avx {
         j: usize,
         vectors: usize,
     ) {
-        let mut i = 0;
-        while i < shape.n {
-            let rows = (shape.n - i).min(ROWS);
-            let at = At { i, j, shape };
-            // SAFETY: `rows` rows from `i` lie inside the shape; the caller's contract covers
-            // the rest.
-            unsafe { sized_block!(rows, vectors, block(a, b, c, at)) }
-            i += rows;
-        }
+        // SAFETY: each block's rows from `i` lie inside the shape; the caller's contract
+        // covers the rest.
+        unsafe { row_blocks!(shape.n, vectors, |i| block(a, b, c, At { i, j, shape })) }
     }
 
     /// Where a block starts: row `i`, column `j`.
@@ -387,14 +390,15 @@ mod avx512 {
     #[target_feature(enable = "avx512f")]
     #[inline]
     unsafe fn column_block(a: &[f64], b: &[f64], c: *mut f64, shape: Shape, cols: Columns) {
-        let mut i = 0;
-        while i < shape.n {
-            let rows = (shape.n - i).min(ROWS);
-            let at = At { i, cols, shape };
-            // SAFETY: `rows` rows from `i` lie inside the shape; the caller's contract covers
-            // the rest.
-            unsafe { sized_block!(rows, cols.vectors, block(a, b, c, at)) }
-            i += rows;
+        // SAFETY: each block's rows from `i` lie inside the shape; the caller's contract
+        // covers the rest.
+        unsafe {
+            row_blocks!(shape.n, cols.vectors, |i| block(
+                a,
+                b,
+                c,
+                At { i, cols, shape }
+            ))
         }
     }
 
