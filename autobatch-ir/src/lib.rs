@@ -11,6 +11,7 @@
 
 pub mod builder;
 pub mod entity;
+pub mod fingerprint;
 pub mod passes;
 pub mod print;
 pub mod program;
@@ -20,6 +21,7 @@ pub mod verify;
 
 pub use builder::{prim_op, BuildError, ProgramBuilder};
 pub use entity::{Block, EntityVec, FuncId, KernelId, Var};
+pub use fingerprint::fingerprint;
 pub use program::{
     Allocation, BlockData, CallOp, FunctionData, KernelRef, Op, PrimOp, Program, Terminator,
     VarData, PC_NAME,

@@ -151,6 +151,15 @@ pub struct Config {
     /// without it, 6-8% on two, where every shard pays it again). Results never depend on it.
     /// Default: `false` (the times are zero).
     pub time_kernels: bool,
+    /// Whether the full VM runs the compiled blocks `#[autobatch]` generated for a function
+    /// it could lower by itself (one loop per block doing all of the block's ops for a lane
+    /// at once, instead of one pass over the lanes per op), where the linked program is the
+    /// one they were generated from. Results, errors' kinds and statistics other than
+    /// [`Stats::compiled_steps`](crate::Stats::compiled_steps) are the same either way (where
+    /// several lanes fail in one block, which one the error names may differ); off, every
+    /// block is interpreted. Kernel times ([`time_kernels`](Self::time_kernels)) are measured
+    /// only interpreted, so that switch turns compiled blocks off. Default: `true`.
+    pub compiled_blocks: bool,
 }
 
 impl Default for Config {
@@ -167,6 +176,7 @@ impl Default for Config {
             threads: available_threads(),
             shard_size: None,
             time_kernels: false,
+            compiled_blocks: true,
         }
     }
 }

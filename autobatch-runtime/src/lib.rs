@@ -5,6 +5,7 @@
 
 mod codegen;
 mod column;
+mod compiled;
 mod config;
 mod depth;
 mod error;
@@ -35,6 +36,9 @@ pub use autobatch_ir as ir;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::codegen::*;
+    pub use crate::compiled::{
+        Blame, BlockFn, BlockRun, CompiledBlocks, Faults, Frames, LaneVar, Sides,
+    };
     pub use crate::prefetch::PREFETCH_AHEAD;
     pub use crate::primitive::{check_agreement, AgreementError, Tolerance};
     pub use crate::{
@@ -67,6 +71,7 @@ pub use vector::Vector;
 use autobatch_ir::passes::liveness;
 use autobatch_ir::passes::pipeline::{prepare, Allocations, VerifiedSource};
 use autobatch_ir::{HighProgram, KernelRef, LoweredProgram, PrimOp, Program, Shape, TensorType};
+use compiled::CompiledBlocks;
 use exec::Exec;
 use spare::Spares;
 use storage::Storage;
@@ -222,6 +227,12 @@ impl Executable {
             context: None,
             spares: Spares::default(),
         })
+    }
+
+    /// Takes `compiled` as the full VM's compiled blocks if they were generated from this
+    /// lowered program (its fingerprint is theirs); else every block stays interpreted.
+    pub(crate) fn attach_compiled(&mut self, compiled: CompiledBlocks) {
+        self.vm_plan.attach(&self.lowered, compiled);
     }
 
     /// The program as it was given (verified; allocated unless built

@@ -53,6 +53,10 @@ pub struct Stats {
     /// the memory of vector state is this times the vector length times 8 bytes. Over shards,
     /// the sum of each shard's most: a bound on the rows held at once.
     pub vector_rows: usize,
+    /// Block executions the full VM ran as compiled blocks (code `#[autobatch]` generated,
+    /// see [`Config::compiled_blocks`](crate::Config::compiled_blocks)); counted in
+    /// [`steps`](Self::steps) too.
+    pub compiled_steps: u64,
 }
 
 /// The clock of one kernel call: started only if the run measures kernel times
@@ -144,6 +148,7 @@ impl Stats {
         self.batch_size += other.batch_size;
         self.shards += other.shards;
         self.steps += other.steps;
+        self.compiled_steps += other.compiled_steps;
         self.lane_slots += other.lane_slots;
         for (b, o) in self.blocks.iter_mut().zip(&other.blocks) {
             b.runs += o.runs;

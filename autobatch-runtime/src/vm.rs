@@ -17,15 +17,18 @@
 //! That block runs from the list if it is the next to run (a loop's body, a callee's entry
 //! after its caller); if a lower block has lanes, the listed lanes join their set first.
 
+use crate::compiled::{BlockFn, BlockRun, CompiledBlocks, PartsCache};
 use crate::config::Config;
 use crate::depth::{counted_entries, limit_error};
 use crate::error::{Result, RuntimeError};
-use crate::exec::Exec;
+use crate::exec::{Exec, Sides};
 use crate::policy::{dead_vectors, split_condition, LaneSteps};
 use crate::stats::Stats;
 use crate::storage::Stacks;
-use autobatch_ir::passes::{liveness, Liveness};
-use autobatch_ir::{Allocation, Block, KernelRef, LoweredProgram, Op, Program, Terminator, Var};
+use autobatch_ir::passes::{liveness, stacked_liveness, Liveness};
+use autobatch_ir::{
+    fingerprint, Allocation, Block, KernelRef, LoweredProgram, Op, Program, Terminator, Var,
+};
 
 /// The full VM keeps FULL variables' saved frames in storage: pushes and pops act on them.
 pub(crate) const STACKS: Stacks = Stacks::Honour;
@@ -60,6 +63,9 @@ pub(crate) struct Plan {
     /// Per block: the branch condition its last kernel (the op at the index given) computes
     /// and splits the block's lanes by as it does (see [`splits`]).
     split: Vec<Option<(usize, Var)>>,
+    /// Per block: its compiled form, if the program has compiled blocks (see
+    /// [`attach`](Self::attach)); empty if not.
+    compiled: Vec<Option<BlockFn>>,
 }
 
 impl Plan {
@@ -106,18 +112,9 @@ impl Plan {
             .collect();
         let live = liveness(program);
         let dead_vectors = dead_vectors(program, &live, STACKS);
-        // Liveness as the VM sees it: a pop of a variable without a stack does nothing here (it
-        // neither reads nor writes the value), where lowering's liveness counts every pop as a
-        // use; so a loop's condition, popped on its edges, is left to its branch alone.
-        let mut popless: Program = Program::clone(program);
-        for (data, pops) in popless.blocks.iter_mut().zip(&pops) {
-            for (op, kept) in data.ops.iter_mut().zip(pops) {
-                if let Op::Pop(vars) = op {
-                    vars.clone_from(kept);
-                }
-            }
-        }
-        let popless = liveness(&popless);
+        // Liveness as the VM sees it (pops of variables without a stack read nothing): a
+        // loop's condition, popped on its edges, is left to its branch alone.
+        let popless = stacked_liveness(program);
         let split = (0..program.blocks.len())
             .map(|b| splits(program, &popless, Block::new(b)))
             .collect();
@@ -160,7 +157,19 @@ impl Plan {
             entries,
             forward,
             split,
+            compiled: Vec::new(),
         }
+    }
+
+    /// Takes `compiled` as the compiled form of `program`'s blocks if they were compiled from
+    /// it (its fingerprint is theirs); `false`, taking nothing, if not.
+    pub(crate) fn attach(&mut self, program: &LoweredProgram, compiled: CompiledBlocks) -> bool {
+        let matches = compiled.blocks.len() == program.blocks.len()
+            && fingerprint(program) == compiled.fingerprint;
+        if matches {
+            self.compiled = compiled.blocks.to_vec();
+        }
+        matches
     }
 }
 
@@ -396,6 +405,12 @@ fn run_steps(
     // allocation).
     let mut gained: Vec<bool> = Vec::with_capacity(n_blocks + 1);
     let mut lane_steps = LaneSteps::new(config, batch);
+    // Kernel times are measured only where kernels run one by one; compiled blocks do not check
+    // reads for a prior write (high-level programs, the only ones they are made for, need no
+    // such check).
+    let use_compiled =
+        config.compiled_blocks && !config.time_kernels && !exec.storage.checks_reads();
+    let mut parts = PartsCache::new(program.vars.len());
     while let Some(index) = queue.next_block() {
         if lane_steps.is_none() && stats.steps >= budget {
             let lanes = queue.all_waiting();
@@ -419,31 +434,20 @@ fn run_steps(
                 return Err(limit_error(function, lane, max_depth));
             }
         }
-        // Whether the branch's kernel split the lanes into `yes` and `no` as it ran.
-        let mut split = false;
-        for (i, op) in data.ops.iter().enumerate() {
-            match op {
-                Op::Prim(prim) => {
-                    let fused = match plan.push_copies[index][i] {
-                        Some((v, from)) => exec.storage.push_copy(v, from, lanes, block)?,
-                        None => false,
-                    };
-                    match plan.split[index] {
-                        _ if fused => {}
-                        Some((at, cond)) if at == i => {
-                            let sides = (&mut queue.yes, &mut queue.no);
-                            split = exec.run_branch((prim, cond), lanes, block, stats, sides)?;
-                        }
-                        _ => exec.run_prim(prim, lanes, block, stats)?,
-                    }
-                }
-                Op::Pop(_) => {
-                    for &v in &plan.pops[index][i] {
-                        exec.storage.pop(v, lanes, block)?;
-                    }
-                }
-                Op::Call(_) => unreachable!("a verified lowered program has no calls"),
-            }
+        // Whether the lanes were split into `yes` and `no` by the branch's condition as it was
+        // computed (by the branch's kernel, or a compiled block).
+        let split;
+        let compiled = plan.compiled.get(index).copied().flatten();
+        if let Some(run_block) = compiled.filter(|_| use_compiled) {
+            let sides = (&mut queue.yes, &mut queue.no);
+            let at = (program, block);
+            let storage = (&mut exec.storage, &mut parts);
+            run_block(&mut BlockRun::new(at, lanes, storage, stats, sides))?;
+            stats.compiled_steps += 1;
+            split = matches!(data.term, Terminator::Branch { .. });
+        } else {
+            let sides = (&mut queue.yes, &mut queue.no);
+            split = run_ops(exec, plan, (index, block), lanes, stats, sides)?;
         }
         for &v in &plan.dead_vectors[index] {
             exec.storage.release_rows(v, lanes);
@@ -542,6 +546,47 @@ fn run_steps(
         }
     }
     Ok(())
+}
+
+/// Runs block `index` (`block`)'s ops on `lanes` one by one, each on all of them; whether the
+/// branch's kernel split the lanes into `sides` as it ran.
+#[inline(always)]
+fn run_ops(
+    exec: &mut Exec<'_>,
+    plan: &Plan,
+    (index, block): (usize, Block),
+    lanes: &[usize],
+    stats: &mut Stats,
+    sides: Sides<'_>,
+) -> Result<bool> {
+    let mut split = false;
+    let (yes, no) = sides;
+    let program = exec.program;
+    for (i, op) in program.block(block).ops.iter().enumerate() {
+        match op {
+            Op::Prim(prim) => {
+                let fused = match plan.push_copies[index][i] {
+                    Some((v, from)) => exec.storage.push_copy(v, from, lanes, block)?,
+                    None => false,
+                };
+                match plan.split[index] {
+                    _ if fused => {}
+                    Some((at, cond)) if at == i => {
+                        let sides = (&mut *yes, &mut *no);
+                        split = exec.run_branch((prim, cond), lanes, block, stats, sides)?;
+                    }
+                    _ => exec.run_prim(prim, lanes, block, stats)?,
+                }
+            }
+            Op::Pop(_) => {
+                for &v in &plan.pops[index][i] {
+                    exec.storage.pop(v, lanes, block)?;
+                }
+            }
+            Op::Call(_) => unreachable!("a verified lowered program has no calls"),
+        }
+    }
+    Ok(split)
 }
 
 /// Counts a call for each of `lanes` entering a recursive function's body (their `depth`

@@ -136,6 +136,22 @@ pub fn transfer(op: &Op, live: &mut VarSet) {
     live.extend(op.reads().iter().copied());
 }
 
+/// Liveness as the full VM sees a lowered program: a pop of a variable that is not FULL has no
+/// saved frame to restore, so it neither reads nor writes the value (lowering's liveness,
+/// [`liveness`], counts every pop as a use). A loop's condition popped on its edges is then
+/// read by its branch alone.
+pub fn stacked_liveness(program: &Program) -> Liveness {
+    let mut popless = program.clone();
+    for data in popless.blocks.iter_mut() {
+        for op in &mut data.ops {
+            if let Op::Pop(vars) = op {
+                vars.retain(|&v| program.var(v).alloc == crate::Allocation::Full);
+            }
+        }
+    }
+    liveness(&popless)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,7 +20,7 @@ pub use calls::{recursive_entries, recursive_functions};
 pub use copies::propagate_copies;
 pub use fusion::fuse_pop_push;
 pub use inline::{inline_calls, InlineOptions};
-pub use liveness::{liveness, BlockLiveness, Liveness, VarSet};
+pub use liveness::{liveness, stacked_liveness, BlockLiveness, Liveness, VarSet};
 pub use lowering::lower;
 pub use pipeline::{prepare, Allocations, Passes, Prepared, Source, VerifiedSource};
 pub use priority::{prioritize_blocks, prioritize_blocks_deferring};

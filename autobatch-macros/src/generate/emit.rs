@@ -1,6 +1,7 @@
 //! Emits the generated code: the linker calls that rebuild the recorded IR, the lane-wise
 //! kernels, and the typed batched entry points.
 
+use super::compiled::compiled_blocks;
 use super::context;
 use super::flatten::flat_signature;
 use super::infer::path_text;
@@ -586,6 +587,7 @@ pub fn function(
     let ret_type = rt.rust_type(&func.ret);
     let scalar = quote!(const _: fn(#(#param_types),*) -> #ret_type = #name;);
     let register = ctx.map(|c| context::register(rt, c, &name_str, &linker));
+    let (compiled_items, offer_compiled) = compiled_blocks(rt, func, l, ct).unzip();
     let (ctx_param, ctx_arg) = (context::entry_param(ctx), context::entry_arg(ctx));
     // The entry points' own names never meet the user's parameters (`config`, `inputs`, ..).
     let config = format_ident!("config");
@@ -641,8 +643,11 @@ pub fn function(
                 #(#blocks)*
                 __l.builder().signature(__f, #params, #returns);
                 #(#steps)*
+                #offer_compiled
                 #rtp::Callee::Function(__f)
             }
+
+            #compiled_items
 
             #(#missing)*
 

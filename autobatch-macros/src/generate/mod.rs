@@ -2,6 +2,7 @@
 //! kernel merging, the compile-time analysis of that IR, vector kernels compiled to element
 //! loops, and the emitted tokens.
 
+pub mod compiled;
 pub mod context;
 pub mod describe;
 pub mod emit;

@@ -4,6 +4,7 @@
 //! itself first so recursion and mutual recursion terminate, then defining its callees through
 //! their own generated code. The entry's [`Executable`] is built once per program.
 
+use crate::compiled::CompiledBlocks;
 use crate::error::{Result, RuntimeError};
 use crate::kernel::{ContextType, Kernel};
 use crate::Executable;
@@ -32,6 +33,8 @@ pub struct Linker {
     context: Option<(ContextType, &'static str)>,
     /// A second, different context type, and where it was read (an error at `finish`).
     conflict: Option<(ContextType, &'static str)>,
+    /// Compiled blocks offered by functions for the program each would be the entry of.
+    compiled: HashMap<FuncId, CompiledBlocks>,
 }
 
 impl Default for Linker {
@@ -52,6 +55,7 @@ impl Linker {
             exact: true,
             context: None,
             conflict: None,
+            compiled: HashMap::new(),
         }
     }
 
@@ -109,6 +113,13 @@ impl Linker {
         }
     }
 
+    /// Offers `blocks`, compiled by `#[autobatch]` for the program `f` is the entry of (alone:
+    /// the function and what the macro saw of it); used if `f` is the entry and the linked
+    /// program is that one.
+    pub fn compiled(&mut self, f: FuncId, blocks: CompiledBlocks) {
+        self.compiled.insert(f, blocks);
+    }
+
     /// Records that a function's compile-time allocation was conservative (it calls functions
     /// its macro could not see), so the linked program's allocation must be recomputed.
     pub fn inexact(&mut self) {
@@ -157,11 +168,14 @@ impl Linker {
             autobatch_ir::BuildError::Invalid(v) => RuntimeError::Invalid(v),
             other => RuntimeError::Link(other.to_string()),
         })?;
-        let exe = if self.exact {
+        let mut exe = if self.exact {
             Executable::with_allocations(program, self.kernels)
         } else {
             Executable::new(program, self.kernels)
         }?;
+        if let Some(&compiled) = self.compiled.get(&entry) {
+            exe.attach_compiled(compiled);
+        }
         Ok(match context {
             Some(ty) => exe.expecting_context(ty),
             None => exe,

@@ -13,7 +13,7 @@ mod rows;
 
 pub(crate) use rows::{each_lane_below, split_below};
 
-use crate::column::{width_of, Column};
+use crate::column::{width_of, Column, Element};
 use crate::error::{Result, RuntimeError};
 use crate::spare::{Lists, Spare};
 use arena::{Arena, ArenaView};
@@ -46,6 +46,19 @@ struct VarStore {
     set: Vec<bool>,
     /// Rows for every lane kept from earlier [`Storage::set_aside`]s, ready for the next.
     spare: Vec<Vec<Leaf>>,
+}
+
+/// Raw parts of a variable held as one scalar leaf in place ([`Storage::scalar_parts`]).
+pub(crate) struct ScalarParts<T> {
+    /// Its rows, one per lane.
+    pub(crate) rows: *mut T,
+    /// Saved rows, stack-major; null unless stacked.
+    pub(crate) saved: *mut T,
+    /// Saved frames per lane; null unless stacked.
+    pub(crate) depth: *mut u32,
+    /// A lane with this many frames cannot push without growth or an error: the frames the
+    /// saved rows hold, at most one below the depth limit (0 unless stacked).
+    pub(crate) cap: u32,
 }
 
 /// The value of one variable in some lanes, taken out of storage to be put back later (by
@@ -105,6 +118,10 @@ pub(crate) struct Storage<'p> {
     spare_bytes: usize,
     /// Bytes of the interpreter's own call stack (the full VM's return addresses).
     call_stack_bytes: usize,
+    /// Counts the times some variable's rows or saved rows moved (saved rows grown, rows set
+    /// aside, taken back or swapped for a kernel's whole output): parts taken by
+    /// [`scalar_parts`](Self::scalar_parts) under another count are stale.
+    moves: u64,
     /// Memory kept from an earlier run, drawn on for new columns and given the run's own at
     /// its end ([`into_spare`](Self::into_spare)).
     spare: Spare,
@@ -166,6 +183,7 @@ impl<'p> Storage<'p> {
             held_lists: Lists::default(),
             spare_bytes: 0,
             call_stack_bytes: 0,
+            moves: 0,
             spare,
         }
     }
@@ -400,28 +418,110 @@ impl<'p> Storage<'p> {
                 max_depth: max,
             });
         }
-        let store = &self.vars[v.index()];
-        if need > store.levels {
-            let grown = need.max(2 * store.levels).min(max);
-            let row_bytes: usize = store.leaves.iter().map(Leaf::saved_row_bytes).sum();
-            let extra = (grown - store.levels)
-                .saturating_mul(batch)
-                .saturating_mul(row_bytes);
-            self.check_memory(extra, block, &[deepest], || self.variable(v))?;
-            self.stack_bytes += extra;
-            let (store, spare) = (&mut self.vars[v.index()], &mut self.spare);
-            store.levels = grown;
-            store
-                .leaves
-                .iter_mut()
-                .for_each(|l| l.grow_saved(grown * batch, spare));
-        }
+        self.grow_frames(v, need, deepest, block)?;
         let arena = &mut self.arena;
         let VarStore { leaves, depth, .. } = &mut self.vars[v.index()];
         for leaf in leaves.iter_mut() {
             leaf.push(arena, lanes, depth, batch);
         }
         Ok(())
+    }
+
+    /// Room in stacked `v`'s saved rows for `need` frames per lane: where it holds fewer, grown
+    /// to at least twice as many (at most the depth limit), the growth checked against the
+    /// memory budget first (a failure is blamed on lane `deepest`).
+    fn grow_frames(&mut self, v: Var, need: usize, deepest: usize, block: Block) -> Result<()> {
+        let (max, batch) = (self.max_depth, self.batch);
+        let store = &self.vars[v.index()];
+        if need <= store.levels {
+            return Ok(());
+        }
+        let grown = need.max(2 * store.levels).min(max);
+        let row_bytes: usize = store.leaves.iter().map(Leaf::saved_row_bytes).sum();
+        let extra = (grown - store.levels)
+            .saturating_mul(batch)
+            .saturating_mul(row_bytes);
+        self.check_memory(extra, block, &[deepest], || self.variable(v))?;
+        self.stack_bytes += extra;
+        self.moves += 1;
+        let (store, spare) = (&mut self.vars[v.index()], &mut self.spare);
+        store.levels = grown;
+        store
+            .leaves
+            .iter_mut()
+            .for_each(|l| l.grow_saved(grown * batch, spare));
+        Ok(())
+    }
+
+    /// Room in stacked `v`'s saved rows for one more frame for each of `lanes`, as
+    /// [`push`](Self::push) of those lanes would make it: the first lane (in order) the push
+    /// would take past the depth limit fails, else the rows grow for the deepest (its growth
+    /// checked against the memory budget and blamed on the first of the deepest). Nothing is
+    /// pushed; nothing for a variable without a stack.
+    pub(crate) fn room_for_push(&mut self, v: Var, lanes: &[usize], block: Block) -> Result<()> {
+        if !self.is_stacked(v) {
+            return Ok(());
+        }
+        let limit = self.max_depth.min(u32::MAX as usize);
+        let depth = &self.vars[v.index()].depth;
+        let (mut need, mut deepest) = (0, 0);
+        for &lane in lanes {
+            let d = depth[lane] as usize + 1;
+            if d >= limit {
+                return Err(RuntimeError::StackOverflow {
+                    var: self.name(v),
+                    lane,
+                    block: self.block_name(block),
+                    max_depth: self.max_depth,
+                });
+            }
+            if d > need {
+                (need, deepest) = (d, lane);
+            }
+        }
+        self.grow_frames(v, need, deepest, block)
+    }
+
+    /// The parts of `v` a compiled block reads and writes lane by lane, if it is one scalar
+    /// leaf of `T` in place: its rows and, if stacked, its saved rows (`levels * batch`, stack-major), per-lane depths and the depth
+    /// limit. Valid until storage next grows or replaces them (a push through
+    /// [`push`](Self::push) or [`reserve_frames`](Self::reserve_frames), or the run's end).
+    pub(crate) fn scalar_parts<T: Element>(&mut self, v: Var) -> Option<ScalarParts<T>> {
+        let stacked =
+            self.vars.get(v.index())?.alloc == Allocation::Full && self.stacks == Stacks::Honour;
+        let limit = self.max_depth.min(u32::MAX as usize);
+        let store = &mut self.vars[v.index()];
+        let cap = store.levels.min(limit.saturating_sub(1)) as u32;
+        let depth = match stacked {
+            true => store.depth.as_mut_ptr(),
+            false => std::ptr::null_mut(),
+        };
+        let [Leaf::Dense { rows, saved }] = &mut store.leaves[..] else {
+            return None;
+        };
+        if rows.width() != 1 {
+            return None;
+        }
+        let saved = match stacked {
+            true => saved.as_slice_mut::<T>()?.as_mut_ptr(),
+            false => std::ptr::null_mut(),
+        };
+        Some(ScalarParts {
+            rows: rows.as_slice_mut::<T>()?.as_mut_ptr(),
+            saved,
+            depth,
+            cap,
+        })
+    }
+
+    /// How many times rows or saved rows have moved (see [`scalar_parts`](Self::scalar_parts)).
+    pub(crate) fn moves(&self) -> u64 {
+        self.moves
+    }
+
+    /// Whether reads are checked for a prior write in their lanes.
+    pub(crate) fn checks_reads(&self) -> bool {
+        self.safety
     }
 
     /// `v = from` for stacked `v` (an assignment that pushes first; `v` is not `from`) in one
@@ -621,6 +721,8 @@ impl<'p> Storage<'p> {
             // Checked above: every leaf is dense and fits its value.
             leaf.swap_whole(value);
         }
+        // The rows moved.
+        self.moves += 1;
         store.set.iter_mut().for_each(|s| *s = true);
         Ok(())
     }
@@ -787,6 +889,7 @@ impl<'p> Storage<'p> {
             }
         };
         let store = &mut self.vars[v.index()];
+        self.moves += 1;
         Some(Aside(std::mem::replace(&mut store.leaves, spare)))
     }
 
@@ -794,6 +897,7 @@ impl<'p> Storage<'p> {
     /// written meanwhile are kept as spare rows for the next.
     pub(crate) fn take_back(&mut self, v: Var, aside: Aside) {
         let store = &mut self.vars[v.index()];
+        self.moves += 1;
         let used = std::mem::replace(&mut store.leaves, aside.0);
         store.spare.push(used);
     }
