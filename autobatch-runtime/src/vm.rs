@@ -19,7 +19,7 @@
 
 use crate::compiled::{BlockFn, BlockRun, CompiledBlocks, PartsCache};
 use crate::config::Config;
-use crate::depth::{counted_entries, limit_error};
+use crate::depth::{counted_entries, limit_error, DepthRule};
 use crate::error::{Result, RuntimeError};
 use crate::exec::{Exec, Sides};
 use crate::policy::{dead_vectors, split_condition, LaneSteps};
@@ -66,6 +66,8 @@ pub(crate) struct Plan {
     /// Per block: its compiled form, if the program has compiled blocks (see
     /// [`attach`](Self::attach)); empty if not.
     compiled: Vec<Option<BlockFn>>,
+    /// How a lane's call depth is known.
+    depth: DepthRule,
 }
 
 impl Plan {
@@ -136,7 +138,7 @@ impl Plan {
                 _ => None,
             }
         };
-        let forward = (0..program.blocks.len())
+        let forward: Vec<Block> = (0..program.blocks.len())
             .map(|b| {
                 // Followed at most once per block: a longer chain has a cycle.
                 let mut at = Block::new(b);
@@ -150,6 +152,7 @@ impl Plan {
                 Block::new(b)
             })
             .collect();
+        let depth = DepthRule::new(program, &entries, &forward);
         Plan {
             pops,
             push_copies,
@@ -158,6 +161,7 @@ impl Plan {
             forward,
             split,
             compiled: Vec::new(),
+            depth,
         }
     }
 
@@ -188,10 +192,6 @@ fn splits(program: &Program, live: &Liveness, b: Block) -> Option<(usize, Var)> 
         .any(|op| matches!(op, Op::Pop(vars) if vars.contains(&cond)));
     (!popped).then_some((last, cond))
 }
-
-/// One return address: the block to return to and the caller's call depth, restored on return
-/// (a tail call enters its callee without a return address of its own).
-type Return = (Block, u32);
 
 /// Runs the lowered `exec.program` from its entry until every lane halts.
 ///
@@ -397,9 +397,17 @@ fn run_steps(
     let n_blocks = program.blocks.len();
     let forward = |b: &Block| plan.forward[b.index()].index();
     queue.waiting[forward(&program.main_function().entry())].extend(all);
-    let mut returns = ReturnStacks::new(batch);
-    let mut depth: Vec<u32> = vec![0; batch];
     let max_depth = config.max_stack_depth;
+    // A limit below the main function's own depth is left to the counting rule, which fails
+    // the first lane as it enters.
+    let rule = match plan.depth {
+        DepthRule::Held { base } if base <= max_depth => plan.depth,
+        _ => DepthRule::Counted,
+    };
+    let counted = rule == DepthRule::Counted;
+    let mut returns = ReturnStacks::new(batch, counted);
+    // Each lane's call depth, where it is counted.
+    let mut depth: Vec<u32> = vec![0; if counted { batch } else { 0 }];
     let budget = config.step_budget.unwrap_or(u64::MAX);
     // Per block (and the halt), whether an indirect jump sent it lanes (kept for its
     // allocation).
@@ -429,7 +437,7 @@ fn run_steps(
         }
         stats.record(index, lanes.len());
         let data = program.block(block);
-        if let Some(function) = &plan.entries[index] {
+        if let Some(function) = plan.entries[index].as_ref().filter(|_| counted) {
             if let Some(lane) = enter(&mut depth, lanes, max_depth) {
                 return Err(limit_error(function, lane, max_depth));
             }
@@ -469,7 +477,7 @@ fn run_steps(
             }
             Terminator::Return => {}
             Terminator::PushGoto { ret, target } => {
-                let bytes = (returns.frames + lanes.len()) * std::mem::size_of::<Return>();
+                let bytes = (returns.frames + lanes.len()) * returns.slot_bytes();
                 // Blamed on the deepest lane (the lowest of them) if it passes the budget.
                 let deepest = || {
                     let by_depth = |&l: &usize| (returns.held[l], std::cmp::Reverse(l));
@@ -481,12 +489,24 @@ fn run_steps(
                     format!("the return addresses of calls to `{callee}`")
                 })?;
                 returns.push(lanes, plan.forward[ret.index()], &depth);
+                // Where depths are held, the call is counted here: a lane that passes the
+                // limit (the first of them) fails as the entry would have failed it.
+                if let DepthRule::Held { base } = rule {
+                    if returns.top + base > max_depth {
+                        let over = |&l: &usize| returns.held[l] as usize + base > max_depth;
+                        if let Some(lane) = lanes.iter().copied().find(over) {
+                            let function = plan.entries[forward(target)].as_deref();
+                            let function = function.unwrap_or(&program.block(*target).name);
+                            return Err(limit_error(function, lane, max_depth));
+                        }
+                    }
+                }
                 queue.send(forward(target));
             }
             Terminator::IndirectGoto => {
                 // One pass: each lane's last return address popped, its caller's depth
-                // restored and the lane added to the block it returns to. An empty return
-                // stack is the "halt" address beneath main.
+                // restored (where depths are counted) and the lane added to the block it
+                // returns to. An empty return stack is the "halt" address beneath main.
                 gained.clear();
                 gained.resize(n_blocks + 1, false);
                 queue.taken();
@@ -496,49 +516,14 @@ fn run_steps(
                     taken,
                     ..
                 } = &mut *queue;
-                let n = returns.held.len().min(depth.len());
-                let (held, depth) = (&mut returns.held[..n], &mut depth[..n]);
-                let slots = &returns.slots[..];
-                let mut popped = 0;
-                // The lanes of one word that return to one block, gathered in a register
-                // while the lanes (in rising order) keep to both, and written to that block's
-                // set when they change: a write per lane would wait on the last lane's. (Each
-                // set counts its new lanes once afterwards, for the same reason.)
-                let (mut word_of, mut bits) = ((usize::MAX, 0), 0u64);
                 // Straight to the sets: each one gaining lanes lowers the bound below.
-                let sets = &mut waiting.sets;
-                let mut write = |(set, word): (usize, usize), bits| {
-                    if let Some(set) = sets.get_mut(set) {
-                        set.words[word] |= bits;
-                    }
-                };
-                for &lane in lanes.iter() {
-                    if lane >= n {
-                        lane_out_of_range(lane, n);
-                    }
-                    let Some(d) = held[lane].checked_sub(1) else {
-                        continue;
-                    };
-                    held[lane] = d;
-                    popped += 1;
-                    let (ret, calls) = slots[d as usize * batch + lane];
-                    depth[lane] = calls;
-                    let here = (ret.index(), lane / 64);
-                    if here != word_of {
-                        write(word_of, bits);
-                        (word_of, bits) = (here, 0);
-                        gained[here.0] = true;
-                    }
-                    bits |= 1 << (lane % 64);
-                }
-                write(word_of, bits);
-                returns.frames -= popped;
+                returns.pop(lanes, (&mut waiting.sets, &mut gained), &mut depth);
                 // The sets that gained lanes count them (this block's lanes, which waited
                 // nowhere else) and cover this block's lanes' words.
                 for (b, _) in gained.iter().enumerate().filter(|(_, &g)| g) {
                     waiting[b].gain_from(taken);
                 }
-                let bytes = returns.frames * std::mem::size_of::<Return>();
+                let bytes = returns.frames * returns.slot_bytes();
                 let first = || lanes.first().copied();
                 exec.storage
                     .note_call_stack(bytes, block, first, String::new)?;
@@ -619,7 +604,7 @@ fn lane_out_of_range(lane: usize, batch: usize) -> ! {
 /// Every lane's return addresses, stack-major like saved frames (`slot = level * batch +
 /// lane`): a push or pop is one store or load, and growing by a level appends to the end.
 struct ReturnStacks {
-    slots: Vec<Return>,
+    slots: Slots,
     /// Return addresses each lane holds.
     held: Vec<u32>,
     batch: usize,
@@ -630,10 +615,21 @@ struct ReturnStacks {
     top: usize,
 }
 
+/// The return addresses' slots: the block to return to, and the caller's call depth where
+/// depths are counted ([`DepthRule::Counted`]).
+enum Slots {
+    Held(Vec<Block>),
+    Counted(Vec<(Block, u32)>),
+}
+
 impl ReturnStacks {
-    fn new(batch: usize) -> ReturnStacks {
+    /// No return addresses for `batch` lanes, keeping callers' depths if `counted`.
+    fn new(batch: usize, counted: bool) -> ReturnStacks {
         ReturnStacks {
-            slots: Vec::new(),
+            slots: match counted {
+                true => Slots::Counted(Vec::new()),
+                false => Slots::Held(Vec::new()),
+            },
             held: vec![0; batch],
             batch,
             frames: 0,
@@ -641,36 +637,129 @@ impl ReturnStacks {
         }
     }
 
-    /// Pushes `ret`, with each lane's call depth, for every one of `lanes`: one pass over them.
+    /// The bytes one return address takes.
+    fn slot_bytes(&self) -> usize {
+        match self.slots {
+            Slots::Held(_) => size_of::<Block>(),
+            Slots::Counted(_) => size_of::<(Block, u32)>(),
+        }
+    }
+
+    /// Pushes `ret` for every one of `lanes` (with each lane's call depth from `depth` where
+    /// depths are counted): one pass over them.
     #[inline(always)]
-    fn push(&mut self, lanes: &[usize], ret: Block, calls: &[u32]) {
-        let batch = self.batch;
-        if (self.top + 1) * batch > self.slots.len() {
-            // Room for the deepest of these lanes' new frames (rarely: the room doubles).
-            let need = lanes.iter().map(|&l| self.held[l] as usize + 1).max();
-            let need = need.unwrap_or(0) * batch;
-            if need > self.slots.len() {
-                let grown = need.max(2 * self.slots.len());
-                self.slots.resize(grown, (ret, 0));
+    fn push(&mut self, lanes: &[usize], ret: Block, depth: &[u32]) {
+        let stacks = (&mut self.held[..], self.batch, self.top);
+        let top = match &mut self.slots {
+            Slots::Held(slots) => push_each(stacks, slots, lanes, (ret, |_| ret)),
+            Slots::Counted(slots) => {
+                let slot = |lane: usize| (ret, depth[lane]);
+                push_each(stacks, slots, lanes, ((ret, 0), slot))
             }
-        }
-        // Slices held in locals: the loop keeps their bounds in registers; the per-lane ones
-        // cut to one length, so one check per lane covers both.
-        let n = self.held.len().min(calls.len());
-        let (held, calls, slots) = (&mut self.held[..n], &calls[..n], &mut self.slots[..]);
-        let mut top = self.top;
-        for &lane in lanes {
-            if lane >= n {
-                lane_out_of_range(lane, n);
-            }
-            let d = &mut held[lane];
-            slots[*d as usize * batch + lane] = (ret, calls[lane]);
-            *d += 1;
-            top = top.max(*d as usize);
-        }
+        };
         self.top = top;
         self.frames += lanes.len();
     }
+
+    /// Pops the last return address of every one of `lanes` (restoring its caller's depth in
+    /// `depth` where depths are counted) and sends the lane to the block it returns to (see
+    /// [`returns_each`]).
+    #[inline(always)]
+    fn pop(&mut self, lanes: &[usize], sends: (&mut [LaneSet], &mut [bool]), depth: &mut [u32]) {
+        let stacks = (&mut self.held[..], self.batch);
+        let popped = match &self.slots {
+            Slots::Held(slots) => returns_each(stacks, slots, lanes, sends, |_, &ret| ret),
+            Slots::Counted(slots) => {
+                let restore = |lane: usize, &(ret, calls): &(Block, u32)| {
+                    depth[lane] = calls;
+                    ret
+                };
+                returns_each(stacks, slots, lanes, sends, restore)
+            }
+        };
+        self.frames -= popped;
+    }
+}
+
+/// Pushes a slot for every one of `lanes` onto return stacks `(held, batch, top)` (see
+/// [`ReturnStacks`]) whose slots are `slots`: `slot(lane)`, growing the slots with `fill`
+/// where they have no room. Returns the most return addresses any lane has held.
+#[inline(always)]
+fn push_each<S: Copy>(
+    (held, batch, top): (&mut [u32], usize, usize),
+    slots: &mut Vec<S>,
+    lanes: &[usize],
+    (fill, slot): (S, impl Fn(usize) -> S),
+) -> usize {
+    if (top + 1) * batch > slots.len() {
+        // Room for the deepest of these lanes' new frames (rarely: the room doubles).
+        let need = lanes.iter().map(|&l| held[l] as usize + 1).max();
+        let need = need.unwrap_or(0) * batch;
+        if need > slots.len() {
+            let grown = need.max(2 * slots.len());
+            slots.resize(grown, fill);
+        }
+    }
+    // Slices held in locals: the loop keeps their bounds in registers.
+    let (n, slots) = (held.len(), &mut slots[..]);
+    let mut top = top;
+    for &lane in lanes {
+        if lane >= n {
+            lane_out_of_range(lane, n);
+        }
+        let d = &mut held[lane];
+        slots[*d as usize * batch + lane] = slot(lane);
+        *d += 1;
+        top = top.max(*d as usize);
+    }
+    top
+}
+
+/// Pops the last return address of every one of `lanes` from return stacks `(held, batch)`
+/// (see [`ReturnStacks`]) whose slots are `slots`, in one pass: `restore` takes each lane and
+/// its slot and gives the block it returns to, and the lane joins that block's set of `sets`
+/// (marked in `gained`); an empty return stack is the "halt" address beneath main. Returns
+/// the addresses popped.
+#[inline(always)]
+fn returns_each<S>(
+    (held, batch): (&mut [u32], usize),
+    slots: &[S],
+    lanes: &[usize],
+    (sets, gained): (&mut [LaneSet], &mut [bool]),
+    mut restore: impl FnMut(usize, &S) -> Block,
+) -> usize {
+    let n = held.len();
+    let mut popped = 0;
+    // The lanes of one word that return to one block, gathered in a register while the lanes
+    // (in rising order) keep to both, and written to that block's set when they change: a
+    // write per lane would wait on the last lane's. (Each set counts its new lanes once
+    // afterwards, for the same reason.)
+    let (mut word_of, mut bits) = ((usize::MAX, 0), 0u64);
+    let mut write = |(set, word): (usize, usize), bits| {
+        if let Some(set) = sets.get_mut(set) {
+            set.words[word] |= bits;
+        }
+    };
+    for &lane in lanes {
+        if lane >= n {
+            lane_out_of_range(lane, n);
+        }
+        let Some(d) = held[lane].checked_sub(1) else {
+            continue;
+        };
+        held[lane] = d;
+        popped += 1;
+        let ret = restore(lane, &slots[d as usize * batch + lane]);
+        let here = (ret.index(), lane / 64);
+        if here != word_of {
+            write(word_of, bits);
+            (word_of, bits) = (here, 0);
+            gained[here.0] = true;
+        }
+        bits |= 1 << (lane % 64);
+    }
+    write(word_of, bits);
+    popped
 }
 
 /// The lanes waiting at each block, with a bound below which none wait: the next block to run
@@ -936,10 +1025,10 @@ fn pack(conditions: &[bool]) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::{pack, LaneSet, Queue, WaitingSets};
+    use super::{pack, DepthRule, LaneSet, Queue, WaitingSets};
     use crate::policy::unsplit_conditions;
     use crate::Executable;
-    use autobatch_ir::{Block, HighProgram, KernelId, ProgramBuilder, Type};
+    use autobatch_ir::{Block, DType, HighProgram, KernelId, ProgramBuilder, Type};
     use autobatch_testkit::conformance;
 
     /// The blocks of `program`'s lowered form whose last kernel splits the lanes, by name.
@@ -992,6 +1081,30 @@ mod tests {
         for (case, program) in unsplit_conditions() {
             assert!(split_blocks(program).is_empty(), "{case}");
         }
+    }
+
+    /// Depths are held where only calls enter the blocks where counted calls start (fib in
+    /// functions, whose main jumps into it, or hand-lowered, whose main calls it; a loop
+    /// without calls), counted where a recursive tail call's jump enters one too.
+    #[test]
+    fn depths_are_held_unless_a_jump_enters_a_counted_block() {
+        let rule = |program: HighProgram| {
+            let exe = Executable::new(program, Vec::new()).expect("a valid program");
+            exe.vm_plan.depth
+        };
+        let kernels = conformance::numbering;
+        let fib = conformance::fibonacci_function_calls(&mut kernels(), DType::I64);
+        assert_eq!(rule(fib), DepthRule::Held { base: 1 });
+        let countdown = conformance::countdown(&mut kernels());
+        assert_eq!(rule(countdown), DepthRule::Held { base: 0 });
+        assert_eq!(rule(conformance::gcd(&mut kernels())), DepthRule::Counted);
+        assert_eq!(
+            rule(conformance::iota_sum(&mut kernels())),
+            DepthRule::Counted
+        );
+        let lowered = conformance::fibonacci_program(&mut kernels());
+        let exe = Executable::new(lowered, Vec::new()).expect("a valid program");
+        assert_eq!(exe.vm_plan.depth, DepthRule::Held { base: 0 });
     }
 
     fn queue(blocks: usize, batch: usize) -> Queue {
