@@ -391,35 +391,11 @@ impl<'p> Storage<'p> {
         if lanes.is_empty() {
             return Ok(());
         }
-        let (max, batch) = (self.max_depth, self.batch);
-        // One pass counts each lane's new frame and finds the deepest lane (the lowest of
-        // them), the one a growth is blamed on. An overflow fails the run: the lanes counted
-        // before it die with it (under lane isolation the batch re-runs from the start).
-        let limit = max.min(u32::MAX as usize);
-        let depth = &mut self.vars[v.index()].depth;
-        let (mut need, mut deepest) = (0, 0);
-        let mut overflow = None;
-        for &lane in lanes {
-            let d = depth[lane] as usize + 1;
-            if d >= limit {
-                overflow = Some(lane);
-                break;
-            }
-            depth[lane] = d as u32;
-            if d > need {
-                (need, deepest) = (d, lane);
-            }
-        }
-        if let Some(lane) = overflow {
-            return Err(RuntimeError::StackOverflow {
-                var: self.name(v),
-                lane,
-                block: self.block_name(block),
-                max_depth: max,
-            });
-        }
+        // An overflow fails the run: the lanes counted before it die with it (under lane
+        // isolation the batch re-runs from the start).
+        let (need, deepest) = self.new_frames(v, lanes, block, true)?;
         self.grow_frames(v, need, deepest, block)?;
-        let arena = &mut self.arena;
+        let (arena, batch) = (&mut self.arena, self.batch);
         let VarStore { leaves, depth, .. } = &mut self.vars[v.index()];
         for leaf in leaves.iter_mut() {
             leaf.push(arena, lanes, depth, batch);
@@ -462,8 +438,23 @@ impl<'p> Storage<'p> {
         if !self.is_stacked(v) {
             return Ok(());
         }
+        let (need, deepest) = self.new_frames(v, lanes, block, false)?;
+        self.grow_frames(v, need, deepest, block)
+    }
+
+    /// One pass over stacked `v`'s depths for a new frame for each of `lanes` (each depth
+    /// counted up if `count`): the deepest new depth and its lane (the lowest of them, the
+    /// one a growth is blamed on), or the error of the first lane the frame would take to the
+    /// depth limit (the lanes before it counted up all the same).
+    fn new_frames(
+        &mut self,
+        v: Var,
+        lanes: &[usize],
+        block: Block,
+        count: bool,
+    ) -> Result<(usize, usize)> {
         let limit = self.max_depth.min(u32::MAX as usize);
-        let depth = &self.vars[v.index()].depth;
+        let depth = &mut self.vars[v.index()].depth;
         let (mut need, mut deepest) = (0, 0);
         for &lane in lanes {
             let d = depth[lane] as usize + 1;
@@ -475,17 +466,22 @@ impl<'p> Storage<'p> {
                     max_depth: self.max_depth,
                 });
             }
+            if count {
+                depth[lane] = d as u32;
+            }
             if d > need {
                 (need, deepest) = (d, lane);
             }
         }
-        self.grow_frames(v, need, deepest, block)
+        Ok((need, deepest))
     }
 
     /// The parts of `v` a compiled block reads and writes lane by lane, if it is one scalar
-    /// leaf of `T` in place: its rows and, if stacked, its saved rows (`levels * batch`, stack-major), per-lane depths and the depth
-    /// limit. Valid until storage next grows or replaces them (a push through
-    /// [`push`](Self::push) or [`reserve_frames`](Self::reserve_frames), or the run's end).
+    /// leaf of `T` in place: its rows and, if stacked, its saved rows (`levels * batch`,
+    /// stack-major), per-lane depths and the depth limit. Valid until storage next moves
+    /// them ([`moves`](Self::moves) counts each time: saved rows grown by a push or by
+    /// [`room_for_push`](Self::room_for_push), rows set aside or taken back, outputs swapped
+    /// in), or the run's end.
     pub(crate) fn scalar_parts<T: Element>(&mut self, v: Var) -> Option<ScalarParts<T>> {
         let stacked =
             self.vars.get(v.index())?.alloc == Allocation::Full && self.stacks == Stacks::Honour;
