@@ -22,12 +22,14 @@ macro_rules! entity {
 
         impl $name {
             /// The entity with this table index (tables never exceed `u32::MAX` entries).
+            #[inline]
             pub const fn new(index: usize) -> Self {
                 assert!(index <= u32::MAX as usize, "entity index exceeds u32");
                 Self(index as u32)
             }
 
             /// This entity's index in its side table.
+            #[inline]
             pub const fn index(self) -> usize {
                 self.0 as usize
             }

@@ -241,21 +241,25 @@ pub struct Program {
 
 impl Program {
     /// The variable's table entry.
+    #[inline]
     pub fn var(&self, v: Var) -> &VarData {
         &self.vars[v]
     }
 
     /// The block's table entry.
+    #[inline]
     pub fn block(&self, b: Block) -> &BlockData {
         &self.blocks[b]
     }
 
     /// The function's table entry.
+    #[inline]
     pub fn function(&self, f: FuncId) -> &FunctionData {
         &self.functions[f]
     }
 
     /// The entry function.
+    #[inline]
     pub fn main_function(&self) -> &FunctionData {
         self.function(self.main)
     }
