@@ -1,6 +1,6 @@
 //! Call depth as every interpreter counts it against `Config::max_stack_depth`: which calls
-//! count, where each program marks them, the error past the limit, and host recursion that
-//! cannot overflow the thread's stack.
+//! count, where each program marks them, how the full VM knows a lane's depth ([`DepthRule`]),
+//! the error past the limit, and host recursion that cannot overflow the thread's stack.
 
 use crate::error::RuntimeError;
 use autobatch_ir::passes::recursive_entries;

@@ -5,7 +5,9 @@
 //! Lanes wait in per-block sets instead of a program-counter array that is scanned every
 //! step, so a step costs in proportion to the lanes it runs, not to the batch size; a set is a
 //! bitset, so the lanes come out in lane order without sorting and nothing allocates per step.
-//! Return addresses live on per-lane stacks (the program counter's stack), with "halt" beneath.
+//! Return addresses live on per-lane stacks (the program counter's stack), with "halt" beneath;
+//! where only calls enter recursive functions, a lane's call depth is read off them instead of
+//! counted (see [`DepthRule`]).
 //! A block that does nothing here (its pops are of variables without a stack, and it ends in a
 //! goto: the edges lowering adds to a loop) is not run: lanes sent to it go straight on, so it
 //! counts no step and no run in [`Stats`].
