@@ -12,12 +12,12 @@
 //! goto: the edges lowering adds to a loop) is not run: lanes sent to it go straight on, so it
 //! counts no step and no run in [`Stats`].
 //!
-//! A block's lanes are listed from its set when it runs, unless the step before left them
-//! listed: lanes a goto or call sends to a block where none wait stay in the list they ran
-//! in, and a branch whose last kernel splits the lanes by the condition as it computes it
-//! (where nothing else reads the condition) keeps its lower-numbered side listed the same way.
-//! That block runs from the list if it is the next to run (a loop's body, a callee's entry
-//! after its caller); if a lower block has lanes, the listed lanes join their set first.
+//! Lanes that reach a block where none wait, all at once, wait there as the list they came in
+//! (in lane order) instead of in its set: a goto's or call's lanes, the sides of a branch
+//! whose last kernel splits the lanes by the condition as it computes it (where nothing else
+//! reads the condition), a return's lanes listed by the block each returns to. A block runs
+//! from its list without listing lanes from a set; lanes that reach it while it has lanes
+//! waiting join its set, and its list joins the set when it runs with both.
 
 use crate::compiled::{BlockFn, BlockRun, CompiledBlocks, PartsCache};
 use crate::config::Config;
@@ -213,19 +213,29 @@ pub(crate) fn run(
     let mut all = lists.take();
     all.extend(0..exec.storage.batch());
     let batch = exec.storage.batch();
+    let blocks = exec.program.blocks.len();
     let mut queue = Queue {
-        waiting: WaitingSets::new(exec.program.blocks.len(), batch),
+        waiting: WaitingSets::new(blocks, batch, || lists.take()),
         lanes: lists.take(),
         taken: LaneSet::new(batch),
         taken_valid: false,
-        pending: None,
-        next: lists.take(),
         yes: lists.take(),
         no: lists.take(),
+        returning: (0..=blocks).map(|_| lists.take()).collect(),
+        returned: Vec::new(),
     };
     let ran = run_bits(exec, plan, config, stats, (&all, &mut queue));
     lists.give(all);
-    for list in [queue.lanes, queue.next, queue.yes, queue.no] {
+    let Queue {
+        waiting,
+        lanes,
+        yes,
+        no,
+        returning,
+        ..
+    } = queue;
+    let kept = [lanes, yes, no].into_iter().chain(returning);
+    for list in kept.chain(waiting.lists) {
         lists.give(list);
     }
     exec.storage.keep_lane_lists(lists);
@@ -234,7 +244,7 @@ pub(crate) fn run(
 
 /// The lanes waiting at each block, and those of the block being run.
 struct Queue {
-    /// Per block, the lanes waiting there (but `pending`'s).
+    /// Per block, the lanes waiting there.
     waiting: WaitingSets,
     /// The lanes of the block being run, in lane order.
     lanes: Vec<usize>,
@@ -242,15 +252,13 @@ struct Queue {
     /// where its terminator passes lanes on word by word).
     taken: LaneSet,
     taken_valid: bool,
-    /// A block whose waiting lanes are listed in `next`, its set left empty: the last step
-    /// sent its lanes, as it had them listed, to a block where no lane waited. Used as they
-    /// are if that block runs next, so a loop's body or a callee's entry after its caller runs
-    /// without listing its lanes from a set; else they join its set.
-    pending: Option<usize>,
-    next: Vec<usize>,
     /// A branch's sides (then, else), where its kernel split the lanes as it ran.
     yes: Vec<usize>,
     no: Vec<usize>,
+    /// Per block (and the halt), the lanes a return pass sends there, in lane order; and the
+    /// blocks whose list it started, in the order it did.
+    returning: Vec<Vec<usize>>,
+    returned: Vec<usize>,
 }
 
 impl Queue {
@@ -258,31 +266,30 @@ impl Queue {
     /// lanes are not waiting to run).
     #[inline(always)]
     fn next_block(&mut self) -> Option<usize> {
-        let first = self.waiting.first();
-        match (self.pending, first) {
-            (Some(p), Some(f)) if f < p => {
-                // Another block runs first: the listed lanes wait in their set after all.
-                self.waiting[p].extend(&self.next);
-                self.pending = None;
-                Some(f)
-            }
-            (Some(p), _) => (p < self.waiting.halt()).then_some(p),
-            (None, first) => first,
-        }
+        self.waiting.first()
     }
 
     /// Makes the lanes waiting at block `index` (the one [`next_block`](Self::next_block)
-    /// chose) the lanes being run.
+    /// chose) the lanes being run: its list as it is if no lane waits in its set, else every
+    /// lane listed from the set (the list joining it first).
     #[inline(always)]
     fn take(&mut self, index: usize) {
-        if self.pending == Some(index) {
-            self.pending = None;
-            std::mem::swap(&mut self.lanes, &mut self.next);
-            self.taken_valid = false;
-        } else {
-            self.waiting[index].take(&mut self.taken, &mut self.lanes);
-            self.taken_valid = true;
+        let (set, list) = (
+            &mut self.waiting.sets[index],
+            &mut self.waiting.lists[index],
+        );
+        if !list.is_empty() {
+            if set.is_empty() {
+                std::mem::swap(&mut self.lanes, list);
+                list.clear();
+                self.taken_valid = false;
+                return;
+            }
+            set.extend(list);
+            list.clear();
         }
+        set.take(&mut self.taken, &mut self.lanes);
+        self.taken_valid = true;
     }
 
     /// The lanes being run, as a set (made from their list if the block ran from one).
@@ -297,40 +304,30 @@ impl Queue {
     }
 
     /// Sends the lanes being run to block `to`: as their list if no lane waits there, else
-    /// word by word into its set. (No block is pending during a step: the step's block was
-    /// chosen before it, and a pending block is either that one or joined its set then.)
+    /// word by word into its set.
     #[inline(always)]
     fn send(&mut self, to: usize) {
-        if self.waiting[to].is_empty() {
-            std::mem::swap(&mut self.lanes, &mut self.next);
-            self.pending = Some(to);
-        } else {
+        if self.waiting.has_lanes(to) {
             self.taken();
             self.waiting[to].add(&self.taken);
+        } else {
+            self.waiting.give(to, &mut self.lanes);
         }
     }
 
     /// Sends a branch's sides as its kernel split them, `yes` to block `then_` and `no` to
-    /// block `else_` (two blocks): the side of the lower-numbered block that gets lanes, which
-    /// runs first, as its list if no lane waits there; every other side into its set.
+    /// block `else_` (two blocks).
     #[inline(always)]
     fn send_split(&mut self, then_: usize, else_: usize) {
-        let (first, second) = match then_ < else_ {
-            true => ((then_, &mut self.yes), (else_, &mut self.no)),
-            false => ((else_, &mut self.no), (then_, &mut self.yes)),
-        };
-        let mut listed = false;
-        for (block, side) in [first, second] {
-            if side.is_empty() {
-                continue;
-            }
-            if !listed && self.waiting[block].is_empty() {
-                std::mem::swap(&mut self.next, side);
-                self.pending = Some(block);
-            } else {
-                self.waiting[block].extend(side);
-            }
-            listed = true;
+        self.waiting.give(then_, &mut self.yes);
+        self.waiting.give(else_, &mut self.no);
+    }
+
+    /// Sends the lanes the last return pass listed by the block each returns to.
+    #[inline(always)]
+    fn send_returned(&mut self) {
+        for b in self.returned.drain(..) {
+            self.waiting.give(b, &mut self.returning[b]);
         }
     }
 
@@ -338,13 +335,11 @@ impl Queue {
     fn all_waiting(&self) -> Vec<usize> {
         let mut lanes = Vec::new();
         let mut listed = Vec::new();
-        let blocks = self.waiting.blocks();
-        for set in blocks {
+        let halt = self.waiting.halt();
+        for (set, list) in self.waiting.sets.iter().zip(&self.waiting.lists).take(halt) {
             set.list_into(&mut listed);
             lanes.extend_from_slice(&listed);
-        }
-        if self.pending.is_some_and(|p| p < blocks.len()) {
-            lanes.extend_from_slice(&self.next);
+            lanes.extend_from_slice(list);
         }
         lanes.sort_unstable();
         lanes
@@ -396,7 +391,6 @@ fn run_steps(
 ) -> Result<()> {
     let program = exec.program;
     let batch = exec.storage.batch();
-    let n_blocks = program.blocks.len();
     let forward = |b: &Block| plan.forward[b.index()].index();
     queue.waiting[forward(&program.main_function().entry())].extend(all);
     let max_depth = config.max_stack_depth;
@@ -411,9 +405,6 @@ fn run_steps(
     // Each lane's call depth, where it is counted.
     let mut depth: Vec<u32> = vec![0; if counted { batch } else { 0 }];
     let budget = config.step_budget.unwrap_or(u64::MAX);
-    // Per block (and the halt), whether an indirect jump sent it lanes (kept for its
-    // allocation).
-    let mut gained: Vec<bool> = Vec::with_capacity(n_blocks + 1);
     let mut lane_steps = LaneSteps::new(config, batch);
     // Kernel times are measured only where kernels run one by one; compiled blocks do not check
     // reads for a prior write (high-level programs, the only ones they are made for, need no
@@ -507,26 +498,14 @@ fn run_steps(
             }
             Terminator::IndirectGoto => {
                 // One pass: each lane's last return address popped, its caller's depth
-                // restored (where depths are counted) and the lane added to the block it
-                // returns to. An empty return stack is the "halt" address beneath main.
-                gained.clear();
-                gained.resize(n_blocks + 1, false);
-                queue.taken();
-                let Queue {
-                    waiting,
-                    lanes,
-                    taken,
-                    ..
-                } = &mut *queue;
-                // Straight to the sets: each one gaining lanes lowers the bound below.
-                returns.pop(lanes, (&mut waiting.sets, &mut gained), &mut depth);
-                // The sets that gained lanes count them (this block's lanes, which waited
-                // nowhere else) and cover this block's lanes' words.
-                for (b, _) in gained.iter().enumerate().filter(|(_, &g)| g) {
-                    waiting[b].gain_from(taken);
-                }
+                // restored (where depths are counted) and the lane listed for the block it
+                // returns to; then each block's list sent there. An empty return stack is the
+                // "halt" address beneath main.
+                let sends = (&mut queue.returning[..], &mut queue.returned);
+                returns.pop(&queue.lanes, sends, &mut depth);
+                queue.send_returned();
                 let bytes = returns.frames * returns.slot_bytes();
-                let first = || lanes.first().copied();
+                let first = || queue.lanes.first().copied();
                 exec.storage
                     .note_call_stack(bytes, block, first, String::new)?;
             }
@@ -664,10 +643,10 @@ impl ReturnStacks {
     }
 
     /// Pops the last return address of every one of `lanes` (restoring its caller's depth in
-    /// `depth` where depths are counted) and sends the lane to the block it returns to (see
+    /// `depth` where depths are counted) and lists the lane for the block it returns to (see
     /// [`returns_each`]).
     #[inline(always)]
-    fn pop(&mut self, lanes: &[usize], sends: (&mut [LaneSet], &mut [bool]), depth: &mut [u32]) {
+    fn pop(&mut self, lanes: &[usize], sends: Returning<'_>, depth: &mut [u32]) {
         let stacks = (&mut self.held[..], self.batch);
         let popped = match &self.slots {
             Slots::Held(slots) => returns_each(stacks, slots, lanes, sends, |_, &ret| ret),
@@ -717,31 +696,25 @@ fn push_each<S: Copy>(
     top
 }
 
+/// Where a return pass lists lanes: per block (and the halt), the lanes returning there; and
+/// the blocks whose list the pass started, in the order it did.
+type Returning<'q> = (&'q mut [Vec<usize>], &'q mut Vec<usize>);
+
 /// Pops the last return address of every one of `lanes` from return stacks `(held, batch)`
 /// (see [`ReturnStacks`]) whose slots are `slots`, in one pass: `restore` takes each lane and
-/// its slot and gives the block it returns to, and the lane joins that block's set of `sets`
-/// (marked in `gained`); an empty return stack is the "halt" address beneath main. Returns
-/// the addresses popped.
+/// its slot and gives the block it returns to, and the lane is listed for that block in
+/// `lists` (in lane order, as `lanes` are), the block noted in `listed` with its first lane;
+/// an empty return stack is the "halt" address beneath main. Returns the addresses popped.
 #[inline(always)]
 fn returns_each<S>(
     (held, batch): (&mut [u32], usize),
     slots: &[S],
     lanes: &[usize],
-    (sets, gained): (&mut [LaneSet], &mut [bool]),
+    (lists, listed): Returning<'_>,
     mut restore: impl FnMut(usize, &S) -> Block,
 ) -> usize {
     let n = held.len();
     let mut popped = 0;
-    // The lanes of one word that return to one block, gathered in a register while the lanes
-    // (in rising order) keep to both, and written to that block's set when they change: a
-    // write per lane would wait on the last lane's. (Each set counts its new lanes once
-    // afterwards, for the same reason.)
-    let (mut word_of, mut bits) = ((usize::MAX, 0), 0u64);
-    let mut write = |(set, word): (usize, usize), bits| {
-        if let Some(set) = sets.get_mut(set) {
-            set.words[word] |= bits;
-        }
-    };
     for &lane in lanes {
         if lane >= n {
             lane_out_of_range(lane, n);
@@ -751,56 +724,78 @@ fn returns_each<S>(
         };
         held[lane] = d;
         popped += 1;
-        let ret = restore(lane, &slots[d as usize * batch + lane]);
-        let here = (ret.index(), lane / 64);
-        if here != word_of {
-            write(word_of, bits);
-            (word_of, bits) = (here, 0);
-            gained[here.0] = true;
+        let to = restore(lane, &slots[d as usize * batch + lane]).index();
+        let list = &mut lists[to];
+        if list.is_empty() {
+            listed.push(to);
         }
-        bits |= 1 << (lane % 64);
+        list.push(lane);
     }
-    write(word_of, bits);
     popped
 }
 
-/// The lanes waiting at each block, with a bound below which none wait: the next block to run
-/// (the lowest with lanes) is looked for from there, not from block 0, so a step costs in
-/// proportion to the blocks between the last one run and the next, not to the program's
-/// blocks (a sampler's lowered program has hundreds; scanning them all was the largest item
-/// of its step loop). Every mutable access to a block's set through it lowers the bound to
-/// that block; the return pass, whose per-lane loop writes the sets directly, lowers it for
-/// every set that gained lanes as it counts them.
+/// The lanes waiting at each block, in its set or its list (or both), with a bound below which
+/// none wait: the next block to run (the lowest with lanes) is looked for from there, not from
+/// block 0, so a step costs in proportion to the blocks between the last one run and the
+/// next, not to the program's blocks (a sampler's lowered program has hundreds; scanning them
+/// all was the largest item of its step loop). Every mutable access to a block's set, and
+/// every list given to a block, lowers the bound to that block.
 ///
-/// One set more than the program has blocks holds the lanes that have halted (sent to a block
-/// the plan passes to the halt, see [`Plan`]'s `forward`), past the last block's: lanes join
-/// it as they join any set, and it never runs (the run is over when only it holds lanes).
+/// One set (and list) more than the program has blocks holds the lanes that have halted
+/// (sent to a block the plan passes to the halt, see [`Plan`]'s `forward`), past the last
+/// block's: lanes join it as they join any block, and it never runs (the run is over when
+/// only it holds lanes).
 struct WaitingSets {
     sets: Vec<LaneSet>,
-    /// No set below this one has lanes.
+    /// Per block, lanes that came all at once while none waited there, in lane order; none
+    /// of them in the block's set.
+    lists: Vec<Vec<usize>>,
+    /// No block below this one has lanes.
     low: usize,
 }
 
 impl WaitingSets {
-    /// No lanes waiting at any of `blocks` blocks (or halted) over a batch of `batch`.
-    fn new(blocks: usize, batch: usize) -> WaitingSets {
+    /// No lanes waiting at any of `blocks` blocks (or halted) over a batch of `batch`; the
+    /// lists' room from `list`.
+    fn new(blocks: usize, batch: usize, list: impl FnMut() -> Vec<usize>) -> WaitingSets {
         WaitingSets {
             sets: (0..=blocks).map(|_| LaneSet::new(batch)).collect(),
+            lists: std::iter::repeat_with(list).take(blocks + 1).collect(),
             low: blocks + 1,
         }
+    }
+
+    /// Whether lanes wait at block `b` (in its set or its list).
+    #[inline(always)]
+    fn has_lanes(&self, b: usize) -> bool {
+        !self.sets[b].is_empty() || !self.lists[b].is_empty()
     }
 
     /// The lowest block with lanes waiting, if any (never the halt).
     #[inline(always)]
     fn first(&mut self) -> Option<usize> {
-        let blocks = self.blocks();
-        debug_assert!(blocks[..self.low.min(blocks.len())]
-            .iter()
-            .all(LaneSet::is_empty));
-        let sets = blocks.get(self.low..).unwrap_or_default();
-        let first = self.low + sets.iter().position(|w| !w.is_empty())?;
+        let halt = self.halt();
+        debug_assert!((0..self.low.min(halt)).all(|b| !self.has_lanes(b)));
+        let first = (self.low..halt).find(|&b| self.has_lanes(b))?;
         self.low = first;
         Some(first)
+    }
+
+    /// Sends the lanes of `list` (in lane order, none waiting anywhere) to block `b`: `list`
+    /// itself if no lane waits there (`list` gets back an empty one), else into its set
+    /// (`list` emptied).
+    #[inline(always)]
+    fn give(&mut self, b: usize, list: &mut Vec<usize>) {
+        if list.is_empty() {
+            return;
+        }
+        if self.has_lanes(b) {
+            self[b].extend(list);
+            list.clear();
+        } else {
+            std::mem::swap(list, &mut self.lists[b]);
+            self.low = self.low.min(b);
+        }
     }
 
     /// The halt's index, one past the last block.
@@ -819,12 +814,6 @@ impl WaitingSets {
             true => (at_min, at_max),
             false => (at_max, at_min),
         }
-    }
-
-    /// Every block's set, in block order (not the halted lanes').
-    #[inline(always)]
-    fn blocks(&self) -> &[LaneSet] {
-        &self.sets[..self.halt()]
     }
 }
 
@@ -868,19 +857,6 @@ impl LaneSet {
     #[inline(always)]
     fn is_empty(&self) -> bool {
         self.count == 0
-    }
-
-    /// Counts the lanes of `other` that were set in this set's words (none of them waited
-    /// here before) and widens the range of words to include `other`'s.
-    #[inline(always)]
-    fn gain_from(&mut self, other: &LaneSet) {
-        let (lo, hi) = (other.lo.min(other.hi), other.hi);
-        let words = self.words[lo..hi].iter().zip(&other.words[lo..hi]);
-        self.count += words
-            .map(|(a, b)| (a & b).count_ones() as usize)
-            .sum::<usize>();
-        self.lo = self.lo.min(other.lo);
-        self.hi = self.hi.max(other.hi);
     }
 
     /// Adds `lanes` (in lane order, none already waiting here).
@@ -1027,7 +1003,7 @@ fn pack(conditions: &[bool]) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::{pack, DepthRule, LaneSet, Queue, WaitingSets};
+    use super::{pack, DepthRule, LaneSet, Queue, ReturnStacks, WaitingSets};
     use crate::policy::unsplit_conditions;
     use crate::Executable;
     use autobatch_ir::{Block, DType, HighProgram, KernelId, ProgramBuilder, Type};
@@ -1111,22 +1087,23 @@ mod tests {
 
     fn queue(blocks: usize, batch: usize) -> Queue {
         Queue {
-            waiting: WaitingSets::new(blocks, batch),
+            waiting: WaitingSets::new(blocks, batch, Vec::new),
             lanes: Vec::new(),
             taken: LaneSet::new(batch),
             taken_valid: false,
-            pending: None,
-            next: Vec::new(),
             yes: Vec::new(),
             no: Vec::new(),
+            returning: vec![Vec::new(); blocks + 1],
+            returned: Vec::new(),
         }
     }
 
-    /// Every mutable way to a block's set lowers the bound the next block is looked for from:
-    /// lanes added below the last block found are found next, whichever way they came.
+    /// Every mutable way to a block's set, and every list given to a block, lowers the bound
+    /// the next block is looked for from: lanes added below the last block found are found
+    /// next, whichever way they came.
     #[test]
     fn lanes_added_below_the_last_block_found_are_found() {
-        let mut w = WaitingSets::new(6, 100);
+        let mut w = WaitingSets::new(6, 100, Vec::new);
         let (mut taken, mut lanes) = (LaneSet::new(100), Vec::new());
         assert_eq!(w.first(), None);
         w[4].extend(&[1]);
@@ -1142,12 +1119,16 @@ mod tests {
         w[0].take(&mut taken, &mut lanes);
         assert_eq!(w.first(), Some(3));
         w[3].take(&mut taken, &mut lanes);
+        w.give(1, &mut vec![9]);
+        assert_eq!(w.first(), Some(1));
+        w.lists[1].clear();
         assert_eq!(w.first(), None);
     }
 
-    /// Lanes sent to a block where none wait stay listed and run from the list if it runs
-    /// next (its set made only when asked for); if a lower block has lanes, they join their
-    /// set first. A split's lower side stays listed, the other joins its set.
+    /// Lanes sent to a block where none wait stay listed and run from the list (its set made
+    /// only when asked for), whether that block runs next or after a lower one; lanes sent
+    /// where some wait join its set, and a list joins its block's set when that block runs
+    /// with both. A split's sides are listed each at its block where none wait there.
     #[test]
     fn lanes_sent_on_run_from_their_list_or_join_their_set() {
         let mut q = queue(3, 200);
@@ -1156,49 +1137,108 @@ mod tests {
         q.take(1);
         assert_eq!((q.lanes.clone(), q.taken_valid), (vec![3, 70, 199], true));
         q.send(2);
-        assert_eq!(q.pending, Some(2));
+        assert_eq!(q.waiting.lists[2], [3, 70, 199]);
         assert!(q.waiting.sets.iter().all(LaneSet::is_empty));
         assert_eq!(q.all_waiting(), [3, 70, 199]);
         assert_eq!(q.next_block(), Some(2));
         q.take(2);
         assert_eq!((q.lanes.clone(), q.taken_valid), (vec![3, 70, 199], false));
+        assert!(q.waiting.lists[2].is_empty());
         let mut listed = Vec::new();
         q.taken().list_into(&mut listed);
         assert_eq!(listed, [3, 70, 199]);
 
         // Sent to block 2 while a lane waits at block 1: block 1 runs first, and the lanes
-        // sent wait in block 2's set.
+        // sent stay listed at block 2.
         q.waiting[1].extend(&[5]);
         q.send(2);
         assert_eq!(q.all_waiting(), [3, 5, 70, 199]);
         assert_eq!(q.next_block(), Some(1));
-        assert_eq!((q.pending, q.waiting[2].count), (None, 3));
         q.take(1);
         assert_eq!(q.lanes, [5]);
         assert_eq!(q.next_block(), Some(2));
+        assert!(q.waiting[2].is_empty());
         q.take(2);
-        assert_eq!(q.lanes, [3, 70, 199]);
+        assert_eq!((q.lanes.clone(), q.taken_valid), (vec![3, 70, 199], false));
 
         // A block with lanes waiting gets the sent ones in its set.
         q.waiting[0].extend(&[1]);
         q.send(0);
-        assert_eq!((q.pending, q.waiting[0].count), (None, 4));
+        assert_eq!(q.waiting[0].count, 4);
+        assert!(q.waiting.lists[0].is_empty());
 
-        // A split: the lower-numbered side with lanes stays listed.
+        // A block with lanes in its list and its set runs them all, in lane order.
+        let mut q = queue(3, 200);
+        q.waiting.give(1, &mut vec![2, 9, 150]);
+        q.waiting.give(1, &mut vec![4, 100]);
+        assert_eq!(
+            (q.waiting.lists[1].clone(), q.waiting[1].count),
+            (vec![2, 9, 150], 2)
+        );
+        q.take(1);
+        assert_eq!(
+            (q.lanes.clone(), q.taken_valid),
+            (vec![2, 4, 9, 100, 150], true)
+        );
+        assert!(!q.waiting.has_lanes(1));
+
+        // A split: each side listed where no lane waits, into the set where some do.
         let mut q = queue(3, 200);
         (q.yes, q.no) = (vec![4, 8], vec![6]);
         q.send_split(2, 1);
-        assert_eq!((q.pending, q.next.clone()), (Some(1), vec![6]));
-        assert_eq!(q.waiting[2].count, 2);
-        let mut q = queue(3, 200);
-        (q.yes, q.no) = (vec![4, 8], Vec::new());
+        assert_eq!(
+            (q.waiting.lists[2].clone(), q.waiting.lists[1].clone()),
+            (vec![4, 8], vec![6])
+        );
+        assert!(q.yes.is_empty() && q.no.is_empty());
+        (q.yes, q.no) = (vec![5], Vec::new());
         q.send_split(2, 1);
-        assert_eq!((q.pending, q.next.clone()), (Some(2), vec![4, 8]));
-        assert!(q.waiting.sets.iter().all(LaneSet::is_empty));
+        assert_eq!(q.waiting[2].count, 1);
+        assert_eq!(q.all_waiting(), [4, 5, 6, 8]);
     }
 
-    /// Halted lanes wait in the set past the last block, which never runs: the run is over
-    /// once no lane waits elsewhere, and the lanes in it are not running (a step-budget error
+    /// A return pass lists each lane for the block its last return address names, in lane
+    /// order, and a lane without one (its stack empty: it returns from main) for none; the
+    /// lists go to their blocks as any list does.
+    #[test]
+    fn returning_lanes_are_listed_by_the_block_they_return_to() {
+        let mut q = queue(5, 100);
+        let mut returns = ReturnStacks::new(100, false);
+        returns.push(&[1, 3, 5, 70], Block::new(2), &[]);
+        returns.push(&[3, 70], Block::new(4), &[]);
+        assert_eq!((returns.frames, returns.top), (6, 2));
+        q.waiting[4].extend(&[8]);
+        returns.pop(
+            &[1, 3, 5, 9, 70],
+            (&mut q.returning, &mut q.returned),
+            &mut [],
+        );
+        assert_eq!(returns.frames, 2);
+        assert_eq!(q.returned, [2, 4]);
+        assert_eq!(
+            (q.returning[2].clone(), q.returning[4].clone()),
+            (vec![1, 5], vec![3, 70])
+        );
+        q.send_returned();
+        assert!(q.returned.is_empty() && q.returning.iter().all(Vec::is_empty));
+        assert_eq!(q.waiting.lists[2], [1, 5]);
+        assert_eq!((q.waiting.lists[4].len(), q.waiting[4].count), (0, 3));
+        assert_eq!(q.all_waiting(), [1, 3, 5, 8, 70]);
+        // Counted depths: each lane's caller's depth comes back with its return address.
+        let mut returns = ReturnStacks::new(100, true);
+        let mut depth = vec![0; 100];
+        depth[7] = 4;
+        returns.push(&[7], Block::new(1), &depth);
+        depth[7] = 5;
+        returns.pop(&[7], (&mut q.returning, &mut q.returned), &mut depth);
+        assert_eq!(
+            (depth[7], q.returned.clone(), q.returning[1].clone()),
+            (4, vec![1], vec![7])
+        );
+    }
+
+    /// Halted lanes wait at the block past the last one, which never runs: the run is over
+    /// once no lane waits elsewhere, and the lanes there are not running (a step-budget error
     /// leaves them out).
     #[test]
     fn halted_lanes_wait_last_and_are_not_running() {
@@ -1208,20 +1248,14 @@ mod tests {
         assert_eq!(q.next_block(), Some(0));
         q.take(0);
         q.send(3);
-        assert_eq!(q.pending, Some(3));
+        assert_eq!(q.waiting.lists[3], [5]);
         assert_eq!(q.all_waiting(), [3, 70]);
         assert_eq!(q.next_block(), Some(1));
-        assert_eq!((q.pending, q.waiting[3].count), (None, 1));
         q.take(1);
         q.send(3);
         assert_eq!(q.all_waiting(), Vec::<usize>::new());
         assert_eq!(q.next_block(), None);
-        assert_eq!(q.waiting[3].count, 3);
-        // Listed there while nothing else waits: the run is over too.
-        let mut q = queue(3, 200);
-        q.lanes = vec![1, 2];
-        q.send(3);
-        assert_eq!((q.pending, q.next_block()), (Some(3), None));
+        assert_eq!((q.waiting.lists[3].len(), q.waiting[3].count), (1, 2));
     }
 
     #[test]
@@ -1278,18 +1312,5 @@ mod tests {
         e.add(&t);
         e.list_into(&mut out);
         assert_eq!((out, e.count), (vec![1, 2, 5, 130, 199], 5));
-
-        // Lanes of another set written into the words, then counted and covered by the
-        // range they came from (its other lanes not counted).
-        let mut from = LaneSet::new(200);
-        from.extend(&[65, 70, 190]);
-        let mut to = LaneSet::new(200);
-        to.extend(&[3, 66]);
-        to.words[190 / 64] |= 1 << (190 % 64);
-        to.gain_from(&from);
-        assert_eq!((to.lo, to.hi, to.count), (0, 3, 3));
-        let mut listed = Vec::new();
-        to.list_into(&mut listed);
-        assert_eq!(listed, vec![3, 66, 190]);
     }
 }
