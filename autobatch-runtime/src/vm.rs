@@ -727,9 +727,20 @@ fn returns_each<S>(
         let to = restore(lane, &slots[d as usize * batch + lane]).index();
         let list = &mut lists[to];
         if list.is_empty() {
+            // Room for every lane of the pass, made as the list starts: no check per lane.
             listed.push(to);
+            list.reserve(lanes.len());
         }
-        list.push(lane);
+        let len = list.len();
+        // Lists start empty (every list a pass starts is sent on before the next pass), so
+        // this one has held at most `lanes.len()` lanes since it was reserved for that many.
+        assert!(len < list.capacity());
+        // SAFETY: `len` is below the capacity (checked above): the write is in the list's
+        // room, and the first `len + 1` elements are then initialised.
+        unsafe {
+            list.as_mut_ptr().add(len).write(lane);
+            list.set_len(len + 1);
+        }
     }
     popped
 }
