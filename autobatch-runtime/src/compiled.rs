@@ -268,16 +268,18 @@ pub struct Sides {
 impl Sides {
     /// Sends `lane` to the branch's first target if `condition`, else to its second.
     ///
-    /// # Panics
-    /// If sent more lanes than the block has (each lane is sent once).
+    /// # Safety
+    /// Called at most once for each of the block's lanes (as the block's lane loop calls it),
+    /// so the lists, with room for all of them, never hold more: no check per lane.
     #[inline(always)]
-    pub fn send(&mut self, lane: usize, condition: bool) {
+    pub unsafe fn send(&mut self, lane: usize, condition: bool) {
         let (yes, no) = self.counts;
-        assert!(
+        debug_assert!(
             yes + no < self.room,
             "a compiled block sent more lanes than it has"
         );
-        // SAFETY: each list has room for `room` lanes, and holds fewer.
+        // SAFETY: each list has room for `room` lanes (the block's), and holds fewer: one
+        // send per lane of the block, by the caller's contract.
         unsafe {
             if condition {
                 self.yes.add(yes).write(lane);

@@ -206,7 +206,8 @@ fn block(
             return None;
         }
         let value = lane.value(cond, &mut code);
-        code.push(quote!(__sides.send(__lane, #value);));
+        // Once per lane of the block, as `send` asks.
+        code.push(quote!(unsafe { __sides.send(__lane, #value) };));
     }
     let takes = touched.iter().map(|(v, d)| {
         let (x, index) = (var_ident(*v), v.index() as u32);
