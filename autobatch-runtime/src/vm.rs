@@ -689,7 +689,11 @@ fn push_each<S: Copy>(
             lane_out_of_range(lane, n);
         }
         let d = &mut held[lane];
-        slots[*d as usize * batch + lane] = slot(lane);
+        let at = *d as usize * batch + lane;
+        debug_assert!(at < slots.len());
+        // SAFETY: the slots have room for every one of these lanes' next level: for `top + 1`
+        // levels (no lane has held more than `top`), or grown above to the deepest of them.
+        unsafe { *slots.get_unchecked_mut(at) = slot(lane) };
         *d += 1;
         top = top.max(*d as usize);
     }
@@ -724,7 +728,11 @@ fn returns_each<S>(
         };
         held[lane] = d;
         popped += 1;
-        let to = restore(lane, &slots[d as usize * batch + lane]).index();
+        let at = d as usize * batch + lane;
+        debug_assert!(at < slots.len());
+        // SAFETY: the lane's slot at level `d` was written by a push (it held more than `d`
+        // return addresses), in room the slots still have: they only grow during a run.
+        let to = restore(lane, unsafe { slots.get_unchecked(at) }).index();
         let list = &mut lists[to];
         if list.is_empty() {
             // Room for every lane of the pass, made as the list starts: no check per lane.
