@@ -237,15 +237,21 @@ impl<'p> Frames<'_, 'p> {
         &self.faults
     }
 
-    /// Room for the push of `var` that [`LaneVar::push`] refused for the first of `lanes`,
+    /// Room for the push of `var` that [`LaneVar::push`] refused for lane `lanes[at]`, for
     /// the block's lanes from that one on: as the VM's push of those lanes makes it (the first
     /// of them past the depth limit fails; else the saved rows grow for the deepest, the
     /// growth checked against the memory budget), so the error, if any, is the VM's. The
-    /// variable's parts as they are now (the saved rows may have moved).
+    /// variable's parts as they are now (the saved rows may have moved). The lane loop passes
+    /// its position rather than the rest of its lanes, so it keeps one counter, not two.
     #[cold]
     #[inline(never)]
-    pub fn grow<T: Element>(&mut self, var: u32, lanes: &[usize]) -> Result<LaneVar<T>> {
+    pub fn grow<T: Element>(
+        &mut self,
+        var: u32,
+        (lanes, at): (&[usize], usize),
+    ) -> Result<LaneVar<T>> {
         let v = Var::new(var as usize);
+        let lanes = lanes.get(at..).unwrap_or_default();
         self.storage.room_for_push(v, lanes, self.faults.block)?;
         match self.storage.scalar_parts::<T>(v) {
             Some(p) => Ok(LaneVar::from_parts(p, self.storage.batch())),

@@ -112,7 +112,7 @@ impl Lane<'_> {
             if alloc == Allocation::Full && !p.is_in_place(v) {
                 code.push(quote! {
                     if !unsafe { #x.push(__lane) } {
-                        #x = __frames.grow(#index, &__lanes[__k..])?;
+                        #x = __frames.grow(#index, (__lanes, __k))?;
                         let __pushed = unsafe { #x.push(__lane) };
                         ::std::debug_assert!(__pushed, "grown for the push");
                     }
