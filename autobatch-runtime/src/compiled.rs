@@ -15,7 +15,7 @@
 
 use crate::column::Element;
 use crate::error::{Result, RuntimeError};
-use crate::panics::catch_quietly;
+use crate::panics::Quiet;
 use crate::stats::Stats;
 use crate::storage::Storage;
 use autobatch_ir::{Block, Op, Program, Var};
@@ -68,6 +68,8 @@ pub struct BlockRun<'r, 'p> {
     stats: &'r mut Stats,
     /// The lanes a branch sends to its first and second targets (emptied first).
     sides: (&'r mut Vec<usize>, &'r mut Vec<usize>),
+    /// Where the block's lanes are, for a panic the run catches.
+    blame: &'r Blame,
 }
 
 /// What a compiled block's errors name: its program and block.
@@ -79,12 +81,13 @@ pub struct Faults<'r> {
 
 impl<'r, 'p> BlockRun<'r, 'p> {
     /// A run of `block` of `program` on `lanes` over `storage`, counting kernels in `stats`,
-    /// a branch's lanes sent to `sides`.
+    /// a branch's lanes sent to `sides`, a panic of its lanes blamed in `blame` (see
+    /// [`caught`]).
     pub(crate) fn new(
         (program, block): (&'r Program, Block),
         lanes: &'r [usize],
         (storage, parts): (&'r mut Storage<'p>, &'r mut PartsCache),
-        stats: &'r mut Stats,
+        (stats, blame): (&'r mut Stats, &'r Blame),
         sides: (&'r mut Vec<usize>, &'r mut Vec<usize>),
     ) -> Self {
         sides.0.clear();
@@ -96,6 +99,7 @@ impl<'r, 'p> BlockRun<'r, 'p> {
             faults: Faults { program, block },
             stats,
             sides,
+            blame,
         }
     }
 
@@ -159,14 +163,18 @@ impl<'r, 'p> BlockRun<'r, 'p> {
     }
 
     /// Runs `lanes` (the block's body: for each lane, its ops) with room for saved frames and
-    /// its branch's lists (which it hands back); a panic in it becomes the error of the kernel
-    /// op and lane it last recorded in its [`Blame`].
+    /// its branch's lists (which it hands back). A panic in it is not caught here (a catch
+    /// would keep the lane loop's state in memory): it prints nothing, unwinds out of the
+    /// run, and the VM's one catch around the run makes it the error of the kernel op and lane
+    /// the loop last recorded in its [`Blame`] ([`caught`]).
     #[inline]
     pub fn each(
         &mut self,
         lanes: impl FnOnce(&Blame, &mut Frames<'_, 'p>, Sides) -> Result<Sides>,
     ) -> Result<()> {
-        let at = Blame::default();
+        let at = self.blame;
+        at.op.set(0);
+        at.lane.set(0);
         let faults = self.faults;
         let mut frames = Frames {
             storage: &mut *self.storage,
@@ -182,29 +190,46 @@ impl<'r, 'p> BlockRun<'r, 'p> {
             counts: (0, 0),
             room: n,
         };
-        match catch_quietly(|| lanes(&at, &mut frames, sides)) {
-            Ok(Ok(sides)) => {
-                // SAFETY: `send` wrote the first `counts` elements of each list (each at most
-                // `room`, the capacity reserved above).
-                unsafe {
-                    yes.set_len(sides.counts.0);
-                    no.set_len(sides.counts.1);
-                }
-                Ok(())
-            }
-            Ok(Err(e)) => Err(e),
-            Err(payload) => {
-                let (op, lane) = (at.op.get(), at.lane.get());
-                Err(faults.panicked(op, lane, crate::exec::panic_message(payload)))
-            }
+        at.block.set(Some(faults.block));
+        let ran = {
+            let _quiet = Quiet::enter();
+            lanes(at, &mut frames, sides)
+        };
+        at.block.set(None);
+        let sides = ran?;
+        // SAFETY: `send` wrote the first `counts` elements of each list (each at most `room`,
+        // the capacity reserved above).
+        unsafe {
+            yes.set_len(sides.counts.0);
+            no.set_len(sides.counts.1);
         }
+        Ok(())
     }
 }
 
-/// Where a compiled block is: the kernel op (its index in the block) and the lane it runs, so a
-/// panic is blamed on them.
+/// The error of a panic the VM caught around a run (`payload`), if it came from the lanes of a
+/// compiled block of `program` (as `blame` says): the kernel op and lane the block last
+/// recorded. Any other panic's payload is handed back, to go on unwinding.
+pub(crate) fn caught(
+    program: &Program,
+    blame: &Blame,
+    payload: Box<dyn std::any::Any + Send>,
+) -> std::result::Result<RuntimeError, Box<dyn std::any::Any + Send>> {
+    match blame.block.get() {
+        Some(block) => {
+            let (op, lane) = (blame.op.get(), blame.lane.get());
+            let faults = Faults { program, block };
+            Ok(faults.panicked(op, lane, crate::exec::panic_message(payload)))
+        }
+        None => Err(payload),
+    }
+}
+
+/// Where a compiled block is: the block whose lanes run, the kernel op (its index in the block)
+/// and the lane it runs, so a panic is blamed on them.
 #[derive(Default)]
 pub struct Blame {
+    block: Cell<Option<Block>>,
     op: Cell<usize>,
     lane: Cell<usize>,
 }

@@ -33,11 +33,34 @@ fn install() {
 /// Runs kernel call `f`, catching a panic without printing it (the runtime reports it as a
 /// typed error with its lane instead).
 pub(crate) fn catch_quietly<R>(f: impl FnOnce() -> R) -> std::thread::Result<R> {
-    install();
-    let outer = IN_KERNEL.with(|flag| flag.replace(true));
-    let result = catch_unwind(AssertUnwindSafe(f));
-    IN_KERNEL.with(|flag| flag.set(outer));
-    result
+    let _quiet = Quiet::enter();
+    catch_unwind(AssertUnwindSafe(f))
+}
+
+/// While it lives, a panic on this thread prints nothing (the runtime catches it further up and
+/// reports it as a typed error); dropped, also as a panic unwinds past it, the thread's flag is
+/// as it was. For code that is not worth a [`catch_unwind`] of its own: a compiled block's lane
+/// loop, whose state a catch would keep in memory, where one catch around the whole run does.
+pub(crate) struct Quiet {
+    outer: bool,
+}
+
+impl Quiet {
+    /// Silences this thread's panics until the guard is dropped.
+    #[inline(always)]
+    pub(crate) fn enter() -> Quiet {
+        install();
+        Quiet {
+            outer: IN_KERNEL.with(|flag| flag.replace(true)),
+        }
+    }
+}
+
+impl Drop for Quiet {
+    #[inline(always)]
+    fn drop(&mut self) {
+        IN_KERNEL.with(|flag| flag.set(self.outer));
+    }
 }
 
 #[cfg(test)]
@@ -51,5 +74,16 @@ mod tests {
         assert_eq!(payload.downcast_ref::<&str>(), Some(&"boom"));
         assert!(!super::IN_KERNEL.with(std::cell::Cell::get));
         assert_eq!(catch_quietly(|| 7).unwrap(), 7);
+    }
+
+    #[test]
+    fn a_quiet_guard_restores_the_flag_as_a_panic_unwinds_past_it() {
+        let r = std::panic::catch_unwind(|| {
+            let _quiet = super::Quiet::enter();
+            assert!(super::IN_KERNEL.with(std::cell::Cell::get));
+            panic!("quiet")
+        });
+        assert!(r.is_err());
+        assert!(!super::IN_KERNEL.with(std::cell::Cell::get));
     }
 }

@@ -19,7 +19,7 @@
 //! from its list without listing lanes from a set; lanes that reach it while it has lanes
 //! waiting join its set, and its list joins the set when it runs with both.
 
-use crate::compiled::{BlockFn, BlockRun, CompiledBlocks, PartsCache};
+use crate::compiled::{caught, Blame, BlockFn, BlockRun, CompiledBlocks, PartsCache};
 use crate::config::Config;
 use crate::depth::{counted_entries, limit_error, DepthRule};
 use crate::error::{Result, RuntimeError};
@@ -31,6 +31,7 @@ use autobatch_ir::passes::{liveness, stacked_liveness, Liveness};
 use autobatch_ir::{
     fingerprint, Allocation, Block, KernelRef, LoweredProgram, Op, Program, Terminator, Var,
 };
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
 /// The full VM keeps FULL variables' saved frames in storage: pushes and pops act on them.
 pub(crate) const STACKS: Stacks = Stacks::Honour;
@@ -224,7 +225,19 @@ pub(crate) fn run(
         returning: (0..=blocks).map(|_| lists.take()).collect(),
         returned: Vec::new(),
     };
-    let ran = run_bits(exec, plan, config, stats, (&all, &mut queue));
+    // One catch around the whole run for the panics of compiled blocks' lanes (see
+    // `BlockRun::each`); any other panic goes on unwinding as it came.
+    let blame = Blame::default();
+    let ran = catch_unwind(AssertUnwindSafe(|| {
+        run_bits(exec, plan, config, (stats, &blame), (&all, &mut queue))
+    }));
+    let ran = match ran {
+        Ok(ran) => ran,
+        Err(payload) => match caught(exec.program, &blame, payload) {
+            Ok(e) => Err(e),
+            Err(payload) => resume_unwind(payload),
+        },
+    };
     lists.give(all);
     let Queue {
         waiting,
@@ -351,7 +364,7 @@ fn run_bits(
     exec: &mut Exec<'_>,
     plan: &Plan,
     config: &Config,
-    stats: &mut Stats,
+    stats: (&mut Stats, &Blame),
     lists: (&[usize], &mut Queue),
 ) -> Result<()> {
     #[cfg(target_arch = "x86_64")]
@@ -373,20 +386,21 @@ fn run_with_bit_instructions(
     exec: &mut Exec<'_>,
     plan: &Plan,
     config: &Config,
-    stats: &mut Stats,
+    stats: (&mut Stats, &Blame),
     lists: (&[usize], &mut Queue),
 ) -> Result<()> {
     run_steps(exec, plan, config, stats, lists)
 }
 
 /// The step loop of [`run`], inlined into each of its copies: `all` lists every lane, `queue`
-/// holds the lanes waiting (none yet) and being run.
+/// holds the lanes waiting (none yet) and being run; compiled blocks record where their lanes
+/// are in `blame`.
 #[inline(always)]
 fn run_steps(
     exec: &mut Exec<'_>,
     plan: &Plan,
     config: &Config,
-    stats: &mut Stats,
+    (stats, blame): (&mut Stats, &Blame),
     (all, queue): (&[usize], &mut Queue),
 ) -> Result<()> {
     let program = exec.program;
@@ -443,7 +457,13 @@ fn run_steps(
             let sides = (&mut queue.yes, &mut queue.no);
             let at = (program, block);
             let storage = (&mut exec.storage, &mut parts);
-            run_block(&mut BlockRun::new(at, lanes, storage, stats, sides))?;
+            run_block(&mut BlockRun::new(
+                at,
+                lanes,
+                storage,
+                (stats, blame),
+                sides,
+            ))?;
             stats.compiled_steps += 1;
             split = matches!(data.term, Terminator::Branch { .. });
         } else {

@@ -35,4 +35,10 @@ fn kernel_panics_are_silent_and_others_are_not() {
     let other = std::thread::spawn(|| panic!("not a kernel")).join();
     assert!(other.is_err());
     assert_eq!(HOOK_CALLS.load(Ordering::SeqCst), 1);
+    // And on this thread, after the kernel panics above were caught (the full VM's compiled
+    // blocks let theirs unwind out of the run before it is caught): the thread is not left
+    // silenced.
+    let here = std::panic::catch_unwind(|| panic!("not a kernel either"));
+    assert!(here.is_err());
+    assert_eq!(HOOK_CALLS.load(Ordering::SeqCst), 2);
 }
