@@ -738,16 +738,18 @@ fn returns_each<S>(
     mut restore: impl FnMut(usize, &S) -> Block,
 ) -> usize {
     let n = held.len();
-    let mut popped = 0;
+    // Lanes with no return address (rare: main returning), counted instead of the popped ones
+    // so the loop carries no count of its own.
+    let mut halted = 0;
     for &lane in lanes {
         if lane >= n {
             lane_out_of_range(lane, n);
         }
         let Some(d) = held[lane].checked_sub(1) else {
+            halted += 1;
             continue;
         };
         held[lane] = d;
-        popped += 1;
         let at = d as usize * batch + lane;
         debug_assert!(at < slots.len());
         // SAFETY: the lane's slot at level `d` was written by a push (it held more than `d`
@@ -755,9 +757,7 @@ fn returns_each<S>(
         let to = restore(lane, unsafe { slots.get_unchecked(at) }).index();
         let list = &mut lists[to];
         if list.is_empty() {
-            // Room for every lane of the pass, made as the list starts: no check per lane.
-            listed.push(to);
-            list.reserve(lanes.len());
+            start_list((list, lanes.len()), listed, to);
         }
         let len = list.len();
         // Lists start empty (every list a pass starts is sent on before the next pass), so
@@ -770,7 +770,17 @@ fn returns_each<S>(
             list.set_len(len + 1);
         }
     }
-    popped
+    lanes.len() - halted
+}
+
+/// Starts the return pass's list for block `to`: noted in `listed`, with room for every lane
+/// of the pass (`room`), so no lane checks for room. Out of line: a pass starts a list once per
+/// block its lanes return to, and the call kept inline held registers the lane loop needs.
+#[cold]
+#[inline(never)]
+fn start_list((list, room): (&mut Vec<usize>, usize), listed: &mut Vec<usize>, to: usize) {
+    listed.push(to);
+    list.reserve(room);
 }
 
 /// The lanes waiting at each block, in its set or its list (or both), with a bound below which
