@@ -156,6 +156,7 @@ impl<'r, 'p> BlockRun<'r, 'p> {
     }
 
     /// Counts one run of each of `kernels` on the block's lanes.
+    #[inline]
     pub fn count_kernels(&mut self, kernels: &[usize]) {
         for &k in kernels {
             self.stats.record_kernel(k, self.lanes.len(), None, false);

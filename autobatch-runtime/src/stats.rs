@@ -169,6 +169,7 @@ impl Stats {
     /// measured; `batched` also adds the time to
     /// [`batched_kernel_time`](Self::batched_kernel_time), else to
     /// [`lane_kernel_time`](Self::lane_kernel_time).
+    #[inline]
     pub(crate) fn record_kernel(
         &mut self,
         kernel: usize,
