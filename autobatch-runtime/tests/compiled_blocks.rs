@@ -222,6 +222,17 @@ fn errors_are_the_interpreted_ones() {
     let [on, off] = both(|c| divide_down::batch(aview1(&ns), c), vm(true));
     assert_eq!(on, off);
     assert!(on.contains("lane 2"), "{on}");
+    // The same on the pool's threads, a shard per lane (the panic unwinds out of a run on a
+    // worker thread and is caught there).
+    let pooled = Config {
+        threads: 2,
+        shard_size: Some(1),
+        ..vm(true)
+    };
+    assert_eq!(
+        both(|c| divide_down::batch(aview1(&ns), c), pooled),
+        [on.clone(), on.clone()]
+    );
     // Under lane isolation the failing lanes and the others' results are the same.
     let isolated = |compiled| {
         let c = Config {
