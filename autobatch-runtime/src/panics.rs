@@ -19,6 +19,7 @@ static INSTALL: Once = Once::new();
 
 /// Wraps the current panic hook once: panics inside [`catch_quietly`] on their own thread
 /// print nothing, all others go to the previous hook.
+#[inline]
 fn install() {
     INSTALL.call_once(|| {
         let previous = std::panic::take_hook();
