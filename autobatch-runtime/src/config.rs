@@ -200,7 +200,10 @@ pub fn available_threads() -> usize {
 /// line for them cut fib and Ackermann into 3 shards of 3,334 on one thread, 8-20% faster
 /// than one shard of 10,000 (512 KiB L2; simulated L2 misses for fib 80.0M -> 3.5M); 512
 /// bytes cuts them into 16 shards of 625 and 11 of 910, near the fastest sizes measured for
-/// each, 16% and 25% faster again (`lane_ops W vm 1 7`, interleaved runs, minima).
+/// each, 16% and 25% faster again (`lane_ops W vm 1 7`, interleaved runs, minima). Where the
+/// full VM runs compiled blocks (`#[autobatch]` functions that call only themselves) it counts
+/// 1,024 bytes instead: their lanes cost so little per op that smaller shards pay (fib by the
+/// macro in 30 shards of 334, 7% faster than in shards of 625).
 /// On a machine with 512 KiB of L2 per core the NUTS sampler's default shards stay the best
 /// measured there too: its chains are heavy enough that [`MIN_CACHE_SHARD_LANES`], not this
 /// size, sets them (1,000 chains, one thread: 143 chains a shard against sweeps from 48 to

@@ -337,7 +337,8 @@ impl Executable {
             Mode::FullVm => &self.lowered,
             Mode::Stackless => self.high_program()?.0,
         };
-        shard::run(program, inputs, config, |inputs, config| {
+        let compiled = config.mode == Mode::FullVm && self.vm_plan.runs_compiled(config);
+        shard::run(program, inputs, (config, compiled), |inputs, config| {
             self.run_shard(context, inputs, config)
         })
     }

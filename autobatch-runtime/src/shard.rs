@@ -19,21 +19,22 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 /// Runs `exe` on `inputs` cut into shards as `config` asks, each through `run_one` (a run of
 /// the whole of its inputs: one interpreter run, or lane isolation's runs); one shard runs
-/// on the calling thread.
+/// on the calling thread. `compiled`: the full VM will run compiled blocks of `program`.
 pub(crate) fn run(
     program: &Program,
     inputs: &[Column],
-    config: &Config,
+    (config, compiled): (&Config, bool),
     run_one: impl Fn(&[Column], &Config) -> Result<Run> + Sync,
 ) -> Result<Run> {
     let (batch, vector_len) = crate::check_inputs(program, inputs, config)?;
     let threads = config.threads.max(1);
     let (size, dealt) = match config.shard_size {
         Some(size) => (size.max(1), false),
-        None => (
-            shard_lanes(batch, lane_bytes(program, vector_len, config.mode), threads),
-            true,
-        ),
+        None => {
+            let frames = frame_bytes(config.mode, compiled);
+            let lane = lane_bytes(program, vector_len, frames);
+            (shard_lanes(batch, lane, threads), true)
+        }
     };
     if batch <= size {
         return run_one(inputs, config);
@@ -143,16 +144,37 @@ fn concatenate(runs: Vec<Run>, shards: &[Vec<usize>], batch: usize) -> Run {
 /// [`MIN_CACHE_SHARD_LANES`]: crate::MIN_CACHE_SHARD_LANES
 const FRAME_BYTES: usize = 512;
 
-/// Bytes of one lane's working set in `program` run in `mode`: what a default shard size keeps
-/// within cache. Each variable counts 8 bytes per element of each tensor leaf. In the full VM a
-/// stacked (FULL) leaf counts [`FRAME_BYTES`] more for its saved frames (the program counter,
-/// a FULL variable wherever the program calls, stands for the return addresses).
-fn lane_bytes(program: &Program, vector_len: usize, mode: Mode) -> usize {
+/// [`FRAME_BYTES`] where the full VM runs compiled blocks: sixteen cache lines. A compiled
+/// block does a lane's ops in a few instructions each and a step's fixed cost is lower, so the
+/// stacks' memory traffic is more of what is left and smaller shards pay: with this count fib
+/// by `#[autobatch]` runs in 30 shards of 334 and Ackermann in shards of about 460, against 16
+/// of 625 and 11 of 910 with [`FRAME_BYTES`]; alternated six rounds (`lane_ops W vm 1 3`,
+/// `LANE_OPS_SHARD`, 10,000 lanes, the Xeon: 2 MiB L2), medians 269 against 291 ms for fib and
+/// 22.0 against 23.3 ms for Ackermann (shards of 300-400 measured alike, 500 between). The
+/// builder's fib, interpreted, keeps [`FRAME_BYTES`]: in shards of 400 it ran 381 against 359
+/// ms.
+const COMPILED_FRAME_BYTES: usize = 1024;
+
+/// Bytes each stacked leaf's saved frames count per lane in `mode` (`compiled`: the full VM
+/// runs compiled blocks): none in stackless, which keeps no frames per lane.
+fn frame_bytes(mode: Mode, compiled: bool) -> usize {
+    match (mode, compiled) {
+        (Mode::Stackless, _) => 0,
+        (Mode::FullVm, false) => FRAME_BYTES,
+        (Mode::FullVm, true) => COMPILED_FRAME_BYTES,
+    }
+}
+
+/// Bytes of one lane's working set in `program`: what a default shard size keeps within cache.
+/// Each variable counts 8 bytes per element of each tensor leaf, and a stacked (FULL) leaf
+/// `frames` more for its saved frames ([`frame_bytes`]; the program counter, a FULL variable
+/// wherever the program calls, stands for the return addresses).
+fn lane_bytes(program: &Program, vector_len: usize, frames: usize) -> usize {
     let var_bytes = |v: &VarData| {
         let leaves = v.ty.leaves();
         let values: usize = leaves.iter().map(|&t| 8 * width_of(t, vector_len)).sum();
-        let stacked = usize::from(mode == Mode::FullVm && v.alloc == Allocation::Full);
-        values + stacked * FRAME_BYTES * leaves.len()
+        let stacked = usize::from(v.alloc == Allocation::Full);
+        values + stacked * frames * leaves.len()
     };
     program.vars.iter().map(var_bytes).sum()
 }
@@ -186,7 +208,7 @@ fn pool(threads: usize) -> Option<Arc<ThreadPool>> {
 
 #[cfg(test)]
 mod tests {
-    use super::{lane_bytes, layout, FRAME_BYTES};
+    use super::{frame_bytes, lane_bytes, layout, COMPILED_FRAME_BYTES, FRAME_BYTES};
     use crate::Mode;
     use autobatch_ir::{Allocation, DType, KernelId, Program, ProgramBuilder, Type, Var};
 
@@ -213,17 +235,20 @@ mod tests {
         let (mut program, x, y) = program();
         // x, y (three elements) and the program counter.
         let plain = 8 + 8 * 3 + 8;
-        for mode in [Mode::FullVm, Mode::Stackless] {
-            assert_eq!(lane_bytes(&program, 3, mode), plain);
+        let vm = frame_bytes(Mode::FullVm, false);
+        let stackless = frame_bytes(Mode::Stackless, true);
+        for frames in [vm, stackless] {
+            assert_eq!(lane_bytes(&program, 3, frames), plain);
         }
         program.vars[x].alloc = Allocation::Full;
-        assert_eq!(lane_bytes(&program, 3, Mode::FullVm), plain + FRAME_BYTES);
+        assert_eq!(lane_bytes(&program, 3, vm), plain + FRAME_BYTES);
         program.vars[y].alloc = Allocation::Full;
-        assert_eq!(
-            lane_bytes(&program, 3, Mode::FullVm),
-            plain + 2 * FRAME_BYTES
-        );
-        assert_eq!(lane_bytes(&program, 3, Mode::Stackless), plain);
+        assert_eq!(lane_bytes(&program, 3, vm), plain + 2 * FRAME_BYTES);
+        assert_eq!(lane_bytes(&program, 3, stackless), plain);
+        // Compiled blocks count more per frame (smaller shards).
+        let compiled = frame_bytes(Mode::FullVm, true);
+        assert_eq!(compiled, COMPILED_FRAME_BYTES);
+        assert_eq!(lane_bytes(&program, 3, compiled), plain + 2 * compiled);
     }
 
     /// Every lane in exactly one shard, in lane order inside it.

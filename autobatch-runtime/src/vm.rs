@@ -168,6 +168,13 @@ impl Plan {
         }
     }
 
+    /// Whether a run with `config` runs compiled blocks: the plan has some, and `config`
+    /// neither turns them off nor times kernels one by one. (They exist only for high-level
+    /// programs, whose storage checks no reads, the other condition of their use.)
+    pub(crate) fn runs_compiled(&self, config: &Config) -> bool {
+        config.compiled_blocks && !config.time_kernels && self.compiled.iter().any(Option::is_some)
+    }
+
     /// Takes `compiled` as the compiled form of `program`'s blocks if they were compiled from
     /// it (its fingerprint is theirs); `false`, taking nothing, if not.
     pub(crate) fn attach(&mut self, program: &LoweredProgram, compiled: CompiledBlocks) -> bool {
@@ -423,8 +430,7 @@ fn run_steps(
     // Kernel times are measured only where kernels run one by one; compiled blocks do not check
     // reads for a prior write (high-level programs, the only ones they are made for, need no
     // such check).
-    let use_compiled =
-        config.compiled_blocks && !config.time_kernels && !exec.storage.checks_reads();
+    let use_compiled = plan.runs_compiled(config) && !exec.storage.checks_reads();
     let mut parts = PartsCache::new(program.vars.len());
     while let Some(index) = queue.next_block() {
         if lane_steps.is_none() && stats.steps >= budget {
