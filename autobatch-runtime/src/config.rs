@@ -135,7 +135,8 @@ pub struct Config {
     /// [`Stats`](crate::Stats) add up over shards (they count the work of every shard, so
     /// counts such as kernel runs depend on the shard size). `Some(0)` counts as 1. Default:
     /// `None`, chosen per run by [`shard_lanes`]: shards whose variables (in the full VM, with
-    /// 512 bytes per lane for each stacked variable's saved frames) fit [`SHARD_BYTES`] (half
+    /// 512 bytes per lane for each stacked variable's saved frames, 1,024 where it runs
+    /// compiled blocks) fit [`SHARD_BYTES`] (half
     /// the per-core L2 cache, so a block's working set stays in cache) with at least
     /// [`MIN_CACHE_SHARD_LANES`] lanes each (so each block execution still serves enough
     /// lanes to pay for its dispatch), one per thread when the batch is large

@@ -201,8 +201,8 @@ fn one_thread_starts_no_thread_and_more_run_on_workers() {
 fn by_default_heavy_lanes_use_every_thread_and_small_cheap_batches_stay_one_shard() {
     for mode in [Mode::FullVm, Mode::Stackless] {
         // 40 lanes of a few integers on two threads: one shard, so the statistics are those
-        // of the batch run whole. (The full VM counts each lane's saved frames, 512 bytes per
-        // stacked variable: 100 recursing lanes of `fib` are heavy enough for two shards.)
+        // of the batch run whole. (The full VM counts each lane's saved frames, 512 bytes or more
+        // per stacked variable: 100 recursing lanes of `fib` are heavy enough for two shards.)
         let n = Array1::from_iter((0..40).map(|i| i % 12));
         let (_, two) = fib::batch_with_stats(n.view(), &config(mode, 2, None)).unwrap();
         let (_, one) = fib::batch_with_stats(n.view(), &config(mode, 1, None)).unwrap();
