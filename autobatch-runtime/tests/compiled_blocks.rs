@@ -288,3 +288,20 @@ proptest! {
         prop_assert_eq!(stackless.to_vec(), scalar);
     }
 }
+
+#[test]
+fn default_shards_are_smaller_where_blocks_run_compiled() {
+    // The default shard size counts more bytes of saved frames per lane where the full VM
+    // runs compiled blocks (their lanes and steps cost less, so the stacks' traffic rules):
+    // more shards for the same batch, and the same results.
+    let ns: Vec<i64> = (0..4_000).map(|i| i % 9).collect();
+    let shards = |compiled| {
+        let (out, stats) = fib::batch_with_stats(aview1(&ns), &vm(compiled)).unwrap();
+        (out, stats.shards)
+    };
+    let (on, on_shards) = shards(true);
+    let (off, off_shards) = shards(false);
+    assert_eq!(on, off);
+    assert!(off_shards > 1, "{off_shards}");
+    assert!(on_shards > off_shards, "{on_shards} against {off_shards}");
+}
