@@ -231,6 +231,7 @@ pub(crate) fn run(
         no: lists.take(),
         returning: (0..=blocks).map(|_| lists.take()).collect(),
         returned: Vec::new(),
+        targets: Vec::new(),
     };
     // One catch around the whole run for the panics of compiled blocks' lanes (see
     // `BlockRun::each`); any other panic goes on unwinding as it came.
@@ -279,6 +280,8 @@ struct Queue {
     /// blocks whose list it started, in the order it did.
     returning: Vec<Vec<usize>>,
     returned: Vec<usize>,
+    /// Room for the block each lane of a return pass returns to.
+    targets: Vec<u32>,
 }
 
 impl Queue {
@@ -527,7 +530,11 @@ fn run_steps(
                 // restored (where depths are counted) and the lane listed for the block it
                 // returns to; then each block's list sent there. An empty return stack is the
                 // "halt" address beneath main.
-                let sends = (&mut queue.returning[..], &mut queue.returned);
+                let sends = (
+                    &mut queue.returning[..],
+                    &mut queue.returned,
+                    &mut queue.targets,
+                );
                 returns.pop(&queue.lanes, sends, &mut depth);
                 queue.send_returned();
                 let bytes = returns.frames * returns.slot_bytes();
@@ -726,41 +733,76 @@ fn push_each<S: Copy>(
     top
 }
 
-/// Where a return pass lists lanes: per block (and the halt), the lanes returning there; and
-/// the blocks whose list the pass started, in the order it did.
-type Returning<'q> = (&'q mut [Vec<usize>], &'q mut Vec<usize>);
+/// Where a return pass lists lanes: per block (and the halt), the lanes returning there; the
+/// blocks whose list the pass started, in the order it did; and room for the block each lane
+/// of the pass returns to.
+type Returning<'q> = (&'q mut [Vec<usize>], &'q mut Vec<usize>, &'q mut Vec<u32>);
 
 /// Pops the last return address of every one of `lanes` from return stacks `(held, batch)`
-/// (see [`ReturnStacks`]) whose slots are `slots`, in one pass: `restore` takes each lane and
-/// its slot and gives the block it returns to, and the lane is listed for that block in
-/// `lists` (in lane order, as `lanes` are), the block noted in `listed` with its first lane;
-/// an empty return stack is the "halt" address beneath main. Returns the addresses popped.
+/// (see [`ReturnStacks`]) whose slots are `slots`: `restore` takes each lane and its slot and
+/// gives the block it returns to, and the lane is listed for that block in `lists` (in lane
+/// order, as `lanes` are), the block noted in `listed` with its first lane; an empty return
+/// stack is the "halt" address beneath main. Returns the addresses popped.
+///
+/// Two passes: the first pops and notes each lane's block in `targets`, with nothing carried
+/// from lane to lane but registers; where every lane returns to one block (nearly every pass:
+/// lanes run together were mostly called together), that block's list is the lanes as they
+/// are. Only a pass whose lanes part lists them one by one, where a list's length goes
+/// through memory from each lane to the next.
 #[inline(always)]
 fn returns_each<S>(
     (held, batch): (&mut [u32], usize),
     slots: &[S],
     lanes: &[usize],
-    (lists, listed): Returning<'_>,
+    (lists, listed, targets): Returning<'_>,
     mut restore: impl FnMut(usize, &S) -> Block,
 ) -> usize {
     let n = held.len();
+    targets.clear();
+    targets.reserve(lanes.len());
+    // The bits set in any lane's block and in every lane's: equal only if all blocks are.
+    let (mut any, mut every) = (0, u32::MAX);
     // Lanes with no return address (rare: main returning), counted instead of the popped ones
     // so the loop carries no count of its own.
     let mut halted = 0;
-    for &lane in lanes {
+    for (&lane, target) in lanes.iter().zip(targets.spare_capacity_mut()) {
         if lane >= n {
             lane_out_of_range(lane, n);
         }
-        let Some(d) = held[lane].checked_sub(1) else {
-            halted += 1;
-            continue;
+        let to = match held[lane].checked_sub(1) {
+            None => {
+                halted += 1;
+                HALTED
+            }
+            Some(d) => {
+                held[lane] = d;
+                let at = d as usize * batch + lane;
+                debug_assert!(at < slots.len());
+                // SAFETY: the lane's slot at level `d` was written by a push (it held more
+                // than `d` return addresses), in room the slots still have: they only grow
+                // during a run.
+                restore(lane, unsafe { slots.get_unchecked(at) }).index() as u32
+            }
         };
-        held[lane] = d;
-        let at = d as usize * batch + lane;
-        debug_assert!(at < slots.len());
-        // SAFETY: the lane's slot at level `d` was written by a push (it held more than `d`
-        // return addresses), in room the slots still have: they only grow during a run.
-        let to = restore(lane, unsafe { slots.get_unchecked(at) }).index();
+        target.write(to);
+        any |= to;
+        every &= to;
+    }
+    // SAFETY: the loop wrote the first `lanes.len()` elements (the room reserved above).
+    unsafe { targets.set_len(lanes.len()) };
+    if any == every {
+        if !lanes.is_empty() && every != HALTED {
+            let list = &mut lists[every as usize];
+            list.extend_from_slice(lanes);
+            listed.push(every as usize);
+        }
+        return lanes.len() - halted;
+    }
+    for (&lane, &to) in lanes.iter().zip(targets.iter()) {
+        if to == HALTED {
+            continue;
+        }
+        let to = to as usize;
         let list = &mut lists[to];
         if list.is_empty() {
             start_list((list, lanes.len()), listed, to);
@@ -778,6 +820,9 @@ fn returns_each<S>(
     }
     lanes.len() - halted
 }
+
+/// A return pass's note for a lane with no return address (no block has this index).
+const HALTED: u32 = u32::MAX;
 
 /// Starts the return pass's list for block `to`: noted in `listed`, with room for every lane
 /// of the pass (`room`), so no lane checks for room. Out of line: a pass starts a list once per
@@ -1150,6 +1195,7 @@ mod tests {
             no: Vec::new(),
             returning: vec![Vec::new(); blocks + 1],
             returned: Vec::new(),
+            targets: Vec::new(),
         }
     }
 
@@ -1265,7 +1311,7 @@ mod tests {
         q.waiting[4].extend(&[8]);
         returns.pop(
             &[1, 3, 5, 9, 70],
-            (&mut q.returning, &mut q.returned),
+            (&mut q.returning, &mut q.returned, &mut q.targets),
             &mut [],
         );
         assert_eq!(returns.frames, 2);
@@ -1285,11 +1331,36 @@ mod tests {
         depth[7] = 4;
         returns.push(&[7], Block::new(1), &depth);
         depth[7] = 5;
-        returns.pop(&[7], (&mut q.returning, &mut q.returned), &mut depth);
+        returns.pop(
+            &[7],
+            (&mut q.returning, &mut q.returned, &mut q.targets),
+            &mut depth,
+        );
         assert_eq!(
             (depth[7], q.returned.clone(), q.returning[1].clone()),
             (4, vec![1], vec![7])
         );
+    }
+
+    /// A pass whose lanes all return to one block lists them all for it, as they came; a
+    /// pass whose lanes all return from main lists none.
+    #[test]
+    fn lanes_returning_to_one_block_are_listed_as_they_came() {
+        let mut q = queue(5, 100);
+        let mut returns = ReturnStacks::new(100, false);
+        returns.push(&[2, 4, 6], Block::new(3), &[]);
+        returns.push(&[4], Block::new(1), &[]);
+        let sends = (&mut q.returning[..], &mut q.returned, &mut q.targets);
+        returns.pop(&[2, 6], sends, &mut []);
+        assert_eq!(
+            (q.returned.clone(), q.returning[3].clone()),
+            (vec![3], vec![2, 6])
+        );
+        q.send_returned();
+        let sends = (&mut q.returning[..], &mut q.returned, &mut q.targets);
+        returns.pop(&[2, 6, 9], sends, &mut []);
+        assert!(q.returned.is_empty() && q.returning.iter().all(Vec::is_empty));
+        assert_eq!(returns.frames, 2);
     }
 
     /// Halted lanes wait at the block past the last one, which never runs: the run is over
