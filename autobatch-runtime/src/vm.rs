@@ -526,21 +526,24 @@ fn run_steps(
                 queue.send(forward(target));
             }
             Terminator::IndirectGoto => {
-                // One pass: each lane's last return address popped, its caller's depth
-                // restored (where depths are counted) and the lane listed for the block it
-                // returns to; then each block's list sent there. An empty return stack is the
-                // "halt" address beneath main.
+                // Each lane's last return address popped, its caller's depth restored (where
+                // depths are counted) and the lane listed for the block it returns to; then
+                // each block's list sent there, or the lanes as they are where all return to
+                // one block. An empty return stack is the "halt" address beneath main.
                 let sends = (
                     &mut queue.returning[..],
                     &mut queue.returned,
                     &mut queue.targets,
                 );
-                returns.pop(&queue.lanes, sends, &mut depth);
-                queue.send_returned();
+                // Blamed on the first lane if the stacks pass the budget.
+                let first = queue.lanes.first().copied();
+                match returns.pop(&queue.lanes, sends, &mut depth) {
+                    Some(to) => queue.waiting.give(to, &mut queue.lanes),
+                    None => queue.send_returned(),
+                }
                 let bytes = returns.frames * returns.slot_bytes();
-                let first = || queue.lanes.first().copied();
                 exec.storage
-                    .note_call_stack(bytes, block, first, String::new)?;
+                    .note_call_stack(bytes, block, || first, String::new)?;
             }
         }
     }
@@ -676,12 +679,12 @@ impl ReturnStacks {
     }
 
     /// Pops the last return address of every one of `lanes` (restoring its caller's depth in
-    /// `depth` where depths are counted) and lists the lane for the block it returns to (see
-    /// [`returns_each`]).
+    /// `depth` where depths are counted) and lists the lane for the block it returns to, or
+    /// gives the one block all of them return to (see [`returns_each`]).
     #[inline(always)]
-    fn pop(&mut self, lanes: &[usize], sends: Returning<'_>, depth: &mut [u32]) {
+    fn pop(&mut self, lanes: &[usize], sends: Returning<'_>, depth: &mut [u32]) -> Option<usize> {
         let stacks = (&mut self.held[..], self.batch);
-        let popped = match &self.slots {
+        let (popped, one) = match &self.slots {
             Slots::Held(slots) => returns_each(stacks, slots, lanes, sends, |_, &ret| ret),
             Slots::Counted(slots) => {
                 let restore = |lane: usize, &(ret, calls): &(Block, u32)| {
@@ -692,6 +695,7 @@ impl ReturnStacks {
             }
         };
         self.frames -= popped;
+        one
     }
 }
 
@@ -742,13 +746,15 @@ type Returning<'q> = (&'q mut [Vec<usize>], &'q mut Vec<usize>, &'q mut Vec<u32>
 /// (see [`ReturnStacks`]) whose slots are `slots`: `restore` takes each lane and its slot and
 /// gives the block it returns to, and the lane is listed for that block in `lists` (in lane
 /// order, as `lanes` are), the block noted in `listed` with its first lane; an empty return
-/// stack is the "halt" address beneath main. Returns the addresses popped.
+/// stack is the "halt" address beneath main. Returns the addresses popped, and the block
+/// every lane returns to where they all return to one (then no lane is listed: the caller
+/// sends `lanes` there as they are).
 ///
 /// Two passes: the first pops and notes each lane's block in `targets`, with nothing carried
 /// from lane to lane but registers; where every lane returns to one block (nearly every pass:
-/// lanes run together were mostly called together), that block's list is the lanes as they
-/// are. Only a pass whose lanes part lists them one by one, where a list's length goes
-/// through memory from each lane to the next.
+/// lanes run together were mostly called together), that is all. Only a pass whose lanes
+/// part lists them one by one, where a list's length goes through memory from each lane to
+/// the next.
 #[inline(always)]
 fn returns_each<S>(
     (held, batch): (&mut [u32], usize),
@@ -756,7 +762,7 @@ fn returns_each<S>(
     lanes: &[usize],
     (lists, listed, targets): Returning<'_>,
     mut restore: impl FnMut(usize, &S) -> Block,
-) -> usize {
+) -> (usize, Option<usize>) {
     let n = held.len();
     targets.clear();
     targets.reserve(lanes.len());
@@ -790,13 +796,10 @@ fn returns_each<S>(
     }
     // SAFETY: the loop wrote the first `lanes.len()` elements (the room reserved above).
     unsafe { targets.set_len(lanes.len()) };
+    let popped = lanes.len() - halted;
     if any == every {
-        if !lanes.is_empty() && every != HALTED {
-            let list = &mut lists[every as usize];
-            list.extend_from_slice(lanes);
-            listed.push(every as usize);
-        }
-        return lanes.len() - halted;
+        let one = (!lanes.is_empty() && every != HALTED).then_some(every as usize);
+        return (popped, one);
     }
     for (&lane, &to) in lanes.iter().zip(targets.iter()) {
         if to == HALTED {
@@ -818,7 +821,7 @@ fn returns_each<S>(
             list.set_len(len + 1);
         }
     }
-    lanes.len() - halted
+    (popped, None)
 }
 
 /// A return pass's note for a lane with no return address (no block has this index).
@@ -1309,12 +1312,12 @@ mod tests {
         returns.push(&[3, 70], Block::new(4), &[]);
         assert_eq!((returns.frames, returns.top), (6, 2));
         q.waiting[4].extend(&[8]);
-        returns.pop(
+        let one = returns.pop(
             &[1, 3, 5, 9, 70],
             (&mut q.returning, &mut q.returned, &mut q.targets),
             &mut [],
         );
-        assert_eq!(returns.frames, 2);
+        assert_eq!((returns.frames, one), (2, None));
         assert_eq!(q.returned, [2, 4]);
         assert_eq!(
             (q.returning[2].clone(), q.returning[4].clone()),
@@ -1331,34 +1334,28 @@ mod tests {
         depth[7] = 4;
         returns.push(&[7], Block::new(1), &depth);
         depth[7] = 5;
-        returns.pop(
+        let one = returns.pop(
             &[7],
             (&mut q.returning, &mut q.returned, &mut q.targets),
             &mut depth,
         );
-        assert_eq!(
-            (depth[7], q.returned.clone(), q.returning[1].clone()),
-            (4, vec![1], vec![7])
-        );
+        assert_eq!((depth[7], one), (4, Some(1)));
     }
 
-    /// A pass whose lanes all return to one block lists them all for it, as they came; a
-    /// pass whose lanes all return from main lists none.
+    /// A pass whose lanes all return to one block names it and lists no lane (they go there
+    /// as they came, joining its set if lanes wait there); a pass whose lanes all return from
+    /// main names none and lists none.
     #[test]
-    fn lanes_returning_to_one_block_are_listed_as_they_came() {
+    fn lanes_returning_to_one_block_go_there_as_they_came() {
         let mut q = queue(5, 100);
         let mut returns = ReturnStacks::new(100, false);
         returns.push(&[2, 4, 6], Block::new(3), &[]);
         returns.push(&[4], Block::new(1), &[]);
         let sends = (&mut q.returning[..], &mut q.returned, &mut q.targets);
-        returns.pop(&[2, 6], sends, &mut []);
-        assert_eq!(
-            (q.returned.clone(), q.returning[3].clone()),
-            (vec![3], vec![2, 6])
-        );
-        q.send_returned();
+        assert_eq!(returns.pop(&[2, 6], sends, &mut []), Some(3));
+        assert!(q.returned.is_empty() && q.returning.iter().all(Vec::is_empty));
         let sends = (&mut q.returning[..], &mut q.returned, &mut q.targets);
-        returns.pop(&[2, 6, 9], sends, &mut []);
+        assert_eq!(returns.pop(&[2, 6, 9], sends, &mut []), None);
         assert!(q.returned.is_empty() && q.returning.iter().all(Vec::is_empty));
         assert_eq!(returns.frames, 2);
     }
