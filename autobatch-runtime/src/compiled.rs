@@ -167,7 +167,7 @@ impl<'r, 'p> BlockRun<'r, 'p> {
     /// its branch's lists (which it hands back). A panic in it is not caught here (a catch
     /// would keep the lane loop's state in memory): it prints nothing, unwinds out of the
     /// run, and the VM's one catch around the run makes it the error of the kernel op and lane
-    /// the loop last recorded in its [`Blame`] ([`caught`]).
+    /// the kernel's [`BlameGuard`] recorded in the [`Blame`] as it unwound ([`caught`]).
     #[inline]
     pub fn each(
         &mut self,
@@ -236,16 +236,33 @@ pub struct Blame {
 }
 
 impl Blame {
-    /// Kernel op `op` of the block runs next.
+    /// A guard for kernel op `op` of the block running for `lane`: if the kernel panics, the
+    /// guard's drop, as the panic unwinds through it, blames them. The lane loop forgets the
+    /// guard as the kernel returns, so a kernel that returns costs no store; one that cannot
+    /// panic costs nothing at all.
     #[inline(always)]
-    pub fn op(&self, op: usize) {
-        self.op.set(op);
+    pub fn guard(&self, op: usize, lane: usize) -> BlameGuard<'_> {
+        BlameGuard {
+            blame: self,
+            op,
+            lane,
+        }
     }
+}
 
-    /// The kernel runs for `lane` next.
-    #[inline(always)]
-    pub fn lane(&self, lane: usize) {
-        self.lane.set(lane);
+/// Blames its op and lane in its [`Blame`] when dropped: only as a panic unwinds through it,
+/// or as an error returns before the lane loop forgets it (then the blame is unused).
+pub struct BlameGuard<'b> {
+    blame: &'b Blame,
+    op: usize,
+    lane: usize,
+}
+
+impl Drop for BlameGuard<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        self.blame.op.set(self.op);
+        self.blame.lane.set(self.lane);
     }
 }
 

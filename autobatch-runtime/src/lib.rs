@@ -37,7 +37,7 @@ pub use autobatch_ir as ir;
 pub mod __private {
     pub use crate::codegen::*;
     pub use crate::compiled::{
-        Blame, BlockFn, BlockRun, CompiledBlocks, Faults, Frames, LaneVar, Sides,
+        Blame, BlameGuard, BlockFn, BlockRun, CompiledBlocks, Faults, Frames, LaneVar, Sides,
     };
     pub use crate::prefetch::PREFETCH_AHEAD;
     pub use crate::primitive::{check_agreement, AgreementError, Tolerance};

@@ -82,8 +82,6 @@ struct Lane<'a> {
     program: &'a LoweredProgram,
     values: BTreeMap<Var, proc_macro2::Ident>,
     live_out: &'a VarSet,
-    /// Whether the block has one kernel op (then it is blamed once, before the lane loop).
-    one_kernel: bool,
 }
 
 impl Lane<'_> {
@@ -143,15 +141,10 @@ fn block(
     let mut pushes: BTreeSet<Var> = BTreeSet::new();
     let mut kernel_ids = Vec::new();
     let mut code = Vec::new();
-    let kernel_ops: Vec<usize> = (data.ops.iter().enumerate())
-        .filter(|(_, op)| matches!(op, Op::Prim(p) if matches!(p.kernel, KernelRef::User(_))))
-        .map(|(i, _)| i)
-        .collect();
     let mut lane = Lane {
         program,
         values: BTreeMap::new(),
         live_out: &live.block(b).live_out,
-        one_kernel: kernel_ops.len() == 1,
     };
     let mut take = |v: Var| -> Option<()> {
         let dtype = scalar(program, v)?;
@@ -215,16 +208,11 @@ fn block(
         let m = pushes.contains(v).then(|| quote!(mut));
         quote!(let #m #x = __run.var::<#t>(#index)?;)
     });
-    let blame_once = match kernel_ops[..] {
-        [op] => Some(quote!(__blame.op(#op);)),
-        _ => None,
-    };
     Some(quote! {
         #(#takes)*
         __run.count_kernels(&[#(#kernel_ids),*]);
         let __lanes = __run.lanes();
         __run.each(move |__blame, __frames, mut __sides| {
-            #blame_once
             for (__k, &__lane) in __lanes.iter().enumerate() {
                 #(#code)*
             }
@@ -269,16 +257,16 @@ fn kernel_op(
         .map(|k| format_ident!("__o{}_{}", op, k))
         .collect();
     let paths = outs.iter().map(|(_, path)| path);
-    // The op is said once before the lane loop where it is the block's only kernel.
-    let set_op = (!lane.one_kernel).then(|| quote!(__blame.op(#op);));
+    // The kernel runs under a guard that blames the op and lane if it unwinds, and is
+    // forgotten (nothing done) as the kernel returns.
     code.push(quote! {
-        #set_op
-        __blame.lane(__lane);
+        let __guard = __blame.guard(#op, __lane);
         let (#(#names,)*) = {
             #(#bindings)*
             #result
             (#(#paths,)*)
         };
+        ::std::mem::forget(__guard);
     });
     lane.write(p, &names, code);
     Some(())
