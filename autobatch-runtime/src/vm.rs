@@ -453,7 +453,7 @@ fn run_steps(
         }
         stats.record(index, lanes.len());
         let data = program.block(block);
-        if let Some(function) = plan.entries[index].as_ref().filter(|_| counted) {
+        if let Some(function) = counted.then(|| plan.entries[index].as_ref()).flatten() {
             if let Some(lane) = enter(&mut depth, lanes, max_depth) {
                 return Err(limit_error(function, lane, max_depth));
             }

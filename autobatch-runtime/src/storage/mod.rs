@@ -248,7 +248,7 @@ impl<'p> Storage<'p> {
 
     /// Records that the interpreter's call stack now takes `bytes`; fails, naming what
     /// `grew` and the lane `blamed` gives (asked only then), if that passes the memory budget.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn note_call_stack(
         &mut self,
         bytes: usize,
