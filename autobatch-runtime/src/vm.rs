@@ -17,7 +17,10 @@
 //! whose last kernel splits the lanes by the condition as it computes it (where nothing else
 //! reads the condition), a return's lanes listed by the block each returns to. A block runs
 //! from its list without listing lanes from a set; lanes that reach it while it has lanes
-//! waiting join its set, and its list joins the set when it runs with both.
+//! waiting join its set, and its list joins the set when it runs with both. Where the block
+//! they reach would run next anyway (no lane waits at it or below it), the lanes go on running
+//! there without waiting: the same steps on the same lanes in the same order, without the
+//! round trip through the queue.
 
 use crate::compiled::{caught, Blame, BlockFn, BlockRun, CompiledBlocks, PartsCache};
 use crate::config::Config;
@@ -338,12 +341,51 @@ impl Queue {
         }
     }
 
-    /// Sends a branch's sides as its kernel split them, `yes` to block `then_` and `no` to
-    /// block `else_` (two blocks).
+    /// Whether the lanes being run can go on to block `to` without waiting there: no lane
+    /// waits at it or below it (so lowest first would run it next, on exactly these lanes),
+    /// and it is not the halt.
     #[inline(always)]
-    fn send_split(&mut self, then_: usize, else_: usize) {
-        self.waiting.give(then_, &mut self.yes);
-        self.waiting.give(else_, &mut self.no);
+    fn carries(&self, to: usize) -> bool {
+        self.waiting.runs_next(to)
+    }
+
+    /// Sends the lanes being run to block `to` (see [`send`](Self::send)), or keeps them
+    /// running there where it [`carries`](Self::carries) them: then the block to run next.
+    #[inline(always)]
+    fn send_or_carry(&mut self, to: usize) -> Option<usize> {
+        if self.carries(to) {
+            return Some(to);
+        }
+        self.send(to);
+        None
+    }
+
+    /// Sends a branch's sides as its kernel split them, `yes` to block `then_` and `no` to
+    /// block `else_` (two blocks); the lower block's side (or the other, if it has no lanes)
+    /// goes on running there where it [`carries`](Self::carries) it: then the block to run
+    /// next.
+    #[inline(always)]
+    fn send_split(&mut self, then_: usize, else_: usize) -> Option<usize> {
+        let (yes, no) = (&mut self.yes, &mut self.no);
+        let ((low, lows), (high, highs)) = match then_ < else_ {
+            true => ((then_, yes), (else_, no)),
+            false => ((else_, no), (then_, yes)),
+        };
+        let (b, list) = match lows.is_empty() {
+            true => (high, highs),
+            false => {
+                self.waiting.give(high, highs);
+                (low, lows)
+            }
+        };
+        if self.waiting.runs_next(b) {
+            std::mem::swap(&mut self.lanes, list);
+            list.clear();
+            self.taken_valid = false;
+            return Some(b);
+        }
+        self.waiting.give(b, list);
+        None
     }
 
     /// Sends the lanes the last return pass listed by the block each returns to.
@@ -435,8 +477,21 @@ fn run_steps(
     // such check).
     let use_compiled = plan.runs_compiled(config) && !exec.storage.checks_reads();
     let mut parts = PartsCache::new(program.vars.len());
-    while let Some(index) = queue.next_block() {
+    // The block the lanes just run go on to without waiting, where lowest first would run
+    // them there next as they are (see `Queue::carries`).
+    let mut carried = None;
+    loop {
+        let (index, carry) = match carried.take() {
+            Some(index) => (index, true),
+            None => match queue.next_block() {
+                Some(index) => (index, false),
+                None => break,
+            },
+        };
         if lane_steps.is_none() && stats.steps >= budget {
+            if carry {
+                queue.waiting.give(index, &mut queue.lanes);
+            }
             let lanes = queue.all_waiting();
             let running = lanes.len();
             return Err(RuntimeError::StepBudget {
@@ -446,7 +501,10 @@ fn run_steps(
             });
         }
         let block = Block::new(index);
-        queue.take(index);
+        match carry {
+            true => queue.taken_valid = false,
+            false => queue.take(index),
+        }
         let lanes = &queue.lanes;
         if let Some(steps) = &mut lane_steps {
             steps.run(lanes)?;
@@ -483,13 +541,13 @@ fn run_steps(
             exec.storage.release_rows(v, lanes);
         }
         match &data.term {
-            Terminator::Goto(t) => queue.send(forward(t)),
+            Terminator::Goto(t) => carried = queue.send_or_carry(forward(t)),
             Terminator::Branch { cond, then_, else_ } => {
                 let (t, e) = (forward(then_), forward(else_));
                 if t == e {
-                    queue.send(t);
+                    carried = queue.send_or_carry(t);
                 } else if split {
-                    queue.send_split(t, e);
+                    carried = queue.send_split(t, e);
                 } else {
                     let conditions = exec.storage.conditions(*cond, lanes, block)?;
                     queue.taken();
@@ -523,7 +581,7 @@ fn run_steps(
                         }
                     }
                 }
-                queue.send(forward(target));
+                carried = queue.send_or_carry(forward(target));
             }
             Terminator::IndirectGoto => {
                 // Each lane's last return address popped, its caller's depth restored (where
@@ -538,6 +596,7 @@ fn run_steps(
                 // Blamed on the first lane if the stacks pass the budget.
                 let first = queue.lanes.first().copied();
                 match returns.pop(&queue.lanes, sends, &mut depth) {
+                    Some(to) if queue.carries(to) => carried = Some(to),
                     Some(to) => queue.waiting.give(to, &mut queue.lanes),
                     None => queue.send_returned(),
                 }
@@ -899,6 +958,13 @@ impl WaitingSets {
             std::mem::swap(list, &mut self.lists[b]);
             self.low = self.low.min(b);
         }
+    }
+
+    /// Whether block `b` would run next if lanes came to it now: no lane waits at it or below
+    /// it, and it is not the halt.
+    #[inline(always)]
+    fn runs_next(&self, b: usize) -> bool {
+        b < self.low && b < self.halt()
     }
 
     /// The halt's index, one past the last block.
@@ -1286,19 +1352,63 @@ mod tests {
         );
         assert!(!q.waiting.has_lanes(1));
 
-        // A split: each side listed where no lane waits, into the set where some do.
+        // A split: each side listed where no lane waits, into the set where some do (a
+        // lane waits at block 0, so neither side runs next).
         let mut q = queue(3, 200);
+        q.waiting[0].extend(&[0]);
         (q.yes, q.no) = (vec![4, 8], vec![6]);
-        q.send_split(2, 1);
+        assert_eq!(q.send_split(2, 1), None);
         assert_eq!(
             (q.waiting.lists[2].clone(), q.waiting.lists[1].clone()),
             (vec![4, 8], vec![6])
         );
         assert!(q.yes.is_empty() && q.no.is_empty());
         (q.yes, q.no) = (vec![5], Vec::new());
-        q.send_split(2, 1);
+        assert_eq!(q.send_split(2, 1), None);
         assert_eq!(q.waiting[2].count, 1);
-        assert_eq!(q.all_waiting(), [4, 5, 6, 8]);
+        assert_eq!(q.all_waiting(), [0, 4, 5, 6, 8]);
+    }
+
+    /// Lanes go on running at the block they are sent to, without waiting there, where
+    /// lowest first would run them there next as they are: no lane waits at it or below it,
+    /// and it is not the halt. A split carries its lower side that has lanes, the other
+    /// waiting.
+    #[test]
+    fn lanes_that_would_run_next_go_on_without_waiting() {
+        let mut q = queue(4, 200);
+        q.lanes = vec![3, 9];
+        assert_eq!(q.send_or_carry(2), Some(2));
+        assert_eq!((q.lanes.clone(), q.all_waiting()), (vec![3, 9], vec![]));
+        // Lanes wait at block 1: block 2 does not run next, so the lanes wait there.
+        q.waiting[1].extend(&[4]);
+        assert_eq!(q.send_or_carry(2), None);
+        assert_eq!(q.waiting.lists[2], [3, 9]);
+        // Block 1 itself has lanes: the sent ones join them.
+        q.lanes = vec![7];
+        assert_eq!(q.send_or_carry(1), None);
+        assert_eq!(q.waiting[1].count, 2);
+        // The halt is never run.
+        let mut q = queue(4, 200);
+        q.lanes = vec![5];
+        assert_eq!(q.send_or_carry(4), None);
+        assert_eq!(
+            (q.waiting.lists[4].clone(), q.next_block()),
+            (vec![5], None)
+        );
+        // A split: the lower block's side goes on, the higher waits; with no lane on the
+        // lower side, the higher one goes on.
+        let mut q = queue(4, 200);
+        (q.yes, q.no) = (vec![4, 8], vec![6]);
+        assert_eq!(q.send_split(3, 1), Some(1));
+        assert_eq!(
+            (q.lanes.clone(), q.waiting.lists[3].clone()),
+            (vec![6], vec![4, 8])
+        );
+        assert!(q.yes.is_empty() && q.no.is_empty());
+        let mut q = queue(4, 200);
+        (q.yes, q.no) = (vec![4, 8], Vec::new());
+        assert_eq!(q.send_split(3, 1), Some(3));
+        assert_eq!((q.lanes.clone(), q.all_waiting()), (vec![4, 8], vec![]));
     }
 
     /// A return pass lists each lane for the block its last return address names, in lane
