@@ -360,6 +360,18 @@ impl Queue {
         None
     }
 
+    /// Keeps the lanes being run (listed, in lane order) running at block `to` where it
+    /// [`carries`](Self::carries) them: then the block to run next; else gives their list to
+    /// `to` (see [`WaitingSets::give`]).
+    #[inline(always)]
+    fn carry_or_give(&mut self, to: usize) -> Option<usize> {
+        if self.carries(to) {
+            return Some(to);
+        }
+        self.waiting.give(to, &mut self.lanes);
+        None
+    }
+
     /// Sends a branch's sides as its kernel split them, `yes` to block `then_` and `no` to
     /// block `else_` (two blocks); the lower block's side (or the other, if it has no lanes)
     /// goes on running there where it [`carries`](Self::carries) it: then the block to run
@@ -378,14 +390,11 @@ impl Queue {
                 (low, lows)
             }
         };
-        if self.waiting.runs_next(b) {
-            std::mem::swap(&mut self.lanes, list);
-            list.clear();
-            self.taken_valid = false;
-            return Some(b);
-        }
-        self.waiting.give(b, list);
-        None
+        // The side becomes the lanes being run (those of the block that split them are done).
+        std::mem::swap(&mut self.lanes, list);
+        list.clear();
+        self.taken_valid = false;
+        self.carry_or_give(b)
     }
 
     /// Sends the lanes the last return pass listed by the block each returns to.
@@ -596,8 +605,7 @@ fn run_steps(
                 // Blamed on the first lane if the stacks pass the budget.
                 let first = queue.lanes.first().copied();
                 match returns.pop(&queue.lanes, sends, &mut depth) {
-                    Some(to) if queue.carries(to) => carried = Some(to),
-                    Some(to) => queue.waiting.give(to, &mut queue.lanes),
+                    Some(to) => carried = queue.carry_or_give(to),
                     None => queue.send_returned(),
                 }
                 let bytes = returns.frames * returns.slot_bytes();
