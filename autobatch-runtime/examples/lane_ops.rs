@@ -3,9 +3,10 @@
 //!
 //! `cargo build --release -p autobatch-runtime --example lane_ops`, then
 //! `valgrind --tool=callgrind target/release/examples/lane_ops fib vm` (workloads `fib`,
-//! `collatz`, `fib-macro`, `ackermann`; modes `vm`, `sl`, `rust`, and `lowered`, which prints
-//! the program stackless runs and the one the full VM runs). It prints the lane-ops the run made
-//! (the lanes over every kernel and assignment run) so instructions per lane-op can be read off.
+//! `collatz`, `fib-macro`, `ackermann`, `mandelbrot`; modes `vm`, `sl`, `rust`, and `lowered`,
+//! which prints the program stackless runs and the one the full VM runs). It prints the
+//! lane-ops the run made (the lanes over every kernel and assignment run) so instructions per
+//! lane-op can be read off.
 //!
 //! With a thread count (`lane_ops collatz sl 2 101`) it times that many runs and prints their
 //! median. `LANE_OPS_BATCH` sets the batch (10,000 by default); `LANE_OPS_SHARD` sets
@@ -52,6 +53,30 @@ fn collatz(n: i64) -> i64 {
         steps += 1;
     }
     steps
+}
+
+/// Escape-time iterations of the Mandelbrot map at `c = cx + i cy`, at most 256: a loop whose
+/// trip count varies from lane to lane, in `f64`.
+#[autobatch]
+fn mandelbrot(cx: f64, cy: f64) -> i64 {
+    let mut x = 0.0;
+    let mut y = 0.0;
+    let mut i = 0;
+    while i < 256 && x * x + y * y <= 4.0 {
+        let t = x * x - y * y + cx;
+        y = 2.0 * x * y + cy;
+        x = t;
+        i += 1;
+    }
+    i
+}
+
+/// The point of lane `i` of `batch`: a square grid over `[-2, 1] x [-1.5, 1.5]`, row by row.
+fn mandelbrot_point(i: i64, batch: i64) -> (f64, f64) {
+    let side = (batch as f64).sqrt().ceil().max(1.0) as i64;
+    let (row, col) = (i / side, i % side);
+    let step = 3.0 / side as f64;
+    (-2.0 + col as f64 * step, -1.5 + row as f64 * step)
 }
 
 /// The Ackermann function as a user writes it (the fibonacci bench's mixed small inputs).
@@ -108,7 +133,7 @@ fn main() {
     let (workload, mode) = match args.as_slice() {
         [_, w, m] => (w.as_str(), m.as_str()),
         [_, w, m, _] | [_, w, m, _, _] => (w.as_str(), m.as_str()),
-        _ => panic!("usage: lane_ops fib|fib-macro|collatz|ackermann vm|sl|rust [threads [runs]]"),
+        _ => panic!("usage: lane_ops fib|fib-macro|collatz|ackermann|mandelbrot vm|sl|rust [threads [runs]]"),
     };
     let threads: Option<usize> = args.get(3).map(|t| t.parse().expect("a thread count"));
     let config = match mode {
@@ -143,6 +168,7 @@ fn main() {
             "fib-macro" => fib_macro::executable(),
             "collatz" => collatz::executable(),
             "ackermann" => ackermann::executable(),
+            "mandelbrot" => mandelbrot::executable(),
             other => panic!("unknown workload {other}"),
         };
         let exe = exe.expect("links");
@@ -229,6 +255,25 @@ fn run(workload: &str, mode: &str, config: Option<&Config>, print: bool) {
                 ackermann::batch_with_stats(m.view(), n.view(), config).expect("runs");
             if print {
                 println!("ackermann {mode}: {}; {}", out.sum(), summary(&stats));
+            }
+        }
+        "mandelbrot" => {
+            let (xs, ys): (Vec<f64>, Vec<f64>) =
+                (0..batch).map(|i| mandelbrot_point(i, batch)).unzip();
+            let Some(config) = config else {
+                let total: i64 = (xs.iter().zip(&ys))
+                    .map(|(&x, &y)| mandelbrot(black_box(x), black_box(y)))
+                    .sum();
+                if print {
+                    println!("plain mandelbrot: {total}");
+                }
+                return;
+            };
+            let (x, y) = (Array1::from_vec(xs), Array1::from_vec(ys));
+            let (out, stats) =
+                mandelbrot::batch_with_stats(x.view(), y.view(), config).expect("runs");
+            if print {
+                println!("mandelbrot {mode}: {}; {}", out.sum(), summary(&stats));
             }
         }
         other => panic!("unknown workload {other}"),
