@@ -10,8 +10,8 @@
 
 use crate::column::width_of;
 use crate::config::shard_lanes;
-use crate::{Column, Config, LaneFailure, Mode, Result, Run, Stats};
-use autobatch_ir::{Allocation, Program, VarData};
+use crate::{Column, Config, LaneFailure, Mode, Result, Run, Stats, SHARD_BYTES};
+use autobatch_ir::{Allocation, Program};
 use rayon::prelude::*;
 use rayon::{ThreadPool, ThreadPoolBuilder};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -31,8 +31,7 @@ pub(crate) fn run(
     let (size, dealt) = match config.shard_size {
         Some(size) => (size.max(1), false),
         None => {
-            let frames = frame_bytes(config.mode, compiled);
-            let lane = lane_bytes(program, vector_len, frames);
+            let lane = lane_bytes(program, vector_len, (config.mode, compiled));
             (shard_lanes(batch, lane, threads), true)
         }
     };
@@ -165,18 +164,47 @@ fn frame_bytes(mode: Mode, compiled: bool) -> usize {
     }
 }
 
-/// Bytes of one lane's working set in `program`: what a default shard size keeps within cache.
-/// Each variable counts 8 bytes per element of each tensor leaf, and a stacked (FULL) leaf
-/// `frames` more for its saved frames ([`frame_bytes`]; the program counter, a FULL variable
-/// wherever the program calls, stands for the return addresses).
-fn lane_bytes(program: &Program, vector_len: usize, frames: usize) -> usize {
-    let var_bytes = |v: &VarData| {
+/// What the full VM's shard keeps within the first level of cache at most, beside
+/// [`SHARD_BYTES`] for its whole working set: its lanes' current values and their places in the
+/// lane lists ([`LIST_BYTES`]). A loop's block runs every lane of its shard at each step, a few
+/// instructions a lane, so a shard whose values a step walks from the second level waits on
+/// them. Collatz step counts (10,000 lanes, no stacked variable, 88 bytes a lane with the
+/// lists; cachegrind: 607K first-level misses as one shard against 44K in shards of 1,024) ran
+/// 1.49 ms as one shard against 1.24 ms in this count's 7 shards of 1,429, and 0.90 against
+/// 0.73 ms on two threads; Mandelbrot escape counts (120 bytes a lane, more work per lane)
+/// 1.23 against 1.27 ms on one thread, 0.81 against 0.74 ms on two (`lane_ops collatz|mandelbrot
+/// vm T 101`, the build before and this one, seven alternated rounds, medians). Recursive
+/// programs' shards are smaller already (their frames count); stackless, whose steps cost
+/// more, keeps whole batches (shards of 1,024 or 2,048 ran alike or slower there).
+const STEP_BYTES: usize = 128 << 10;
+
+/// A lane's places in the full VM's lane lists, as [`STEP_BYTES`] counts them: the list its
+/// block runs from and the one it goes to.
+const LIST_BYTES: usize = 16;
+
+/// Bytes of one lane's working set in `program` run in `mode` (`compiled`: the full VM runs
+/// compiled blocks): what a default shard size keeps within [`SHARD_BYTES`]. Each variable
+/// counts 8 bytes per element of each tensor leaf, and a stacked (FULL) leaf more for its
+/// saved frames ([`frame_bytes`]; the program counter, a FULL variable wherever the program
+/// calls, stands for the return addresses). In the full VM, at least the lane's share of
+/// [`STEP_BYTES`] scaled to [`SHARD_BYTES`].
+fn lane_bytes(program: &Program, vector_len: usize, (mode, compiled): (Mode, bool)) -> usize {
+    let frames = frame_bytes(mode, compiled);
+    let (mut values, mut saved) = (0, 0);
+    for v in program.vars.iter() {
         let leaves = v.ty.leaves();
-        let values: usize = leaves.iter().map(|&t| 8 * width_of(t, vector_len)).sum();
-        let stacked = usize::from(v.alloc == Allocation::Full);
-        values + stacked * frames * leaves.len()
-    };
-    program.vars.iter().map(var_bytes).sum()
+        values += leaves
+            .iter()
+            .map(|&t| 8 * width_of(t, vector_len))
+            .sum::<usize>();
+        if v.alloc == Allocation::Full {
+            saved += frames * leaves.len();
+        }
+    }
+    match mode {
+        Mode::Stackless => values + saved,
+        Mode::FullVm => (values + saved).max((values + LIST_BYTES) * (SHARD_BYTES / STEP_BYTES)),
+    }
 }
 
 /// The process's pool of `threads` workers (built on first use, then kept for later runs),
@@ -208,8 +236,8 @@ fn pool(threads: usize) -> Option<Arc<ThreadPool>> {
 
 #[cfg(test)]
 mod tests {
-    use super::{frame_bytes, lane_bytes, layout, COMPILED_FRAME_BYTES, FRAME_BYTES};
-    use crate::Mode;
+    use super::{lane_bytes, layout, COMPILED_FRAME_BYTES, FRAME_BYTES, LIST_BYTES, STEP_BYTES};
+    use crate::{shard_lanes, Mode, SHARD_BYTES};
     use autobatch_ir::{Allocation, DType, KernelId, Program, ProgramBuilder, Type, Var};
 
     /// `f(x: i64) -> y: f64[n]`, one block, every variable (the program counter too) a
@@ -235,20 +263,34 @@ mod tests {
         let (mut program, x, y) = program();
         // x, y (three elements) and the program counter.
         let plain = 8 + 8 * 3 + 8;
-        let vm = frame_bytes(Mode::FullVm, false);
-        let stackless = frame_bytes(Mode::Stackless, true);
-        for frames in [vm, stackless] {
-            assert_eq!(lane_bytes(&program, 3, frames), plain);
-        }
+        let (vm, compiled) = ((Mode::FullVm, false), (Mode::FullVm, true));
+        let stackless = (Mode::Stackless, true);
+        assert_eq!(lane_bytes(&program, 3, stackless), plain);
         program.vars[x].alloc = Allocation::Full;
         assert_eq!(lane_bytes(&program, 3, vm), plain + FRAME_BYTES);
         program.vars[y].alloc = Allocation::Full;
         assert_eq!(lane_bytes(&program, 3, vm), plain + 2 * FRAME_BYTES);
         assert_eq!(lane_bytes(&program, 3, stackless), plain);
         // Compiled blocks count more per frame (smaller shards).
-        let compiled = frame_bytes(Mode::FullVm, true);
-        assert_eq!(compiled, COMPILED_FRAME_BYTES);
-        assert_eq!(lane_bytes(&program, 3, compiled), plain + 2 * compiled);
+        let compiled_bytes = lane_bytes(&program, 3, compiled);
+        assert_eq!(compiled_bytes, plain + 2 * COMPILED_FRAME_BYTES);
+    }
+
+    #[test]
+    fn full_vm_lanes_without_frames_count_their_share_of_a_step() {
+        let (program, _, _) = program();
+        let plain = 8 + 8 * 3 + 8;
+        let step = (plain + LIST_BYTES) * (SHARD_BYTES / STEP_BYTES);
+        for compiled in [false, true] {
+            assert_eq!(lane_bytes(&program, 3, (Mode::FullVm, compiled)), step);
+        }
+        assert_eq!(lane_bytes(&program, 3, (Mode::Stackless, false)), plain);
+        // 10,000 such lanes on one thread: shards whose values and lists a step walks within
+        // `STEP_BYTES` (in stackless, one shard).
+        let size = shard_lanes(10_000, step, 1);
+        assert_eq!(size, 2_000);
+        assert!(size * (plain + LIST_BYTES) <= STEP_BYTES);
+        assert_eq!(shard_lanes(10_000, plain, 1), 10_000);
     }
 
     /// Every lane in exactly one shard, in lane order inside it.

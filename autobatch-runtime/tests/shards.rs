@@ -242,9 +242,17 @@ fn default_shards_deal_out_lanes_and_still_give_one_shards_results() {
     let (n, d) = (Array1::from_elem(2_000, 2i64), Array1::from(d));
     for mode in [Mode::FullVm, Mode::Stackless] {
         let (got, two) = collatz::batch_with_stats(starts.view(), &config(mode, 2, None)).unwrap();
-        let (want, one) = collatz::batch_with_stats(starts.view(), &config(mode, 1, None)).unwrap();
+        // One shard of the whole batch (by default the full VM cuts 2,000 Collatz lanes in two
+        // on one thread as well: a loop's step walks every lane's values).
+        let whole = config(mode, 1, Some(2_000));
+        let (want, one) = collatz::batch_with_stats(starts.view(), &whole).unwrap();
         assert_eq!((two.shards, one.shards), (2, 1), "{mode:?}");
         assert_eq!(got, want, "{mode:?}");
+        let (alone, default) =
+            collatz::batch_with_stats(starts.view(), &config(mode, 1, None)).unwrap();
+        let cut = if mode == Mode::FullVm { 2 } else { 1 };
+        assert_eq!(default.shards, cut, "{mode:?}: one thread");
+        assert_eq!(alone, want, "{mode:?}");
         assert_eq!(
             got.to_vec(),
             starts.iter().map(|&n| collatz(n)).collect::<Vec<_>>()
