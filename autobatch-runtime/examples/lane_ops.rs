@@ -14,8 +14,8 @@
 //! what sharding itself costs, apart from the threads).
 
 use autobatch_runtime::ir::{DType, KernelId};
-use autobatch_runtime::ndarray::Array1;
-use autobatch_runtime::{autobatch, Column, Config, Executable, Kernel, Mode, Stats};
+use autobatch_runtime::ndarray::{Array1, ArrayView1};
+use autobatch_runtime::{autobatch, Column, Config, Executable, Kernel, Mode, RuntimeError, Stats};
 use autobatch_testkit::conformance;
 use std::hint::black_box;
 use std::time::Instant;
@@ -239,43 +239,49 @@ fn run(workload: &str, mode: &str, config: Option<&Config>, print: bool) {
                 println!("collatz {mode}: {}; {}", out.sum(), summary(&stats));
             }
         }
-        "ackermann" => {
-            let (ms, ns): (Vec<i64>, Vec<i64>) = (0..batch).map(|i| (i % 4, (i / 4) % 4)).unzip();
-            let Some(config) = config else {
-                let total: i64 = (ms.iter().zip(&ns))
-                    .map(|(&m, &n)| ackermann(black_box(m), black_box(n)))
-                    .sum();
-                if print {
-                    println!("plain ackermann: {total}");
-                }
-                return;
-            };
-            let (m, n) = (Array1::from_vec(ms), Array1::from_vec(ns));
-            let (out, stats) =
-                ackermann::batch_with_stats(m.view(), n.view(), config).expect("runs");
-            if print {
-                println!("ackermann {mode}: {}; {}", out.sum(), summary(&stats));
-            }
-        }
-        "mandelbrot" => {
-            let (xs, ys): (Vec<f64>, Vec<f64>) =
-                (0..batch).map(|i| mandelbrot_point(i, batch)).unzip();
-            let Some(config) = config else {
-                let total: i64 = (xs.iter().zip(&ys))
-                    .map(|(&x, &y)| mandelbrot(black_box(x), black_box(y)))
-                    .sum();
-                if print {
-                    println!("plain mandelbrot: {total}");
-                }
-                return;
-            };
-            let (x, y) = (Array1::from_vec(xs), Array1::from_vec(ys));
-            let (out, stats) =
-                mandelbrot::batch_with_stats(x.view(), y.view(), config).expect("runs");
-            if print {
-                println!("mandelbrot {mode}: {}; {}", out.sum(), summary(&stats));
-            }
-        }
+        "ackermann" => run_two(
+            ("ackermann", mode, print),
+            (0..batch).map(|i| (i % 4, (i / 4) % 4)).unzip(),
+            config,
+            (ackermann, |m, n, c| ackermann::batch_with_stats(m, n, c)),
+        ),
+        "mandelbrot" => run_two(
+            ("mandelbrot", mode, print),
+            (0..batch).map(|i| mandelbrot_point(i, batch)).unzip(),
+            config,
+            (mandelbrot, |x, y, c| mandelbrot::batch_with_stats(x, y, c)),
+        ),
         other => panic!("unknown workload {other}"),
+    }
+}
+
+/// A workload of two inputs per lane: its plain function and its batched form.
+type TwoInputs<A, B> = (fn(A, B) -> i64, BatchedTwo<A, B>);
+
+/// The batched form of a workload of two inputs per lane.
+type BatchedTwo<A, B> =
+    fn(ArrayView1<'_, A>, ArrayView1<'_, B>, &Config) -> Result<(Array1<i64>, Stats), RuntimeError>;
+
+/// Runs a workload of two inputs per lane once: its plain function over every lane without
+/// `config`, else its batched form with it; prints the total (and the run's counts) if `print`.
+fn run_two<A: Copy, B: Copy>(
+    (name, mode, print): (&str, &str, bool),
+    (a, b): (Vec<A>, Vec<B>),
+    config: Option<&Config>,
+    (plain, batched): TwoInputs<A, B>,
+) {
+    let Some(config) = config else {
+        let total: i64 = (a.iter().zip(&b))
+            .map(|(&a, &b)| plain(black_box(a), black_box(b)))
+            .sum();
+        if print {
+            println!("plain {name}: {total}");
+        }
+        return;
+    };
+    let (a, b) = (Array1::from_vec(a), Array1::from_vec(b));
+    let (out, stats) = batched(a.view(), b.view(), config).expect("runs");
+    if print {
+        println!("{name} {mode}: {}; {}", out.sum(), summary(&stats));
     }
 }
