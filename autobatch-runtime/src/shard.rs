@@ -164,18 +164,20 @@ fn frame_bytes(mode: Mode, compiled: bool) -> usize {
     }
 }
 
-/// What the full VM's shard keeps within the first level of cache at most, beside
-/// [`SHARD_BYTES`] for its whole working set: its lanes' current values and their places in the
-/// lane lists ([`LIST_BYTES`]). A loop's block runs every lane of its shard at each step, a few
-/// instructions a lane, so a shard whose values a step walks from the second level waits on
-/// them. Collatz step counts (10,000 lanes, no stacked variable, 88 bytes a lane with the
-/// lists; cachegrind: 607K first-level misses as one shard against 44K in shards of 1,024) ran
-/// 1.49 ms as one shard against 1.24 ms in this count's 7 shards of 1,429, and 0.90 against
-/// 0.73 ms on two threads; Mandelbrot escape counts (120 bytes a lane, more work per lane)
-/// 1.23 against 1.27 ms on one thread, 0.81 against 0.74 ms on two (`lane_ops collatz|mandelbrot
-/// vm T 101`, the build before and this one, seven alternated rounds, medians). Recursive
-/// programs' shards are smaller already (their frames count); stackless, whose steps cost
-/// more, keeps whole batches (shards of 1,024 or 2,048 ran alike or slower there).
+/// What the full VM keeps a shard's current values and their places in the lane lists
+/// ([`LIST_BYTES`]) within, beside [`SHARD_BYTES`] for its whole working set. A loop's block
+/// runs every lane of its shard at each step, a few instructions a lane, so a shard whose
+/// values a step walks from the second level of cache waits on them; a step touches part of a
+/// lane's values (Collatz's loop block about a third), so this much keeps it within the first
+/// level (48 KiB on the machine measured). Collatz step counts (10,000 lanes, no stacked
+/// variable, 88 bytes a lane with the lists; cachegrind: 607K first-level misses as one shard
+/// against 44K in shards of 1,024) ran 1.49 ms as one shard against 1.24 ms in this count's 7
+/// shards of 1,429, and 0.90 against 0.73 ms on two threads; Mandelbrot escape counts (120
+/// bytes a lane, more work per lane) 1.23 against 1.27 ms on one thread, 0.81 against 0.74 ms
+/// on two (`lane_ops collatz|mandelbrot vm T 101`, the build before and this one, seven
+/// alternated rounds, medians). Recursive programs' shards are smaller already (their frames
+/// count); stackless, whose steps cost more, keeps whole batches (shards of 1,024 or 2,048 ran
+/// alike or slower there).
 const STEP_BYTES: usize = 128 << 10;
 
 /// A lane's places in the full VM's lane lists, as [`STEP_BYTES`] counts them: the list its
