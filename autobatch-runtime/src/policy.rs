@@ -65,7 +65,7 @@ pub(crate) fn dead_vectors(program: &Program, live: &Liveness, stacks: Stacks) -
 }
 
 /// Splits `lanes` (in order) into those whose condition holds, written to `then_`, and the
-/// others, written to `else_`, both in order (branch-free, see [`split_below`]). Not inlined:
+/// others, written to `else_`, both in order (as [`split_below`] splits them). Not inlined:
 /// its loop then compiles the same whatever the interpreter's loop around it holds.
 #[inline(never)]
 pub(crate) fn partition_into(

@@ -145,11 +145,20 @@ pub(crate) fn each_lane_below(lanes: &[usize], rows: usize, mut each: impl FnMut
     }
 }
 
+/// Lanes [`split_below`] splits without a branch before it chooses how to split the rest.
+const SPLIT_PROBE: usize = 16;
+
 /// Splits `lanes` (in order) into those for which `holds(k, lanes[k])` is true, written to
 /// `yes`, and the others, written to `no`, both in order, replacing what they held; lanes are
 /// checked below `rows` as [`each_lane_below`] checks them, so `holds` may index rows by lane
-/// without checks of its own. Branch-free: each lane is written to both lists and only the
-/// count of its side advances, so unpredictable conditions cost no mispredictions.
+/// without checks of its own.
+///
+/// The first [`SPLIT_PROBE`] lanes are split without a branch (each lane written to both
+/// lists, only the count of its side advancing). Where they all went one way, the rest are
+/// split with a branch, one store a lane: lanes that run together mostly go one way (a loop's
+/// condition, a recursion's base case), and a predicted branch costs less than the second
+/// store. Where they parted, the rest are split without a branch, so conditions that vary
+/// from lane to lane at random (a sampler's coin flips) cost no mispredictions.
 #[inline(always)]
 pub(crate) fn split_below(
     lanes: &[usize],
@@ -165,28 +174,63 @@ pub(crate) fn split_below(
     let (yes_at, no_at) = (yes.as_mut_ptr(), no.as_mut_ptr());
     // Lanes before position `k` that went to `yes`; the other `k - t` went to `no`.
     let mut t = 0;
-    // Inlined at each of the loop's unrolled calls, with `holds` (a kernel's whole body, for
-    // a branch condition split as computed): a call per lane costs more than most bodies.
-    each_lane_below(
-        lanes,
-        rows,
-        #[inline(always)]
-        |k, lane| {
-            let c = usize::from(holds(k, lane));
-            // SAFETY: `t` and `k - t` count the lanes before this one that went each way
-            // (`t <= k`), so both are below `n`, within the capacity reserved for each list.
+    // Both loops inline `holds` (a kernel's whole body, for a branch condition split as
+    // computed) at each of `each_lane_below`'s unrolled calls: a call per lane costs more than
+    // most bodies.
+    // In every loop, `t` and `k - t` count the lanes before position `k` that went each way
+    // (`t <= k`), so both are below `n`, within the capacity reserved for each list.
+    let probe = n.min(SPLIT_PROBE);
+    each_lane_below(&lanes[..probe], rows, |k, lane| {
+        let c = holds(k, lane);
+        // SAFETY: see above.
+        unsafe { write_both((yes_at, no_at), &mut t, k, (lane, c)) };
+    });
+    let rest = &lanes[probe..];
+    if t == 0 || t == probe {
+        each_lane_below(rest, rows, |k, lane| {
+            let k = probe + k;
+            // SAFETY: see above.
             unsafe {
-                yes_at.add(t).write(lane);
-                no_at.add(k - t).write(lane);
+                if holds(k, lane) {
+                    yes_at.add(t).write(lane);
+                    t += 1;
+                } else {
+                    no_at.add(k - t).write(lane);
+                }
             }
-            t += c;
-        },
-    );
-    // SAFETY: the loop wrote the first `t` and `n - t` elements of the lists' capacities.
+        });
+    } else {
+        each_lane_below(rest, rows, |k, lane| {
+            let (k, c) = (probe + k, holds(probe + k, lane));
+            // SAFETY: see above.
+            unsafe { write_both((yes_at, no_at), &mut t, k, (lane, c)) };
+        });
+    }
+    // SAFETY: the loops wrote the first `t` and `n - t` elements of the lists' capacities.
     unsafe {
         yes.set_len(t);
         no.set_len(n - t);
     }
+}
+
+/// [`split_below`]'s branch-free step: `lane`, at position `k`, written to both lists, and
+/// `t` (the lanes before it that went to `yes`) advanced if `c` sends it there.
+///
+/// # Safety
+/// `t` and `k - t` must be below the capacity of the lists `yes_at` and `no_at` point to.
+#[inline(always)]
+unsafe fn write_both(
+    (yes_at, no_at): (*mut usize, *mut usize),
+    t: &mut usize,
+    k: usize,
+    (lane, c): (usize, bool),
+) {
+    // SAFETY: both positions are within the lists' capacities (the caller's contract).
+    unsafe {
+        yes_at.add(*t).write(lane);
+        no_at.add(k - *t).write(lane);
+    }
+    *t += usize::from(c);
 }
 
 /// The typed loop of [`copy`] for width-1 columns of `T`; `false` if they hold another type.
@@ -363,6 +407,45 @@ mod tests {
         ] {
             let caught = std::panic::catch_unwind(|| each_lane_below(&lanes, 5, |_, _| {}));
             assert!(caught.is_err(), "{lanes:?}");
+        }
+    }
+
+    /// Both ways of splitting the lanes after the probe (with a branch where the probed lanes
+    /// all went one way, without one where they parted) give the stable partition, each lane
+    /// with its own position, whatever the lengths; the lists' old contents are replaced.
+    #[test]
+    fn split_below_partitions_in_order_whichever_way_it_splits_the_rest() {
+        /// A named condition on a lane's position.
+        type Pattern = (&'static str, fn(usize) -> bool);
+        let patterns: [Pattern; 5] = [
+            ("all yes", |_| true),
+            ("all no", |_| false),
+            ("probe yes, then mixed", |k| k < SPLIT_PROBE || k % 3 == 0),
+            ("probe no, then mixed", |k| k >= SPLIT_PROBE && k % 2 == 1),
+            ("mixed throughout", |k| (k * 7) % 5 < 2),
+        ];
+        for (name, holds) in patterns {
+            for n in [
+                0,
+                1,
+                SPLIT_PROBE - 1,
+                SPLIT_PROBE,
+                SPLIT_PROBE + 1,
+                3 * SPLIT_PROBE + 5,
+            ] {
+                let lanes: Vec<usize> = (0..n).map(|k| 2 * k + 1).collect();
+                let (mut yes, mut no) = (vec![99; 3], vec![99]);
+                let mut seen = Vec::new();
+                split_below(&lanes, 2 * n + 1, (&mut yes, &mut no), |k, lane| {
+                    seen.push((k, lane));
+                    holds(k)
+                });
+                let positions: Vec<(usize, usize)> = lanes.iter().copied().enumerate().collect();
+                assert_eq!(seen, positions, "{name}, {n} lanes");
+                let (want_yes, want_no): (Vec<usize>, Vec<usize>) =
+                    lanes.iter().partition(|&&lane| holds((lane - 1) / 2));
+                assert_eq!((yes, no), (want_yes, want_no), "{name}, {n} lanes");
+            }
         }
     }
 
