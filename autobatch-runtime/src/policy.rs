@@ -110,10 +110,11 @@ fn merge_sorted(a: &[usize], b: &[usize], out: &mut Vec<usize>) {
 ///
 /// The list is a sorted prefix and a tail of arrivals not yet merged. An arrival in order
 /// after a sorted list extends it; one at least a quarter the size of a sorted list is merged
-/// in at once ([`merge_sorted`]); a smaller one out of order joins the tail, which is sorted
-/// and merged with the prefix once, when the block runs. So lanes arriving a few at a time
-/// (leaving a loop a few per iteration and gathering at its exit while the others go round)
-/// cost one merge when the block runs, not a pass over every lane waiting on each arrival.
+/// in at once ([`merge_sorted`]); a smaller one out of order joins the tail, which is put in
+/// order with the prefix once, when the block runs (through a bit set of the lanes where the
+/// tail is long). So lanes arriving a few at a time (leaving a loop a few per iteration and
+/// gathering at its exit while the others go round) cost one ordering when the block runs,
+/// not a pass over every lane waiting on each arrival.
 #[derive(Default)]
 pub(crate) struct Waiting {
     lanes: Vec<usize>,
@@ -160,17 +161,54 @@ impl Waiting {
         self.lanes
     }
 
-    /// Takes the waiting lanes, in lane order, leaving none (`scratch` holds a merge).
+    /// Takes the waiting lanes, in lane order, leaving none (`scratch` holds a merge or a bit
+    /// set). An unsorted tail of many lanes (a loop's exit, where lanes arrive a few at each
+    /// iteration) is put in order through a bit set of the lanes, in two passes over them and
+    /// one over the set's words, where sorting it would compare each lane some `log2(tail)`
+    /// times; a short tail is sorted and merged with the prefix.
     pub(crate) fn take(&mut self, scratch: &mut Vec<usize>) -> Vec<usize> {
         if self.sorted < self.lanes.len() {
             let (prefix, tail) = self.lanes.split_at_mut(self.sorted);
-            tail.sort_unstable();
-            merge_sorted(prefix, tail, scratch);
-            std::mem::swap(&mut self.lanes, scratch);
+            let top = tail.iter().chain(prefix.last()).copied().max().unwrap_or(0);
+            let words = top / WORD_BITS + 1;
+            if tail.len() >= SET_FROM && words <= tail.len() * 4 {
+                order_by_set(&mut self.lanes, words, scratch);
+            } else {
+                tail.sort_unstable();
+                merge_sorted(prefix, tail, scratch);
+                std::mem::swap(&mut self.lanes, scratch);
+            }
         }
         self.sorted = 0;
         std::mem::take(&mut self.lanes)
     }
+}
+
+/// Bits in one word of [`order_by_set`]'s set.
+const WORD_BITS: usize = usize::BITS as usize;
+
+/// The shortest unsorted tail [`Waiting::take`] orders through a bit set: sorting fewer lanes
+/// takes a few comparisons each.
+const SET_FROM: usize = 32;
+
+/// Puts `lanes` (distinct, each below `words * WORD_BITS`) in lane order through a bit set of
+/// `words` words held in `set`.
+fn order_by_set(lanes: &mut Vec<usize>, words: usize, set: &mut Vec<usize>) {
+    set.clear();
+    set.resize(words, 0);
+    for &lane in lanes.iter() {
+        set[lane / WORD_BITS] |= 1 << (lane % WORD_BITS);
+    }
+    let n = lanes.len();
+    lanes.clear();
+    for (w, &word) in set.iter().enumerate() {
+        let mut bits = word;
+        while bits != 0 {
+            lanes.push(w * WORD_BITS + bits.trailing_zeros() as usize);
+            bits &= bits - 1;
+        }
+    }
+    debug_assert_eq!(lanes.len(), n, "the waiting lanes are distinct");
 }
 
 /// Block executions per lane, with [`Config::lane_isolation`]: each lane's own count is held
@@ -250,7 +288,7 @@ pub(crate) fn unsplit_conditions() -> Vec<(&'static str, autobatch_ir::HighProgr
 
 #[cfg(test)]
 mod tests {
-    use super::{merge_sorted, partition_into, Waiting};
+    use super::{merge_sorted, order_by_set, partition_into, Waiting, SET_FROM};
 
     #[test]
     fn partitions_keep_lane_order_and_merges_restore_it() {
@@ -295,5 +333,31 @@ mod tests {
         assert!(old.is_empty());
         let taken = w.take(&mut scratch);
         assert_eq!(taken.as_ptr(), ptr);
+    }
+
+    #[test]
+    fn long_unsorted_tails_are_taken_in_lane_order_dense_or_sparse() {
+        // Lanes leaving a loop a few at a time, in no order across iterations: a dense tail
+        // (ordered through a bit set) and a sparse one (lanes far apart: sorted).
+        for spread in [1, 1000] {
+            let mut scratch = Vec::new();
+            let mut w = Waiting::new(vec![3 * spread]);
+            let mut expected = vec![3 * spread];
+            let lanes: Vec<usize> = (0..397).map(|i| (i * 151 % 397 + 4) * spread).collect();
+            for pair in lanes.chunks(2) {
+                let mut pair = pair.to_vec();
+                pair.sort_unstable();
+                expected.extend(&pair);
+                w.add(pair, &mut scratch);
+            }
+            assert!(w.lanes().len() > SET_FROM);
+            expected.sort_unstable();
+            assert_eq!(w.take(&mut scratch), expected, "spread {spread}");
+        }
+        // The bit set across word boundaries, the last lane in the last word.
+        let mut lanes = vec![127, 0, 64, 63, 1, 65, 200];
+        let mut set = vec![7; 9];
+        order_by_set(&mut lanes, 200 / 64 + 1, &mut set);
+        assert_eq!(lanes, vec![0, 1, 63, 64, 65, 127, 200]);
     }
 }
