@@ -167,7 +167,8 @@ impl<'r, 'p> BlockRun<'r, 'p> {
     /// its branch's lists (which it hands back). A panic in it is not caught here (a catch
     /// would keep the lane loop's state in memory): it prints nothing, unwinds out of the
     /// run, and the VM's one catch around the run makes it the error of the kernel op and lane
-    /// the kernel's [`BlameGuard`] recorded in the [`Blame`] as it unwound ([`caught`]).
+    /// the kernel's [`BlameGuard`] recorded in the [`Blame`] as it unwound (this module's
+    /// `caught`).
     #[inline]
     pub fn each(
         &mut self,
