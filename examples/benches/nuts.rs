@@ -722,7 +722,8 @@ fn split(name: &str, m: &Measured, stats: &Stats) {
         stats.steps,
         stats.vector_rows as f64 / m.draws.dim().0 as f64
     );
-    // The lane-wise kernels that took the most time, by the source they were made from.
+    // The lane-wise kernels that took the most time, by the source they were made from, with
+    // their time per lane computed (what a change to a kernel's loop moves).
     let labels = kernel_sources();
     let mut kernels: Vec<(usize, f64)> = (stats.kernels.iter().enumerate())
         .map(|(k, s)| (k, s.time.as_secs_f64() / m.cpu))
@@ -730,7 +731,13 @@ fn split(name: &str, m: &Measured, stats: &Stats) {
         .collect();
     kernels.sort_by(|a, b| b.1.total_cmp(&a.1));
     for (k, share) in kernels.into_iter().take(3) {
-        println!("    {:>4.1}%  {}", 100.0 * share, labels[k]);
+        let s = &stats.kernels[k];
+        let per_lane = s.time.as_secs_f64() * 1e9 / s.lanes.max(1) as f64;
+        println!(
+            "    {:>4.1}%  {per_lane:>6.1} ns a lane  {}",
+            100.0 * share,
+            labels[k]
+        );
     }
 }
 
