@@ -85,6 +85,9 @@ pub(crate) struct Arena {
     width: usize,
     counts: Vec<u32>,
     free: FreeRows,
+    /// The handles [`store_rows`](Self::store_rows) allocates, kept between its calls (one a
+    /// batched kernel's vector output) so that it allocates no list of its own each time.
+    stored: Vec<u32>,
 }
 
 impl Arena {
@@ -95,6 +98,7 @@ impl Arena {
             width,
             counts: vec![1],
             free: FreeRows::default(),
+            stored: Vec::new(),
         }
     }
 
@@ -256,7 +260,8 @@ impl Arena {
             return;
         };
         let lanes = &lanes[..lanes.len().min(rows)];
-        let mut fresh = Vec::with_capacity(lanes.len());
+        let mut fresh = std::mem::take(&mut self.stored);
+        fresh.clear();
         self.alloc_fresh_many(lanes.len(), &mut fresh);
         for (&h, row) in fresh.iter().zip(data.chunks_exact(self.width)) {
             let start = h as usize * self.width;
@@ -265,6 +270,7 @@ impl Arena {
         for (&lane, &h) in lanes.iter().zip(&fresh) {
             self.take_over(&mut slots[lane], h);
         }
+        self.stored = fresh;
     }
 
     /// A dense `[lanes.len(), width]` column of the rows `handles[lane]` for each of `lanes`,
@@ -504,6 +510,14 @@ mod tests {
         let values = |a: &Arena, hs: &[u32]| hs.iter().map(|&h| a.row(h)[0]).collect::<Vec<_>>();
         assert_eq!(values(&a, &hs), values(&b, &hs_b));
         assert_eq!(values(&a, &hs)[5], 5.0, "lane 5 is past the data's rows");
+        assert_eq!(a.live(), b.live());
+        // A second, shorter store (the arena's list of new handles is reused): the same again.
+        let (lanes, data) = ([7, 9], [2000.0, 2001.0]);
+        a.store_rows(&mut hs, &lanes, &data);
+        for (&lane, &x) in lanes.iter().zip(&data) {
+            b.store(&mut hs_b[lane], &[x]);
+        }
+        assert_eq!(values(&a, &hs), values(&b, &hs_b));
         assert_eq!(a.live(), b.live());
         // Zero-length rows: nothing to store.
         let mut z = Arena::new(0);
