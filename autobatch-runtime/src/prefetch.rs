@@ -27,15 +27,17 @@ const DENSE_UP_TO: usize = 4 * LINE;
 #[cfg(any(target_arch = "x86_64", test))]
 const SPARSE_STEP: usize = 4 * LINE;
 
-/// Bytes between the lines [`prefetch`] asks for in a walk of `end` bytes from the start of
-/// a slice's first line (the walk's offsets are `0, step, 2 * step, ..` below `end`).
+/// Calls `line` with each offset, from the start of a slice's first cache line, that
+/// [`prefetch`] asks for in a walk of `end` bytes: `0, step, 2 * step, ..` below `end`, the
+/// step a line up to [`DENSE_UP_TO`] bytes, else [`SPARSE_STEP`].
 #[cfg(any(target_arch = "x86_64", test))]
 #[inline(always)]
-fn step(end: usize) -> usize {
-    if end > DENSE_UP_TO {
-        SPARSE_STEP
-    } else {
-        LINE
+fn each_line_asked(end: usize, mut line: impl FnMut(usize)) {
+    let step = if end > DENSE_UP_TO { SPARSE_STEP } else { LINE };
+    let mut offset = 0;
+    while offset < end {
+        line(offset);
+        offset += step;
     }
 }
 
@@ -56,14 +58,11 @@ pub fn prefetch<T>(data: &[T]) {
         let skew = start as usize % LINE;
         let first = start.wrapping_sub(skew);
         let end = skew + std::mem::size_of_val(data);
-        let step = step(end);
-        let mut offset = 0;
-        while offset < end {
+        each_line_asked(end, |offset| {
             // SAFETY: a prefetch is only a hint: it does not read memory architecturally and
             // cannot fault, and the address lies in a cache line `data` occupies anyway.
             unsafe { _mm_prefetch::<_MM_HINT_T0>(first.wrapping_add(offset)) };
-            offset += step;
-        }
+        });
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = data;
@@ -97,11 +96,13 @@ pub(crate) fn advise_huge_pages<T>(region: &mut [T]) {
 
 #[cfg(test)]
 mod tests {
-    use super::{prefetch, step, DENSE_UP_TO, LINE};
+    use super::{each_line_asked, prefetch, DENSE_UP_TO, LINE};
 
     /// The lines a walk of `end` bytes asks for, as offsets from its first line.
     fn asked(end: usize) -> Vec<usize> {
-        (0..end).step_by(step(end)).collect()
+        let mut lines = Vec::new();
+        each_line_asked(end, |offset| lines.push(offset));
+        lines
     }
 
     #[test]
