@@ -70,6 +70,28 @@ fn blocks(a: Vector, b: Vector, x: f64) -> (Vector, f64) {
     (&longer + &long, total)
 }
 
+/// Vector outputs in the shapes the NUTS kernels have (outputs over the rows the dots walk,
+/// scalar code after the dots), which the kernel writes in its last reduction loop, beside
+/// outputs that need a loop of their own (one reads that loop's result, one calls a function)
+/// and a constant one.
+#[autobatch]
+#[allow(clippy::type_complexity)]
+fn outputs_in_loops(
+    a: Vector,
+    b: Vector,
+    s: f64,
+) -> (Vector, Vector, Vector, Vector, Vector, bool, f64) {
+    let rho = &a + &b;
+    let half = &a + &((0.5 * s) * &b);
+    let turn = a.dot(&rho) > 0.0 && b.dot(&rho) > 0.0 || half.dot(&half) > s;
+    let e = 0.5 * half.dot(&(&b * &half));
+    let scaled = &b * e;
+    let mapped = a.map(f64::abs);
+    let e = if e.is_nan() { 0.0 } else { e };
+    let constant = Vector::filled_like(s, &a);
+    (rho, half, scaled, mapped, constant, turn, e)
+}
+
 const AWKWARD: [f64; 12] = [
     0.0,
     -0.0,
@@ -120,6 +142,7 @@ fn modes() -> [Config; 2] {
 const _: () = assert!(elementwise::VECTOR_KERNELS >= 1);
 const _: () = assert!(reductions::VECTOR_KERNELS >= 1);
 const _: () = assert!(blocks::VECTOR_KERNELS >= 1);
+const _: () = assert!(outputs_in_loops::VECTOR_KERNELS >= 1);
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(autobatch_testkit::cases(48)))]
@@ -196,6 +219,37 @@ proptest! {
                 prop_assert!(
                     same_row(v.row(lane).as_slice().unwrap(), sv.as_slice()) && same_bits(t[lane], st),
                     "lane {lane} in {:?}", config.mode
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn outputs_in_loops_match_the_scalar_function(
+        (a, b, s) in (1usize..40, 0usize..14).prop_flat_map(|(lanes, len)| (
+            vectors(lanes, len),
+            vectors(lanes, len),
+            proptest::collection::vec(value(), lanes).prop_map(Array1::from),
+        ))
+    ) {
+        for config in modes() {
+            let out = outputs_in_loops::batch(a.view(), b.view(), s.view(), &config).unwrap();
+            for lane in 0..a.nrows() {
+                let (rho, half, scaled, mapped, constant, turn, e) = outputs_in_loops(
+                    Vector::from(a.row(lane).to_vec()),
+                    Vector::from(b.row(lane).to_vec()),
+                    s[lane],
+                );
+                let rows = [(&out.0, &rho), (&out.1, &half), (&out.2, &scaled), (&out.3, &mapped), (&out.4, &constant)];
+                for (i, (batched, scalar)) in rows.into_iter().enumerate() {
+                    prop_assert!(
+                        same_row(batched.row(lane).as_slice().unwrap(), scalar.as_slice()),
+                        "output {i}, lane {lane} in {:?}: {:?} vs {:?}", config.mode, batched.row(lane), scalar
+                    );
+                }
+                prop_assert!(
+                    out.5[lane] == turn && same_bits(out.6[lane], e),
+                    "lane {lane} in {:?}: {:?} vs {:?}", config.mode, (out.5[lane], out.6[lane]), (turn, e)
                 );
             }
         }

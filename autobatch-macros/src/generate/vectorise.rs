@@ -16,7 +16,9 @@
 //!   each summing in exactly the order [`Vector`] documents; a pure element-wise reduction is
 //!   hoisted out of `&&`, `||` and `if` to where its operands exist (it cannot fail or have an
 //!   effect, so computing it where the scalar function might skip it changes nothing);
-//! * all vector outputs are written by one loop at the end;
+//! * vector outputs are written in the kernel's last unconditional reduction loop where
+//!   their elements can be computed there (that loop already reads their rows), and the rest by
+//!   one loop at the end;
 //! * the lane loop is written twice, and the runtime's `cpu` chooses which runs: the first
 //!   copy, compiled for AVX2 (through `with_avx2`), where the CPU has it, else the portable
 //!   second; reductions walk
@@ -119,10 +121,7 @@ pub fn vector_kernel(
     let mut fills: Vec<(TokenStream, Elems)> = Vec::new();
     c.output(body, out_ty, &mut 0, &mut fills)?;
     c.flush(0);
-    if !fills.is_empty() {
-        let fill = fill_loop(&fills);
-        c.lists[0].stmts.push(fill);
-    }
+    c.write_outputs(fills);
     let body = std::mem::take(&mut c.lists[0].stmts);
     let n_outs = outs.len();
     let count = c.scratch;
@@ -260,6 +259,9 @@ enum ReductionKind {
 struct List {
     stmts: Vec<TokenStream>,
     pending: Vec<Reduction>,
+    /// The last reduction loop emitted here: its index in `stmts` and its reductions (so the
+    /// loop can be written again with the kernel's vector outputs in it).
+    last_loop: Option<(usize, Vec<Reduction>)>,
 }
 
 struct Compiler {
@@ -317,8 +319,42 @@ impl Compiler {
     fn flush(&mut self, depth: usize) {
         let pending = std::mem::take(&mut self.lists[depth].pending);
         if !pending.is_empty() {
-            let code = reduction_loop(self.rt.path(), &pending);
-            self.lists[depth].stmts.push(code);
+            let code = reduction_loop(self.rt.path(), &pending, &[]);
+            let list = &mut self.lists[depth];
+            list.stmts.push(code);
+            list.last_loop = Some((list.stmts.len() - 1, pending));
+        }
+    }
+
+    /// Writes the vector outputs `fills` that can be into the kernel's last unconditional
+    /// reduction loop (which already walks the rows they read, so the rows are read once, not
+    /// twice) and the rest in a loop of their own at the end. An output goes into the loop
+    /// when its elements are plain arithmetic (no `map` or `zip_map`: quads compute it) and
+    /// read nothing defined by the loop or after it (an identifier check over the generated
+    /// code, on the side of caution). Outputs are rows of their own, read by nothing in the
+    /// kernel, so writing them earlier changes no value.
+    fn write_outputs(&mut self, fills: Vec<(TokenStream, Elems)>) {
+        let rtp = self.rt.path().clone();
+        let list = &mut self.lists[0];
+        let (early, late): (Vec<_>, Vec<_>) = match &list.last_loop {
+            Some((at, pending)) if quad_loop(pending) => {
+                let mut later: Vec<String> = pending.iter().map(|r| r.result.to_string()).collect();
+                for stmt in &list.stmts[at + 1..] {
+                    identifiers(stmt.clone(), &mut later);
+                }
+                fills.into_iter().partition(|(_, el)| {
+                    let mut read = Vec::new();
+                    identifiers(el.elem.clone(), &mut read);
+                    !el.calls && read.iter().all(|i| i == "__j" || !later.contains(i))
+                })
+            }
+            _ => (Vec::new(), fills),
+        };
+        if let (false, Some((at, pending))) = (early.is_empty(), &list.last_loop) {
+            list.stmts[*at] = reduction_loop(&rtp, pending, &early);
+        }
+        if !late.is_empty() {
+            list.stmts.push(fill_loop(&late));
         }
     }
 
@@ -834,12 +870,17 @@ fn fill_loop(fills: &[(TokenStream, Elems)]) -> TokenStream {
 /// one quad), or, when a template calls a function (`map`, `zip_map`), as a `[f64; 4]` indexed
 /// element by element.
 ///
+/// The loop also writes each of `fills` (a vector output and its template; only in a quad
+/// loop, and only templates that call nothing) into its destination, four elements at a time
+/// and then the rest, element by element as [`fill_loop`] does.
+///
 /// [`F64x4`]: ../../../autobatch_runtime/__private/struct.F64x4.html
-fn reduction_loop(rtp: &TokenStream, pending: &[Reduction]) -> TokenStream {
-    let quad = !pending.iter().any(|r| match &r.kind {
-        ReductionKind::Dot(a, b) => a.calls || b.calls,
-        ReductionKind::Sum(a) => a.calls,
-    });
+fn reduction_loop(
+    rtp: &TokenStream,
+    pending: &[Reduction],
+    fills: &[(TokenStream, Elems)],
+) -> TokenStream {
+    let quad = quad_loop(pending);
     let mut inits = Vec::new();
     let mut chunk_steps = Vec::new();
     let mut tail_steps = Vec::new();
@@ -879,6 +920,16 @@ fn reduction_loop(rtp: &TokenStream, pending: &[Reduction]) -> TokenStream {
             }
         }
     }
+    debug_assert!(quad || fills.is_empty(), "outputs only in a quad loop");
+    let mut dests = Vec::new();
+    for (i, (d, el)) in fills.iter().enumerate() {
+        let (name, tail) = (format_ident!("__d{i}"), format_ident!("__dt{i}"));
+        let e = &el.elem;
+        dests.push(quote!(let (#name, #tail) = #d[..__n].as_chunks_mut::<4>();));
+        chunk_steps.push(quote!(*#name = #rtp::Four::elements(#e);));
+        tail_steps.push(quote!(#tail[__j] = #e;));
+        templates.push(el);
+    }
     let mut sources = Vec::new();
     for t in &templates {
         merge_sources(&mut sources, t.sources.iter().cloned());
@@ -891,6 +942,11 @@ fn reduction_loop(rtp: &TokenStream, pending: &[Reduction]) -> TokenStream {
     for (s, c) in sources.iter().zip(&chunks) {
         pattern = quote!((#pattern, #s));
         walk = quote!((#walk).zip(#c));
+    }
+    for i in 0..fills.len() {
+        let name = format_ident!("__d{i}");
+        pattern = quote!((#pattern, #name));
+        walk = quote!((#walk).zip(#name));
     }
     let chunk_body = if quad {
         quote!(
@@ -908,6 +964,7 @@ fn reduction_loop(rtp: &TokenStream, pending: &[Reduction]) -> TokenStream {
     quote!(
         let (#(#names,)*) = {
             #exact
+            #(#dests)*
             #(let (#chunks, #tails) = #sources.as_chunks::<4>();)*
             #(#inits)*
             for #pattern in #walk {
@@ -921,6 +978,25 @@ fn reduction_loop(rtp: &TokenStream, pending: &[Reduction]) -> TokenStream {
             (#(#values,)*)
         };
     )
+}
+
+/// True if every template of `pending` is plain arithmetic, so their loop computes in quads.
+fn quad_loop(pending: &[Reduction]) -> bool {
+    !pending.iter().any(|r| match &r.kind {
+        ReductionKind::Dot(a, b) => a.calls || b.calls,
+        ReductionKind::Sum(a) => a.calls,
+    })
+}
+
+/// Adds every identifier in `tokens` (inside groups too) to `out`.
+fn identifiers(tokens: TokenStream, out: &mut Vec<String>) {
+    for t in tokens {
+        match t {
+            TokenTree::Ident(i) => out.push(i.to_string()),
+            TokenTree::Group(g) => identifiers(g.stream(), out),
+            TokenTree::Punct(_) | TokenTree::Literal(_) => {}
+        }
+    }
 }
 
 /// True for compiled scalar code that is a literal or a name (a path), under parentheses.
@@ -1004,6 +1080,46 @@ mod tests {
             v.contains("row_mut"),
             "the output row is written in place: {v}"
         );
+    }
+
+    /// A vector output whose template reads only what exists before the kernel's last
+    /// reduction loop is written in that loop (no loop of its own over `__n`); one that reads
+    /// the loop's result, or calls a function, gets the loop of its own.
+    #[test]
+    fn vector_outputs_are_written_in_the_last_reduction_loop_where_they_can_be() {
+        let inputs = [("q", Ty::Vector), ("p", Ty::Vector), ("eps", F64)];
+        let out = Ty::Tuple(vec![Ty::Vector, F64]);
+        // Loops of its own over the elements, in each of the lane loop's two copies.
+        let fill_loops = |k: &str| k.matches("for __j in 0 .. __n {").count() / 2;
+        let fused = compiled(
+            &inputs,
+            syn::parse_quote!({
+                let r = &q + &(eps * &p);
+                let ok = q.dot(&r) > 0.0 && p.dot(&r) > 0.0;
+                (r, if ok { 1.0 } else { 0.0 })
+            }),
+            out.clone(),
+        )
+        .expect("compiled");
+        assert_eq!(fill_loops(&fused), 0, "written in the dot loop: {fused}");
+        assert!(fused.contains("as_chunks_mut"), "{fused}");
+        let reads_result = compiled(
+            &inputs,
+            syn::parse_quote!({
+                let d = q.dot(&p);
+                (&q * d, d)
+            }),
+            out.clone(),
+        )
+        .expect("compiled");
+        assert_eq!(fill_loops(&reads_result), 1, "{reads_result}");
+        let calls = compiled(
+            &inputs,
+            syn::parse_quote!((q.map(f64::abs), q.dot(&p))),
+            out,
+        )
+        .expect("compiled");
+        assert_eq!(fill_loops(&calls), 1, "{calls}");
     }
 
     #[test]
