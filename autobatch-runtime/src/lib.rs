@@ -54,8 +54,8 @@ pub use autobatch_ir::passes::{InlineOptions, Passes, Source};
 pub use autobatch_macros::{autobatch, primitive};
 pub use column::{Column, Element};
 pub use config::{
-    available_threads, shard_lanes, Config, Mode, DEFAULT_MEMORY_BUDGET, MIN_CACHE_SHARD_LANES,
-    MIN_SHARD_BYTES, MIN_SHARD_LANES, SHARD_BYTES,
+    available_threads, shard_lanes, Config, Mode, Schedule, DEFAULT_MEMORY_BUDGET,
+    MIN_CACHE_SHARD_LANES, MIN_SHARD_BYTES, MIN_SHARD_LANES, SHARD_BYTES,
 };
 pub use error::{Result, RuntimeError};
 pub use kernel::{
@@ -213,7 +213,7 @@ impl Executable {
                 if matches!(kernels.get(id.index()), Some(Kernel::Batched(_))))
         };
         let prepared = prepare(source, passes, allocations, batched)?;
-        let vm_plan = vm::Plan::new(&prepared.lowered, prepared.high.as_deref());
+        let vm_plan = vm::Plan::new(&prepared.lowered, prepared.high.as_deref(), batched);
         let high = prepared.high.map(|high| {
             let plan = stackless::Plan::new(&high, &liveness(&high));
             (high, plan)

@@ -1,7 +1,9 @@
 //! The full VM: per-lane program counters over the lowered program, with lanes re-converging
 //! across recursion depths.
 //!
-//! Each step runs the lowest-numbered block that has any lane waiting, on exactly those lanes.
+//! Each step runs one block that has lanes waiting, on exactly those lanes: the lowest-numbered
+//! such block, or, for a program that calls a batched primitive, the one with the most lanes
+//! (see [`Schedule`]).
 //! Lanes wait in per-block sets instead of a program-counter array that is scanned every
 //! step, so a step costs in proportion to the lanes it runs, not to the batch size; a set is a
 //! bitset, so the lanes come out in lane order without sorting and nothing allocates per step.
@@ -23,7 +25,7 @@
 //! round trip through the queue.
 
 use crate::compiled::{caught, Blame, BlockFn, BlockRun, CompiledBlocks, PartsCache};
-use crate::config::Config;
+use crate::config::{Config, Schedule};
 use crate::depth::{counted_entries, limit_error, DepthRule};
 use crate::error::{Result, RuntimeError};
 use crate::exec::{Exec, Sides};
@@ -32,7 +34,7 @@ use crate::stats::Stats;
 use crate::storage::Stacks;
 use autobatch_ir::passes::{liveness, stacked_liveness, Liveness};
 use autobatch_ir::{
-    fingerprint, Allocation, Block, KernelRef, LoweredProgram, Op, Program, Terminator, Var,
+    fingerprint, Allocation, Block, KernelRef, LoweredProgram, Op, PrimOp, Program, Terminator, Var,
 };
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
@@ -74,11 +76,19 @@ pub(crate) struct Plan {
     compiled: Vec<Option<BlockFn>>,
     /// How a lane's call depth is known.
     depth: DepthRule,
+    /// Per block: whether it calls a batched primitive (such a block runs only when no other
+    /// has lanes, where the schedule is [`Schedule::MostLanes`]).
+    batched: Vec<bool>,
 }
 
 impl Plan {
-    /// The plan of lowered `program`, lowered from `high` (`None` if written lowered).
-    pub(crate) fn new(program: &LoweredProgram, high: Option<&Program>) -> Plan {
+    /// The plan of lowered `program`, lowered from `high` (`None` if written lowered), whose
+    /// ops calling a batched primitive are those `batched` says.
+    pub(crate) fn new(
+        program: &LoweredProgram,
+        high: Option<&Program>,
+        batched: impl Fn(&PrimOp) -> bool,
+    ) -> Plan {
         let pops: Vec<Vec<Vec<Var>>> = program
             .blocks
             .iter()
@@ -159,6 +169,15 @@ impl Plan {
             })
             .collect();
         let depth = DepthRule::new(program, &entries, &forward);
+        let batched = program
+            .blocks
+            .iter()
+            .map(|data| {
+                data.ops
+                    .iter()
+                    .any(|op| matches!(op, Op::Prim(p) if batched(p)))
+            })
+            .collect();
         Plan {
             pops,
             push_copies,
@@ -168,6 +187,22 @@ impl Plan {
             split,
             compiled: Vec::new(),
             depth,
+            batched,
+        }
+    }
+
+    /// The order a run with `config` takes blocks in (see [`Schedule`]).
+    fn order(&self, config: &Config) -> Order<'_> {
+        let most_lanes = match config.schedule {
+            Schedule::LowestBlock => false,
+            Schedule::MostLanes => true,
+            Schedule::Auto => self.batched.contains(&true),
+        };
+        match most_lanes {
+            true => Order::MostLanes {
+                batched: &self.batched,
+            },
+            false => Order::Lowest,
         }
     }
 
@@ -226,7 +261,7 @@ pub(crate) fn run(
     let batch = exec.storage.batch();
     let blocks = exec.program.blocks.len();
     let mut queue = Queue {
-        waiting: WaitingSets::new(blocks, batch, || lists.take()),
+        waiting: WaitingSets::new(blocks, batch, plan.order(config), || lists.take()),
         lanes: lists.take(),
         taken: LaneSet::new(batch),
         taken_valid: false,
@@ -267,9 +302,9 @@ pub(crate) fn run(
 }
 
 /// The lanes waiting at each block, and those of the block being run.
-struct Queue {
+struct Queue<'p> {
     /// Per block, the lanes waiting there.
-    waiting: WaitingSets,
+    waiting: WaitingSets<'p>,
     /// The lanes of the block being run, in lane order.
     lanes: Vec<usize>,
     /// The same lanes as a set, if `taken_valid` (a block run from a list gets its set only
@@ -287,7 +322,7 @@ struct Queue {
     targets: Vec<u32>,
 }
 
-impl Queue {
+impl Queue<'_> {
     /// The block to run next: the lowest-numbered one with lanes waiting, if any (halted
     /// lanes are not waiting to run).
     #[inline(always)]
@@ -426,7 +461,7 @@ fn run_bits(
     plan: &Plan,
     config: &Config,
     stats: (&mut Stats, &Blame),
-    lists: (&[usize], &mut Queue),
+    lists: (&[usize], &mut Queue<'_>),
 ) -> Result<()> {
     #[cfg(target_arch = "x86_64")]
     {
@@ -448,7 +483,7 @@ fn run_with_bit_instructions(
     plan: &Plan,
     config: &Config,
     stats: (&mut Stats, &Blame),
-    lists: (&[usize], &mut Queue),
+    lists: (&[usize], &mut Queue<'_>),
 ) -> Result<()> {
     run_steps(exec, plan, config, stats, lists)
 }
@@ -462,7 +497,7 @@ fn run_steps(
     plan: &Plan,
     config: &Config,
     (stats, blame): (&mut Stats, &Blame),
-    (all, queue): (&[usize], &mut Queue),
+    (all, queue): (&[usize], &mut Queue<'_>),
 ) -> Result<()> {
     let program = exec.program;
     let batch = exec.storage.batch();
@@ -909,29 +944,49 @@ fn start_list((list, room): (&mut Vec<usize>, usize), listed: &mut Vec<usize>, t
 /// block 0, so a step costs in proportion to the blocks between the last one run and the
 /// next, not to the program's blocks (a sampler's lowered program has hundreds; scanning them
 /// all was the largest item of its step loop). Every mutable access to a block's set, and
-/// every list given to a block, lowers the bound to that block.
+/// every list given to a block, lowers the bound to that block. In the order
+/// [`Order::MostLanes`] the blocks from the bound on are scanned at each step all the same (the
+/// fewer steps pay for it: see [`Schedule::MostLanes`]).
 ///
 /// One set (and list) more than the program has blocks holds the lanes that have halted
 /// (sent to a block the plan passes to the halt, see [`Plan`]'s `forward`), past the last
 /// block's: lanes join it as they join any block, and it never runs (the run is over when
 /// only it holds lanes).
-struct WaitingSets {
+struct WaitingSets<'p> {
     sets: Vec<LaneSet>,
     /// Per block, lanes that came all at once while none waited there, in lane order; none
     /// of them in the block's set.
     lists: Vec<Vec<usize>>,
     /// No block below this one has lanes.
     low: usize,
+    /// Which block with lanes runs next.
+    order: Order<'p>,
 }
 
-impl WaitingSets {
-    /// No lanes waiting at any of `blocks` blocks (or halted) over a batch of `batch`; the
-    /// lists' room from `list`.
-    fn new(blocks: usize, batch: usize, list: impl FnMut() -> Vec<usize>) -> WaitingSets {
+/// How [`WaitingSets::first`] chooses the block to run (see [`Schedule`]).
+#[derive(Clone, Copy, Debug)]
+enum Order<'p> {
+    /// The lowest block with lanes.
+    Lowest,
+    /// The block with the most lanes (the lowest of those with as many), one marked in
+    /// `batched` (it calls a batched primitive) only where no other has lanes.
+    MostLanes { batched: &'p [bool] },
+}
+
+impl<'p> WaitingSets<'p> {
+    /// No lanes waiting at any of `blocks` blocks (or halted) over a batch of `batch`, blocks
+    /// to run taken in `order`; the lists' room from `list`.
+    fn new(
+        blocks: usize,
+        batch: usize,
+        order: Order<'p>,
+        list: impl FnMut() -> Vec<usize>,
+    ) -> WaitingSets<'p> {
         WaitingSets {
             sets: (0..=blocks).map(|_| LaneSet::new(batch)).collect(),
             lists: std::iter::repeat_with(list).take(blocks + 1).collect(),
             low: blocks + 1,
+            order,
         }
     }
 
@@ -941,14 +996,37 @@ impl WaitingSets {
         !self.sets[b].is_empty() || !self.lists[b].is_empty()
     }
 
-    /// The lowest block with lanes waiting, if any (never the halt).
+    /// The block to run next, if any lanes wait (never the halt): the lowest with lanes, or
+    /// the one [`Order::MostLanes`] chooses.
     #[inline(always)]
     fn first(&mut self) -> Option<usize> {
         let halt = self.halt();
         debug_assert!((0..self.low.min(halt)).all(|b| !self.has_lanes(b)));
         let first = (self.low..halt).find(|&b| self.has_lanes(b))?;
         self.low = first;
-        Some(first)
+        match self.order {
+            Order::Lowest => Some(first),
+            Order::MostLanes { batched } => Some(self.most_lanes(first, batched)),
+        }
+    }
+
+    /// Of the blocks from `first` (the lowest with lanes) on, the one with the most lanes, the
+    /// lowest of those with as many, preferring any block not marked in `batched`.
+    fn most_lanes(&self, first: usize, batched: &[bool]) -> usize {
+        let halt = self.halt();
+        let blocks = self.sets[first..halt]
+            .iter()
+            .zip(&self.lists[first..halt])
+            .zip(&batched[first..halt]);
+        let mut best = (first, (false, 0));
+        for (b, ((set, list), &batched)) in (first..).zip(blocks) {
+            let n = set.count + list.len();
+            let rank = (!batched, n);
+            if n > 0 && rank > best.1 {
+                best = (b, rank);
+            }
+        }
+        best.0
     }
 
     /// Sends the lanes of `list` (in lane order, none waiting anywhere) to block `b`: `list`
@@ -968,11 +1046,13 @@ impl WaitingSets {
         }
     }
 
-    /// Whether block `b` would run next if lanes came to it now: no lane waits at it or below
-    /// it, and it is not the halt.
+    /// Whether block `b` would run next if lanes came to it now, in the order
+    /// [`Order::Lowest`]: no lane waits at it or below it, and it is not the halt. (In the
+    /// order [`Order::MostLanes`] lanes always wait, so that the next block is chosen among
+    /// every block's lanes.)
     #[inline(always)]
     fn runs_next(&self, b: usize) -> bool {
-        b < self.low && b < self.halt()
+        matches!(self.order, Order::Lowest) && b < self.low && b < self.halt()
     }
 
     /// The halt's index, one past the last block.
@@ -994,7 +1074,7 @@ impl WaitingSets {
     }
 }
 
-impl std::ops::Index<usize> for WaitingSets {
+impl std::ops::Index<usize> for WaitingSets<'_> {
     type Output = LaneSet;
 
     #[inline(always)]
@@ -1003,7 +1083,7 @@ impl std::ops::Index<usize> for WaitingSets {
     }
 }
 
-impl std::ops::IndexMut<usize> for WaitingSets {
+impl std::ops::IndexMut<usize> for WaitingSets<'_> {
     #[inline(always)]
     fn index_mut(&mut self, b: usize) -> &mut LaneSet {
         self.low = self.low.min(b);
@@ -1180,9 +1260,9 @@ fn pack(conditions: &[bool]) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::{pack, DepthRule, LaneSet, Queue, ReturnStacks, WaitingSets};
+    use super::{pack, DepthRule, LaneSet, Order, Queue, ReturnStacks, WaitingSets};
     use crate::policy::unsplit_conditions;
-    use crate::Executable;
+    use crate::{Config, Executable, Kernel, Schedule};
     use autobatch_ir::{Block, DType, HighProgram, KernelId, ProgramBuilder, Type};
     use autobatch_testkit::conformance;
 
@@ -1238,6 +1318,30 @@ mod tests {
         }
     }
 
+    /// `Auto` takes blocks by the most lanes exactly where the program calls a batched
+    /// primitive (here fib's first kernel made one), and the other schedules are what they
+    /// say whatever the program.
+    #[test]
+    fn auto_takes_the_most_lanes_only_where_a_batched_primitive_is_called() {
+        let fib =
+            || conformance::fibonacci_function_calls(&mut conformance::numbering(), DType::I64);
+        let lane_wise = Executable::new(fib(), Vec::new()).expect("a valid program");
+        let batched = vec![Kernel::batched(|_, _| Ok(()))];
+        let batched = Executable::new(fib(), batched).expect("a valid program");
+        let most = |exe: &Executable, schedule| {
+            let config = Config {
+                schedule,
+                ..Config::default()
+            };
+            matches!(exe.vm_plan.order(&config), Order::MostLanes { .. })
+        };
+        assert!(!most(&lane_wise, Schedule::Auto));
+        assert!(most(&batched, Schedule::Auto));
+        for exe in [&lane_wise, &batched] {
+            assert!(most(exe, Schedule::MostLanes) && !most(exe, Schedule::LowestBlock));
+        }
+    }
+
     /// Depths are held where only calls enter the blocks where counted calls start (fib in
     /// functions, whose main jumps into it, or hand-lowered, whose main calls it; a loop
     /// without calls), counted where a recursive tail call's jump enters one too.
@@ -1262,9 +1366,9 @@ mod tests {
         assert_eq!(exe.vm_plan.depth, DepthRule::Held { base: 0 });
     }
 
-    fn queue(blocks: usize, batch: usize) -> Queue {
+    fn queue(blocks: usize, batch: usize) -> Queue<'static> {
         Queue {
-            waiting: WaitingSets::new(blocks, batch, Vec::new),
+            waiting: WaitingSets::new(blocks, batch, Order::Lowest, Vec::new),
             lanes: Vec::new(),
             taken: LaneSet::new(batch),
             taken_valid: false,
@@ -1281,7 +1385,7 @@ mod tests {
     /// next, whichever way they came.
     #[test]
     fn lanes_added_below_the_last_block_found_are_found() {
-        let mut w = WaitingSets::new(6, 100, Vec::new);
+        let mut w = WaitingSets::new(6, 100, Order::Lowest, Vec::new);
         let (mut taken, mut lanes) = (LaneSet::new(100), Vec::new());
         assert_eq!(w.first(), None);
         w[4].extend(&[1]);
@@ -1301,6 +1405,46 @@ mod tests {
         assert_eq!(w.first(), Some(1));
         w.lists[1].clear();
         assert_eq!(w.first(), None);
+    }
+
+    /// In the order of the most lanes, the block with the most lanes waiting (in its set and
+    /// its list) runs next, the lowest of those with as many, and a block calling a batched
+    /// primitive only when no other has lanes; lanes never go on without waiting.
+    #[test]
+    fn the_most_lanes_order_runs_the_fullest_block_and_batched_ones_last() {
+        let batched = [false, false, true, false, false];
+        let mut w = WaitingSets::new(5, 100, Order::MostLanes { batched: &batched }, Vec::new);
+        let (mut taken, mut lanes) = (LaneSet::new(100), Vec::new());
+        w[0].extend(&[1]);
+        w[1].extend(&[2, 3]);
+        w.give(3, &mut vec![4, 5]);
+        w[2].extend(&[6, 7, 8, 9]);
+        // Blocks 1 and 3 hold two lanes each (a set, a list): the lower runs; the batched
+        // block 2, with more, waits.
+        assert_eq!(w.first(), Some(1));
+        w[1].take(&mut taken, &mut lanes);
+        w[3].extend(&[10]);
+        assert_eq!(w.first(), Some(3));
+        assert!(!w.runs_next(4), "lanes always wait in this order");
+        let listed = std::mem::take(&mut w.lists[3]);
+        w[3].extend(&listed);
+        w[3].take(&mut taken, &mut lanes);
+        assert_eq!(w.first(), Some(0));
+        w[0].take(&mut taken, &mut lanes);
+        assert_eq!(
+            w.first(),
+            Some(2),
+            "the batched block runs once no other has lanes"
+        );
+        w[2].take(&mut taken, &mut lanes);
+        assert_eq!(w.first(), None);
+        // In the lowest-first order the lowest block runs, and lanes go on where none wait
+        // at or below their block.
+        let mut w = WaitingSets::new(5, 100, Order::Lowest, Vec::new);
+        w[2].extend(&[6, 7, 8, 9]);
+        w[3].extend(&[1]);
+        assert_eq!(w.first(), Some(2));
+        assert!(w.runs_next(1) && !w.runs_next(2));
     }
 
     /// Lanes sent to a block where none wait stay listed and run from the list (its set made

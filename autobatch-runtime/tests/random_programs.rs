@@ -7,7 +7,8 @@
 //! interpreter's result bit for bit. At small stack limits (and, for programs that recurse
 //! deep, at the deepest lane's depth and one frame below it), the runs must stop with a depth
 //! error where the reference does. Cut into shards of random size on one to three threads,
-//! with lane isolation or without, every lane must still be the reference's (with isolation,
+//! with lane isolation or without, in any order of the full VM's blocks (`Schedule`), every
+//! lane must still be the reference's (with isolation,
 //! the reference of that lane alone: its results, or a depth error failing that lane only);
 //! half of those programs recurse as deep as each lane's counter lets them, so that a stack
 //! limit below the deepest lane fails some lanes and not others.
@@ -28,7 +29,7 @@
 mod random;
 
 use autobatch_runtime::ir::{KernelId, ProgramBuilder, Type};
-use autobatch_runtime::{Column, Config, Executable, Kernel, Mode, Passes};
+use autobatch_runtime::{Column, Config, Executable, Kernel, Mode, Passes, Schedule};
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 use random::check::{agree, agree_at_limit, agree_in_shards, Limit, LIMIT};
@@ -118,8 +119,9 @@ proptest! {
     // Fewer cases: each runs the program eight ways and the reference once per lane.
     #![proptest_config(config(300))]
 
-    /// Batch invariance: cut into shards of any size and run on one to three threads, every
-    /// lane of every program is still the reference's, and a run stops at the stack limit
+    /// Batch invariance: cut into shards of any size and run on one to three threads, the
+    /// full VM taking blocks in any [`Schedule`], every lane of every program is still the
+    /// reference's, and a run stops at the stack limit
     /// where the reference does; with lane isolation, exactly the lanes that go too deep by
     /// themselves fail and every other lane completes with its results (`shards.rs` and
     /// `isolation.rs` check this on fixed programs; here on programs with calls, loops,
@@ -140,8 +142,13 @@ proptest! {
             1 => (1usize..24).prop_map(Limit::Fixed),
             1 => Just(Limit::Fixed(LIMIT)),
         ],
+        schedule in prop_oneof![
+            Just(Schedule::Auto),
+            Just(Schedule::LowestBlock),
+            Just(Schedule::MostLanes),
+        ],
     ) {
-        agree_in_shards(&spec, &batch, sharding, limit)?;
+        agree_in_shards(&spec, &batch, sharding, limit, schedule)?;
     }
 }
 

@@ -8,7 +8,7 @@ use super::prims::Ty;
 use super::spec::{Batch, Spec};
 use autobatch_runtime::ndarray::Array2;
 use autobatch_runtime::{
-    Column, Config, Executable, InlineOptions, Key, Mode, Passes, Run, RuntimeError,
+    Column, Config, Executable, InlineOptions, Key, Mode, Passes, Run, RuntimeError, Schedule,
 };
 use proptest::test_runner::TestCaseError;
 
@@ -234,12 +234,13 @@ impl Limit {
 }
 
 /// Shards and threads: with every optional pass on and with none, both interpreters run the
-/// batch cut into shards of `shard` lanes on `threads` threads at stack limit `limit`, and
-/// must agree with the reference as [`agree_at_limit`] says; then the same with lane
+/// batch cut into shards of `shard` lanes on `threads` threads at stack limit `limit` (the
+/// full VM taking blocks in the order `schedule` says), and must agree with the reference as [`agree_at_limit`] says; then the same with lane
 /// isolation, where each lane must be what the reference makes of that lane alone: its
 /// results, or a failure of that lane only, with a depth error. A lane's results, and whether
 /// it goes too deep, never depend on which lanes share its shard, how many shards there are,
-/// which thread ran them or whether another lane failed. The runs of one pass set share an
+/// which thread ran them, whether another lane failed or which lanes ran a block together (the
+/// schedule). The runs of one pass set share an
 /// executable, which first runs the batch in reverse order, so every run also reuses the
 /// memory runs before it left (of other lanes, sizes and modes) and must not see their values.
 pub fn agree_in_shards(
@@ -247,6 +248,7 @@ pub fn agree_in_shards(
     batch: &Batch,
     (threads, shard): (usize, usize),
     limit: Limit,
+    schedule: Schedule,
 ) -> Result<(), TestCaseError> {
     let built = build(spec, batch.len);
     let inputs = columns(batch, &spec.funcs[0].params);
@@ -277,6 +279,7 @@ pub fn agree_in_shards(
                     threads,
                     shard_size: Some(shard),
                     lane_isolation,
+                    schedule,
                     ..config(mode, batch, limit)
                 };
                 let got = exe.run(&inputs, &sharded);
@@ -287,7 +290,7 @@ pub fn agree_in_shards(
                 if let Some(how) = how {
                     let way = format!(
                         "{mode:?}, {passes:?}, {threads} threads, shards of {shard}, lane \
-                         isolation {lane_isolation}"
+                         isolation {lane_isolation}, {schedule:?}"
                     );
                     return Err(fail(way, how));
                 }
