@@ -20,9 +20,9 @@
 //! reads the condition), a return's lanes listed by the block each returns to. A block runs
 //! from its list without listing lanes from a set; lanes that reach it while it has lanes
 //! waiting join its set, and its list joins the set when it runs with both. Where the block
-//! they reach would run next anyway (no lane waits at it or below it), the lanes go on running
-//! there without waiting: the same steps on the same lanes in the same order, without the
-//! round trip through the queue.
+//! they reach would run next anyway (lowest first, and no lane waits at it or below it), the
+//! lanes go on running there without waiting: the same steps on the same lanes in the same
+//! order, without the round trip through the queue.
 
 use crate::compiled::{caught, Blame, BlockFn, BlockRun, CompiledBlocks, PartsCache};
 use crate::config::{Config, Schedule};
@@ -323,8 +323,9 @@ struct Queue<'p> {
 }
 
 impl Queue<'_> {
-    /// The block to run next: the lowest-numbered one with lanes waiting, if any (halted
-    /// lanes are not waiting to run).
+    /// The block to run next, if any lanes wait (halted lanes are not waiting to run): the
+    /// lowest-numbered one with lanes, or the one the order of the most lanes chooses (see
+    /// [`WaitingSets::first`]).
     #[inline(always)]
     fn next_block(&mut self) -> Option<usize> {
         self.waiting.first()
@@ -376,9 +377,9 @@ impl Queue<'_> {
         }
     }
 
-    /// Whether the lanes being run can go on to block `to` without waiting there: no lane
-    /// waits at it or below it (so lowest first would run it next, on exactly these lanes),
-    /// and it is not the halt.
+    /// Whether the lanes being run can go on to block `to` without waiting there: blocks run
+    /// lowest first and no lane waits at it or below it (so it would run next, on exactly
+    /// these lanes), and it is not the halt.
     #[inline(always)]
     fn carries(&self, to: usize) -> bool {
         self.waiting.runs_next(to)
