@@ -922,10 +922,12 @@ fn reduction_loop(
     }
     debug_assert!(quad || fills.is_empty(), "outputs only in a quad loop");
     let mut dests = Vec::new();
+    let mut dest_chunks = Vec::new();
     for (i, (d, el)) in fills.iter().enumerate() {
         let (name, tail) = (format_ident!("__d{i}"), format_ident!("__dt{i}"));
         let e = &el.elem;
         dests.push(quote!(let (#name, #tail) = #d[..__n].as_chunks_mut::<4>();));
+        dest_chunks.push(name.clone());
         chunk_steps.push(quote!(*#name = #rtp::Four::elements(#e);));
         tail_steps.push(quote!(#tail[__j] = #e;));
         templates.push(el);
@@ -939,14 +941,15 @@ fn reduction_loop(
     let tails: Vec<Ident> = sources.iter().map(|s| format_ident!("__tl{s}")).collect();
     let mut pattern = quote!(_);
     let mut walk = quote!(0..__n / 4);
-    for (s, c) in sources.iter().zip(&chunks) {
+    // Each source walks as its chunks, each output's destination as its own (bound by the
+    // destination's name, a chunk of four at each step).
+    let walked = sources
+        .iter()
+        .zip(&chunks)
+        .chain(dest_chunks.iter().zip(&dest_chunks));
+    for (s, c) in walked {
         pattern = quote!((#pattern, #s));
         walk = quote!((#walk).zip(#c));
-    }
-    for i in 0..fills.len() {
-        let name = format_ident!("__d{i}");
-        pattern = quote!((#pattern, #name));
-        walk = quote!((#walk).zip(#name));
     }
     let chunk_body = if quad {
         quote!(
